@@ -1,0 +1,194 @@
+//! `ghola projects`, `ghola sessions`, `ghola show`: browsing the history without an index.
+
+use anyhow::{Context, Result, bail};
+use ghola::transcript::catalog::{SessionSummary, projects as summarize_projects, sessions_in};
+use ghola::transcript::{self, Message, Session, resolve_session_id};
+use serde_json::json;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+pub fn projects(claude_dir: &Path, json: bool) -> Result<()> {
+    let (sessions, found) = transcript::load_all(claude_dir);
+    report_problems(&found);
+    let list = summarize_projects(&sessions);
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut out, &json!({ "projects": list }))?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    if list.is_empty() {
+        writeln!(out, "No Claude Code history under {}", claude_dir.display())?;
+    }
+    for p in list {
+        writeln!(
+            out,
+            "{}  {} sessions, {} messages, last {}{}",
+            p.project,
+            p.sessions,
+            p.messages,
+            p.last_activity
+                .map(|t| t.format("%Y-%m-%d %H:%M").to_string())
+                .unwrap_or_else(|| "-".into()),
+            if p.branches.is_empty() {
+                String::new()
+            } else {
+                format!(", branches {}", p.branches.join(", "))
+            }
+        )?;
+    }
+    Ok(())
+}
+
+/// The project directory a command defaults to: the given one, else the current directory.
+pub fn project_dir(project: Option<PathBuf>) -> Result<String> {
+    let dir = match project {
+        Some(p) => p,
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    let dir = std::path::absolute(&dir).unwrap_or(dir);
+    Ok(dir.to_string_lossy().trim_end_matches('/').to_string())
+}
+
+pub fn sessions(
+    claude_dir: &Path,
+    project: Option<PathBuf>,
+    global: bool,
+    json: bool,
+) -> Result<()> {
+    let (all, found) = transcript::load_all(claude_dir);
+    report_problems(&found);
+    let scope = if global {
+        None
+    } else {
+        Some(project_dir(project)?)
+    };
+    let chosen = sessions_in(&all, scope.as_deref());
+    let summaries: Vec<SessionSummary> = chosen.iter().map(|s| SessionSummary::of(s)).collect();
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut out, &json!({ "sessions": summaries }))?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    if summaries.is_empty() {
+        match &scope {
+            Some(p) => writeln!(out, "No sessions in {p} (try --global)")?,
+            None => writeln!(out, "No sessions under {}", claude_dir.display())?,
+        }
+    }
+    for s in summaries {
+        writeln!(
+            out,
+            "{}  {}  {} messages{}{}  {}{}",
+            s.session_id,
+            s.last_timestamp
+                .map(|t| t.format("%Y-%m-%d %H:%M").to_string())
+                .unwrap_or_else(|| "-".into()),
+            s.messages,
+            if s.windows > 1 {
+                format!(", {} windows", s.windows)
+            } else {
+                String::new()
+            },
+            if s.subagents > 0 {
+                format!(", {} subagents", s.subagents)
+            } else {
+                String::new()
+            },
+            s.project,
+            s.title.map(|t| format!("  “{t}”")).unwrap_or_default()
+        )?;
+    }
+    Ok(())
+}
+
+pub fn show(
+    claude_dir: &Path,
+    session: &str,
+    window: Option<u32>,
+    subagents: bool,
+    json: bool,
+) -> Result<()> {
+    let found = transcript::discover(claude_dir);
+    let id = resolve_session_id(
+        session,
+        found.sessions.iter().map(|s| s.session_id.as_str()),
+    )?
+    .to_string();
+    let files = found
+        .sessions
+        .iter()
+        .find(|s| s.session_id == id)
+        .expect("resolved ids come from this list");
+    let s = transcript::load_session(files);
+    if let Some(w) = window
+        && w >= s.windows
+    {
+        bail!(
+            "session {id} has {} window(s) (0..={}); there is no window {w}",
+            s.windows,
+            s.windows - 1
+        );
+    }
+    let in_window = |m: &&Message| window.is_none_or(|w| m.window == w);
+    let mut messages: Vec<&Message> = s.messages.iter().filter(in_window).collect();
+    if subagents {
+        messages.extend(
+            s.subagents
+                .iter()
+                .flat_map(|a| a.messages.iter())
+                .filter(in_window),
+        );
+        messages.sort_by_key(|m| m.timestamp);
+    }
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(
+            &mut out,
+            &json!({"session_id": s.session_id, "project": s.project, "title": s.title,
+                    "windows": s.windows, "messages": messages}),
+        )?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    write_conversation(&mut out, &s, &messages)?;
+    Ok(())
+}
+
+fn write_conversation(out: &mut impl Write, s: &Session, messages: &[&Message]) -> Result<()> {
+    writeln!(out, "Session {}  ({})", s.session_id, s.project)?;
+    if let Some(t) = &s.title {
+        writeln!(out, "“{t}”")?;
+    }
+    let mut window = None;
+    for m in messages {
+        if window != Some(m.window) && m.agent_id.is_none() {
+            window = Some(m.window);
+            writeln!(out, "\n──── window {} ────", m.window)?;
+        }
+        let who = if m.is_compact_summary {
+            "summary".to_string()
+        } else {
+            match &m.agent_id {
+                Some(a) => format!("{} (subagent {a})", m.role.as_str()),
+                None => m.role.as_str().to_string(),
+            }
+        };
+        let when = m
+            .timestamp
+            .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
+            .unwrap_or_default();
+        writeln!(out, "\n[{when}] {who}:")?;
+        for line in m.text().lines() {
+            writeln!(out, "  {line}")?;
+        }
+    }
+    Ok(())
+}
+
+fn report_problems(found: &transcript::Discovery) {
+    for (path, why) in &found.problems {
+        tracing::warn!("could not read {}: {why}", path.display());
+    }
+}

@@ -1,0 +1,89 @@
+//! Command-line surface: argument parsing (clap) and human or JSON output. Every command is a thin adapter
+//! over a library call, the same one the MCP server uses.
+
+mod history;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+/// Total recall for Claude Code: index, search and replay your Claude Code history.
+#[derive(Debug, Parser)]
+#[command(name = "ghola", version, about)]
+pub struct Cli {
+    /// Claude Code config dir (default: $CLAUDE_CONFIG_DIR, else ~/.claude).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub claude_dir: Option<PathBuf>,
+    /// More logging on stderr (-v info, -vv debug).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Every project with its session count, messages, last activity and branches.
+    Projects {
+        #[arg(long)]
+        json: bool,
+    },
+    /// The sessions of a project (default: the current directory) or of all projects.
+    Sessions {
+        /// Project directory (sessions started in it or below it).
+        #[arg(long, value_name = "DIR", conflicts_with = "global")]
+        project: Option<PathBuf>,
+        /// All projects.
+        #[arg(long)]
+        global: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// One session as a person would read it.
+    Show {
+        /// Session uuid, or a unique prefix of one.
+        session: String,
+        /// Only this compaction window (0 = before the first compaction).
+        #[arg(long)]
+        window: Option<u32>,
+        /// Include subagent conversations.
+        #[arg(long)]
+        subagents: bool,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Logs go to stderr (stdout is reserved for output, and for the MCP protocol in `serve`).
+pub fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("GHOLA_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// Runs one command.
+pub fn run(cli: Cli) -> Result<()> {
+    let claude_dir = ghola::config::claude_dir(cli.claude_dir.as_deref());
+    match cli.command {
+        Command::Projects { json } => history::projects(&claude_dir, json),
+        Command::Sessions {
+            project,
+            global,
+            json,
+        } => history::sessions(&claude_dir, project, global, json),
+        Command::Show {
+            session,
+            window,
+            subagents,
+            json,
+        } => history::show(&claude_dir, &session, window, subagents, json),
+    }
+}

@@ -1,0 +1,7 @@
+//! ghola: total recall for Claude Code.
+//!
+//! The library does the work; `main.rs` only parses arguments and prints. See `ARCHITECTURE.md` for the
+//! module map and the invariants.
+
+pub mod config;
+pub mod transcript;

@@ -1,0 +1,353 @@
+//! Messages: what was said in a conversation, built from `user` and `assistant` entries.
+
+use super::clean::clean_text;
+use super::entry::{RawBlock, RawContent, RawEntry};
+use super::reader::FileReport;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Who spoke.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+impl Role {
+    /// The lowercase name used in JSON and on screen.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        }
+    }
+}
+
+/// One piece of a message, by kind: the index embeds each kind under its own budget.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Part {
+    /// Prose the user typed or the assistant wrote.
+    Text { text: String },
+    /// The assistant's visible reasoning.
+    Thinking { text: String },
+    /// A tool call, reduced to its name and a one-line summary of its input.
+    ToolUse {
+        id: String,
+        name: String,
+        summary: String,
+    },
+    /// A tool's output as the model saw it (images as `[image]`).
+    ToolResult {
+        tool_use_id: String,
+        text: String,
+        is_error: bool,
+    },
+}
+
+impl Part {
+    /// The kind's name, as used in JSON (`text`, `thinking`, `tool_use`, `tool_result`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Part::Text { .. } => "text",
+            Part::Thinking { .. } => "thinking",
+            Part::ToolUse { .. } => "tool_use",
+            Part::ToolResult { .. } => "tool_result",
+        }
+    }
+
+    /// The part as one readable string.
+    pub fn render(&self) -> String {
+        match self {
+            Part::Text { text } => text.clone(),
+            Part::Thinking { text } => format!("[thinking] {text}"),
+            Part::ToolUse { name, summary, .. } if summary.is_empty() => format!("[{name}]"),
+            Part::ToolUse { name, summary, .. } => format!("[{name}] {summary}"),
+            Part::ToolResult { text, is_error, .. } => {
+                if *is_error {
+                    format!("[tool error] {text}")
+                } else {
+                    format!("[tool result] {text}")
+                }
+            }
+        }
+    }
+}
+
+/// A message of a session: one user entry, or one assistant response (its split entries merged).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    /// The uuid of the (first) entry.
+    pub uuid: String,
+    pub parent_uuid: Option<String>,
+    /// The session this message belongs to (for a subagent: its parent session).
+    pub session_id: String,
+    /// Set for subagent messages.
+    pub agent_id: Option<String>,
+    /// The directory the session was started in (see `DESIGN.md`, "Project identity").
+    pub project: String,
+    /// The entry's own working directory (differs from `project` after a `cd` or in a worktree).
+    pub cwd: Option<String>,
+    pub git_branch: Option<String>,
+    pub timestamp: Option<DateTime<Utc>>,
+    pub role: Role,
+    pub model: Option<String>,
+    pub parts: Vec<Part>,
+    /// Compaction window of the session this message belongs to (0 before the first compaction).
+    pub window: u32,
+    /// The summary Claude Code wrote at a compaction: it opens its window and is not something anyone said.
+    pub is_compact_summary: bool,
+    /// Byte offset of the message's first line in its file.
+    pub offset: u64,
+}
+
+impl Message {
+    /// The whole message as readable text, parts separated by blank lines.
+    pub fn text(&self) -> String {
+        self.parts
+            .iter()
+            .map(Part::render)
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    }
+
+    /// The kind of the message for display: `summary`, or the kind of its first part.
+    pub fn kind(&self) -> &'static str {
+        if self.is_compact_summary {
+            "summary"
+        } else {
+            self.parts.first().map(Part::kind).unwrap_or("text")
+        }
+    }
+}
+
+/// Maximum length of a tool-use summary line.
+const SUMMARY_CHARS: usize = 300;
+
+/// The parts of a `user`/`assistant` entry after stripping; `None` for entries nobody said or read
+/// (`isMeta`, pure wrappers, empty content).
+pub fn parts_of(entry: &RawEntry, report: &mut FileReport) -> Option<Vec<Part>> {
+    if entry.is_meta == Some(true) {
+        return None;
+    }
+    let content = entry.message.as_ref()?.content.as_ref()?;
+    let mut parts = Vec::new();
+    match content {
+        RawContent::Text(t) => push_text(&mut parts, t),
+        RawContent::Blocks(blocks) => {
+            for b in blocks {
+                part_of_block(b, &mut parts, report);
+            }
+        }
+        RawContent::Other(_) => {}
+    }
+    (!parts.is_empty()).then_some(parts)
+}
+
+fn push_text(parts: &mut Vec<Part>, raw: &str) {
+    let text = clean_text(raw);
+    if !text.is_empty() {
+        parts.push(Part::Text { text });
+    }
+}
+
+fn part_of_block(b: &RawBlock, parts: &mut Vec<Part>, report: &mut FileReport) {
+    match b.kind.as_str() {
+        "text" => push_text(parts, b.text.as_deref().unwrap_or("")),
+        "thinking" => {
+            let text = b.thinking.as_deref().unwrap_or("").trim();
+            if !text.is_empty() {
+                parts.push(Part::Thinking {
+                    text: text.to_string(),
+                });
+            }
+        }
+        "redacted_thinking" => {}
+        "image" => parts.push(Part::Text {
+            text: "[image]".into(),
+        }),
+        "document" => parts.push(Part::Text {
+            text: "[document]".into(),
+        }),
+        "tool_use" | "server_tool_use" => parts.push(Part::ToolUse {
+            id: b.id.clone().unwrap_or_default(),
+            name: b.name.clone().unwrap_or_else(|| "tool".into()),
+            summary: b.input.as_ref().map(summarize_input).unwrap_or_default(),
+        }),
+        "tool_result" | "web_search_tool_result" => parts.push(Part::ToolResult {
+            tool_use_id: b.tool_use_id.clone().unwrap_or_default(),
+            text: b
+                .content
+                .as_ref()
+                .map(|c| result_text(c, report))
+                .unwrap_or_default(),
+            is_error: b.is_error.unwrap_or(false),
+        }),
+        _ => report.unknown_blocks += 1,
+    }
+}
+
+/// The text of a tool result: strings and text blocks joined, images as `[image]`.
+fn result_text(content: &RawContent, report: &mut FileReport) -> String {
+    match content {
+        RawContent::Text(t) => clean_text(t),
+        RawContent::Blocks(blocks) => {
+            let mut pieces = Vec::new();
+            for b in blocks {
+                match b.kind.as_str() {
+                    "text" => {
+                        let t = clean_text(b.text.as_deref().unwrap_or(""));
+                        if !t.is_empty() {
+                            pieces.push(t);
+                        }
+                    }
+                    "image" => pieces.push("[image]".into()),
+                    "document" => pieces.push("[document]".into()),
+                    "tool_reference" => {
+                        pieces.push(format!("[tool: {}]", b.tool_name.as_deref().unwrap_or("?")))
+                    }
+                    _ => report.unknown_blocks += 1,
+                }
+            }
+            pieces.join("\n")
+        }
+        RawContent::Other(_) => String::new(),
+    }
+}
+
+/// One line saying what a tool call did: its most telling input field (command, path, pattern, url, …),
+/// then its description when that adds something.
+pub fn summarize_input(input: &Value) -> String {
+    const PRIMARY: &[&str] = &[
+        "command",
+        "file_path",
+        "notebook_path",
+        "pattern",
+        "path",
+        "url",
+        "query",
+        "skill",
+        "prompt",
+        "description",
+    ];
+    let Some(obj) = input.as_object() else {
+        return String::new();
+    };
+    let field = |k: &str| obj.get(k).and_then(Value::as_str).map(str::trim);
+    let mut line = String::new();
+    let mut used = "";
+    for k in PRIMARY {
+        if let Some(v) = field(k).filter(|v| !v.is_empty()) {
+            line.push_str(v);
+            used = k;
+            break;
+        }
+    }
+    if used == "pattern"
+        && let Some(p) = field("path").filter(|v| !v.is_empty())
+    {
+        line.push_str(" in ");
+        line.push_str(p);
+    }
+    if used != "description"
+        && let Some(d) = field("description").filter(|v| !v.is_empty())
+    {
+        line.push_str(" — ");
+        line.push_str(d);
+    }
+    if line.is_empty() {
+        // Unknown tool: its first string field is better than nothing.
+        if let Some(v) = obj.values().find_map(Value::as_str) {
+            line.push_str(v.trim());
+        }
+    }
+    one_line(&line, SUMMARY_CHARS)
+}
+
+/// Collapses whitespace runs (newlines included) and cuts at `max` characters.
+pub fn one_line(s: &str, max: usize) -> String {
+    let mut out = String::with_capacity(s.len().min(max + 3));
+    let mut n = 0;
+    for word in s.split_whitespace() {
+        if n > 0 {
+            out.push(' ');
+            n += 1;
+        }
+        for c in word.chars() {
+            if n >= max {
+                out.push('…');
+                return out;
+            }
+            out.push(c);
+            n += 1;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn summaries_pick_the_telling_field() {
+        assert_eq!(
+            summarize_input(&json!({"command": "grep -n x\n f.py", "description": "Find x"})),
+            "grep -n x f.py — Find x"
+        );
+        assert_eq!(summarize_input(&json!({"file_path": "/a/b.rs"})), "/a/b.rs");
+        assert_eq!(
+            summarize_input(&json!({"pattern": "fn main", "path": "src"})),
+            "fn main in src"
+        );
+        assert_eq!(
+            summarize_input(&json!({"description": "Explore", "prompt": "look"})),
+            "look — Explore"
+        );
+        assert_eq!(summarize_input(&json!("x")), "");
+        assert!(
+            summarize_input(&json!({"command": "y".repeat(1000)}))
+                .chars()
+                .count()
+                <= 301
+        );
+    }
+
+    #[test]
+    fn meta_and_wrapper_only_entries_have_no_parts() {
+        let mut r = FileReport::default();
+        let e: RawEntry = serde_json::from_value(json!({"type":"user","isMeta":true,
+            "message":{"role":"user","content":"Caveat"}}))
+        .unwrap();
+        assert!(parts_of(&e, &mut r).is_none());
+        let e: RawEntry = serde_json::from_value(json!({"type":"user",
+            "message":{"role":"user","content":"<local-command-stdout>ok</local-command-stdout>"}}))
+        .unwrap();
+        assert!(parts_of(&e, &mut r).is_none());
+    }
+
+    #[test]
+    fn tool_results_keep_text_errors_and_images() {
+        let mut r = FileReport::default();
+        let e: RawEntry =
+            serde_json::from_value(json!({"type":"user","message":{"role":"user","content":[
+                {"type":"tool_result","tool_use_id":"t1","is_error":true,"content":[
+                    {"type":"text","text":"boom"},{"type":"image","source":{}},{"type":"weird"}]},
+                {"type":"mystery_block"}
+            ]}}))
+            .unwrap();
+        let parts = parts_of(&e, &mut r).unwrap();
+        assert_eq!(
+            parts,
+            vec![Part::ToolResult {
+                tool_use_id: "t1".into(),
+                text: "boom\n[image]".into(),
+                is_error: true
+            }]
+        );
+        assert_eq!(r.unknown_blocks, 2);
+    }
+}

@@ -1,0 +1,53 @@
+//! Claude Code's on-disk history: discovery, the streaming reader, entries, messages, sessions and their
+//! compaction windows. Knows nothing of embeddings or search.
+
+pub mod catalog;
+pub mod clean;
+pub mod discover;
+pub mod entry;
+pub mod lookup;
+pub mod message;
+pub mod reader;
+pub mod session;
+
+pub use discover::{
+    Discovery, SessionFiles, SubagentFile, SubagentLayout, discover, discover_project_dir,
+};
+pub use lookup::{LookupError, resolve_session_id};
+pub use message::{Message, Part, Role};
+pub use reader::{EntryAt, FileReport, ReadOutcome, read_entries, stream_entries};
+pub use session::{FileStatus, Session, Subagent, load_session, parse_time};
+
+use rayon::prelude::*;
+use std::path::Path;
+
+/// Every session under a Claude config dir, loaded in parallel, newest first.
+pub fn load_all(claude_dir: &Path) -> (Vec<Session>, Discovery) {
+    let found = discover(claude_dir);
+    let sessions = load_sessions(&found.sessions);
+    (sessions, found)
+}
+
+/// Loads the given sessions in parallel, newest (by last message) first.
+pub fn load_sessions(files: &[SessionFiles]) -> Vec<Session> {
+    let mut sessions: Vec<Session> = files.par_iter().map(load_session).collect();
+    sessions.sort_by(|a, b| {
+        b.time_range()
+            .1
+            .cmp(&a.time_range().1)
+            .then_with(|| a.session_id.cmp(&b.session_id))
+    });
+    sessions
+}
+
+/// Whether `path` is `dir` or inside it, comparing path components (so `/a/bc` is not inside `/a/b`).
+pub fn is_within(path: &str, dir: &str) -> bool {
+    let dir = dir.trim_end_matches('/');
+    if dir.is_empty() {
+        return path.starts_with('/');
+    }
+    path == dir
+        || path
+            .strip_prefix(dir)
+            .is_some_and(|rest| rest.starts_with('/'))
+}

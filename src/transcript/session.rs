@@ -1,0 +1,322 @@
+//! A whole session: its messages (split assistant entries merged), compaction windows, subagents, title,
+//! and project, assembled from the files [`discover`](super::discover) found.
+
+use super::discover::{SessionFiles, SubagentLayout};
+use super::entry::RawEntry;
+use super::message::{Message, Role, parts_of};
+use super::reader::{EntryAt, FileReport, read_entries};
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// The messages of one subagent run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Subagent {
+    pub agent_id: String,
+    pub agent_type: Option<String>,
+    pub layout: SubagentLayout,
+    pub messages: Vec<Message>,
+}
+
+/// One file's read report, for `ghola sessions --json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileStatus {
+    pub path: PathBuf,
+    pub consumed: u64,
+    #[serde(flatten)]
+    pub report: FileReport,
+}
+
+/// A session as a person would think of it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Session {
+    pub session_id: String,
+    /// The directory the session was started in.
+    pub project: String,
+    pub project_dir: PathBuf,
+    pub title: Option<String>,
+    /// The main conversation, in file order.
+    pub messages: Vec<Message>,
+    pub subagents: Vec<Subagent>,
+    /// Number of compaction windows (1 + number of compactions).
+    pub windows: u32,
+    /// When each compaction happened (window k ≥ 1 starts at `boundaries[k-1]`).
+    pub boundaries: Vec<Option<DateTime<Utc>>>,
+    pub files: Vec<FileStatus>,
+}
+
+impl Session {
+    /// Every message of the session, main conversation then subagents.
+    pub fn all_messages(&self) -> impl Iterator<Item = &Message> {
+        self.messages
+            .iter()
+            .chain(self.subagents.iter().flat_map(|s| s.messages.iter()))
+    }
+
+    /// Time of the first and last message (subagents included).
+    pub fn time_range(&self) -> (Option<DateTime<Utc>>, Option<DateTime<Utc>>) {
+        let mut first = None;
+        let mut last = None;
+        for t in self.all_messages().filter_map(|m| m.timestamp) {
+            first = Some(first.map_or(t, |f: DateTime<Utc>| f.min(t)));
+            last = Some(last.map_or(t, |l: DateTime<Utc>| l.max(t)));
+        }
+        (first, last)
+    }
+
+    /// The first git branch recorded in the main conversation (else in a subagent).
+    pub fn git_branch(&self) -> Option<&str> {
+        self.all_messages()
+            .find_map(|m| m.git_branch.as_deref().filter(|b| !b.is_empty()))
+    }
+
+    /// Lines skipped for being broken, over all the session's files.
+    pub fn skipped_lines(&self) -> u64 {
+        self.files.iter().map(|f| f.report.skipped_lines()).sum()
+    }
+}
+
+/// Reads and assembles one session. Never fails: unreadable files show up in `files[].report`.
+pub fn load_session(files: &SessionFiles) -> Session {
+    let mut statuses = Vec::new();
+    let mut main_entries = Vec::new();
+    if let Some(path) = &files.main {
+        let (entries, outcome) = read_entries(path, 0);
+        main_entries = entries;
+        statuses.push(FileStatus {
+            path: path.clone(),
+            consumed: outcome.consumed,
+            report: outcome.report,
+        });
+    }
+    let mut sub_entries = Vec::new();
+    for sub in &files.subagents {
+        let (entries, outcome) = read_entries(&sub.path, 0);
+        statuses.push(FileStatus {
+            path: sub.path.clone(),
+            consumed: outcome.consumed,
+            report: outcome.report,
+        });
+        sub_entries.push((sub, entries));
+    }
+
+    let project = main_entries
+        .iter()
+        .chain(sub_entries.iter().flat_map(|(_, e)| e.iter()))
+        .find_map(|e| e.entry.cwd.clone().filter(|c| !c.is_empty()))
+        .unwrap_or_else(|| dir_name(&files.project_dir));
+
+    let ctx = Context {
+        session_id: &files.session_id,
+        project: &project,
+    };
+    let mut report_sink = FileReport::default();
+    let mut main = Builder::default();
+    let mut inline: Vec<(String, Builder)> = Vec::new();
+    let mut inline_owner: HashMap<String, usize> = HashMap::new();
+    let mut boundaries = Vec::new();
+    let mut window = 0u32;
+    let mut title = Title::default();
+    for EntryAt { offset, entry } in &main_entries {
+        match entry.kind.as_str() {
+            "system" if entry.subtype.as_deref() == Some("compact_boundary") => {
+                window += 1;
+                boundaries.push(parse_time(entry.timestamp.as_deref()));
+            }
+            "summary" => title.summary(entry),
+            "custom-title" => title.custom = entry.custom_title.clone().or(title.custom.take()),
+            "user" | "assistant" if entry.is_sidechain == Some(true) => {
+                // 1.0.x inline subagent: a chain rooted at a sidechain entry with no (sidechain) parent.
+                let owner = entry
+                    .parent_uuid
+                    .as_ref()
+                    .and_then(|p| inline_owner.get(p).copied());
+                let idx = owner.unwrap_or_else(|| {
+                    let root = entry.uuid.clone().unwrap_or_else(|| format!("{offset}"));
+                    inline.push((format!("sidechain-{root}"), Builder::default()));
+                    inline.len() - 1
+                });
+                if let Some(u) = &entry.uuid {
+                    inline_owner.insert(u.clone(), idx);
+                }
+                let agent_id = inline[idx].0.clone();
+                inline[idx].1.push(
+                    *offset,
+                    entry,
+                    window,
+                    Some(&agent_id),
+                    &ctx,
+                    &mut report_sink,
+                );
+            }
+            "user" | "assistant" => main.push(*offset, entry, window, None, &ctx, &mut report_sink),
+            _ => {}
+        }
+    }
+    if let Some(first) = statuses.first_mut().filter(|_| files.main.is_some()) {
+        first.report.unknown_blocks += report_sink.unknown_blocks;
+    }
+
+    let mut subagents: Vec<Subagent> = inline
+        .into_iter()
+        .map(|(agent_id, b)| Subagent {
+            agent_id,
+            agent_type: None,
+            layout: SubagentLayout::Inline,
+            messages: b.messages,
+        })
+        .collect();
+    for (i, (sub, entries)) in sub_entries.iter().enumerate() {
+        let mut sink = FileReport::default();
+        let mut b = Builder::default();
+        for EntryAt { offset, entry } in entries {
+            if matches!(entry.kind.as_str(), "user" | "assistant") {
+                let w = window_at(&boundaries, parse_time(entry.timestamp.as_deref()));
+                b.push(*offset, entry, w, Some(&sub.agent_id), &ctx, &mut sink);
+            }
+        }
+        let status_index = i + usize::from(files.main.is_some());
+        statuses[status_index].report.unknown_blocks += sink.unknown_blocks;
+        subagents.push(Subagent {
+            agent_id: sub.agent_id.clone(),
+            agent_type: sub.agent_type.clone(),
+            layout: sub.layout,
+            messages: b.messages,
+        });
+    }
+
+    let uuids: std::collections::HashSet<&str> =
+        main.messages.iter().map(|m| m.uuid.as_str()).collect();
+    let title = title.resolve(&uuids);
+    Session {
+        session_id: files.session_id.clone(),
+        project,
+        project_dir: files.project_dir.clone(),
+        title,
+        messages: main.messages,
+        subagents,
+        windows: window + 1,
+        boundaries,
+        files: statuses,
+    }
+}
+
+/// The window in effect at time `t`: how many compactions happened at or before it. Used to place
+/// subagent messages (which live in their own files) in their parent's windows.
+fn window_at(boundaries: &[Option<DateTime<Utc>>], t: Option<DateTime<Utc>>) -> u32 {
+    let Some(t) = t else { return 0 };
+    boundaries
+        .iter()
+        .filter(|b| b.is_some_and(|b| b <= t))
+        .count() as u32
+}
+
+struct Context<'a> {
+    session_id: &'a str,
+    project: &'a str,
+}
+
+/// Builds the messages of one stream, merging assistant entries that share `message.id`.
+#[derive(Default)]
+struct Builder {
+    messages: Vec<Message>,
+    by_message_id: HashMap<String, usize>,
+}
+
+impl Builder {
+    fn push(
+        &mut self,
+        offset: u64,
+        entry: &RawEntry,
+        window: u32,
+        agent_id: Option<&str>,
+        ctx: &Context,
+        report: &mut FileReport,
+    ) {
+        let role = match entry.kind.as_str() {
+            "assistant" => Role::Assistant,
+            _ => Role::User,
+        };
+        let is_summary = entry.is_compact_summary == Some(true);
+        let Some(mut parts) = parts_of(entry, report) else {
+            return;
+        };
+        let msg = entry.message.as_ref();
+        let api_id = msg
+            .and_then(|m| m.id.clone())
+            .filter(|_| role == Role::Assistant);
+        if let Some(id) = &api_id
+            && let Some(&i) = self.by_message_id.get(id)
+        {
+            self.messages[i].parts.append(&mut parts);
+            return;
+        }
+        let uuid = entry
+            .uuid
+            .clone()
+            .unwrap_or_else(|| format!("{}@{offset}", ctx.session_id));
+        if let Some(id) = api_id {
+            self.by_message_id.insert(id, self.messages.len());
+        }
+        self.messages.push(Message {
+            uuid,
+            parent_uuid: entry.parent_uuid.clone(),
+            session_id: ctx.session_id.to_string(),
+            agent_id: agent_id.map(str::to_owned),
+            project: ctx.project.to_string(),
+            cwd: entry.cwd.clone(),
+            git_branch: entry.git_branch.clone().filter(|b| !b.is_empty()),
+            timestamp: parse_time(entry.timestamp.as_deref()),
+            role,
+            model: msg
+                .and_then(|m| m.model.clone())
+                .filter(|m| m != "<synthetic>"),
+            parts,
+            window,
+            is_compact_summary: is_summary,
+            offset,
+        });
+    }
+}
+
+#[derive(Default)]
+struct Title {
+    custom: Option<String>,
+    summaries: Vec<(Option<String>, String)>,
+}
+
+impl Title {
+    fn summary(&mut self, e: &RawEntry) {
+        if let Some(s) = e.summary.as_ref().filter(|s| !s.trim().is_empty()) {
+            self.summaries
+                .push((e.leaf_uuid.clone(), s.trim().to_string()));
+        }
+    }
+
+    /// A custom title wins; else a summary whose leaf is in this session; else the first summary.
+    fn resolve(self, uuids: &std::collections::HashSet<&str>) -> Option<String> {
+        if self.custom.is_some() {
+            return self.custom;
+        }
+        let own = self
+            .summaries
+            .iter()
+            .rev()
+            .find(|(leaf, _)| leaf.as_deref().is_some_and(|l| uuids.contains(l)));
+        own.or(self.summaries.first()).map(|(_, s)| s.clone())
+    }
+}
+
+/// Parses an ISO 8601 timestamp into UTC; malformed or missing → `None`.
+pub fn parse_time(s: Option<&str>) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(s?)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
+fn dir_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
