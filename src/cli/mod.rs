@@ -1,6 +1,7 @@
 //! Command-line surface: argument parsing (clap) and human or JSON output. Every command is a thin adapter
 //! over a library call, the same one the MCP server uses.
 
+mod bench;
 mod history;
 
 use anyhow::Result;
@@ -52,6 +53,22 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print performance figures (throughput, memory) for one part of ghola.
+    Bench {
+        #[command(subcommand)]
+        what: BenchKind,
+    },
+}
+
+/// What `ghola bench` measures.
+#[derive(Debug, Subcommand)]
+pub enum BenchKind {
+    /// Reader throughput over the transcripts of the Claude dir (MB/s on one core).
+    Read {
+        /// Repeat the read for at least this many seconds.
+        #[arg(long, default_value_t = 3.0)]
+        secs: f64,
+    },
 }
 
 /// Logs go to stderr (stdout is reserved for output, and for the MCP protocol in `serve`).
@@ -85,5 +102,8 @@ pub fn run(cli: Cli) -> Result<()> {
             subagents,
             json,
         } => history::show(&claude_dir, &session, window, subagents, json),
+        Command::Bench { what } => match what {
+            BenchKind::Read { secs } => bench::read(&claude_dir, secs),
+        },
     }
 }

@@ -1,0 +1,255 @@
+//! Each transcript rule on a synthetic Claude dir written by the test: layouts, merging, windows, stripping.
+
+use ghola::transcript::{self, Part, SubagentLayout};
+use serde_json::{Value, json};
+use std::fs;
+use std::path::Path;
+
+const S: &str = "11111111-2222-3333-4444-555555555555";
+
+fn write_jsonl(path: &Path, lines: &[Value]) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    fs::write(path, body).unwrap();
+}
+
+fn user(uuid: &str, parent: Option<&str>, ts: &str, content: Value) -> Value {
+    json!({"type":"user","uuid":uuid,"parentUuid":parent,"sessionId":S,"timestamp":ts,"cwd":"/work/app",
+           "gitBranch":"main","message":{"role":"user","content":content}})
+}
+
+fn assistant(uuid: &str, parent: &str, ts: &str, msg_id: &str, block: Value) -> Value {
+    json!({"type":"assistant","uuid":uuid,"parentUuid":parent,"sessionId":S,"timestamp":ts,"cwd":"/work/app/sub",
+           "message":{"id":msg_id,"role":"assistant","model":"claude-opus-4","content":[block]}})
+}
+
+fn main_session(dir: &Path) -> Vec<Value> {
+    let lines = vec![
+        json!({"type":"file-history-snapshot","messageId":"x","snapshot":{}}),
+        user(
+            "u1",
+            None,
+            "2025-01-01T10:00:00Z",
+            json!("Fix the retry loop<system-reminder>ignore me</system-reminder>"),
+        ),
+        json!({"type":"progress","data":{"type":"hook_progress"},"uuid":"p1"}),
+        assistant(
+            "a1",
+            "u1",
+            "2025-01-01T10:00:05Z",
+            "msg_1",
+            json!({"type":"thinking","thinking":"let me look"}),
+        ),
+        assistant(
+            "a2",
+            "a1",
+            "2025-01-01T10:00:06Z",
+            "msg_1",
+            json!({"type":"tool_use","id":"t1","name":"Bash","input":{"command":"cargo test","description":"Run tests"}}),
+        ),
+        user(
+            "u2",
+            Some("a2"),
+            "2025-01-01T10:00:07Z",
+            json!([{"type":"tool_result","tool_use_id":"t1","content":"1 failed","is_error":true}]),
+        ),
+        json!({"type":"user","uuid":"m1","parentUuid":"u2","sessionId":S,"isMeta":true,"timestamp":"2025-01-01T10:00:08Z",
+               "message":{"role":"user","content":"<local-command-caveat>Caveat</local-command-caveat>"}}),
+        user(
+            "u3",
+            Some("u2"),
+            "2025-01-01T10:01:00Z",
+            json!(
+                "<command-name>/compact</command-name>\n<command-message>compact</command-message>\n<command-args></command-args>"
+            ),
+        ),
+        json!({"type":"system","subtype":"compact_boundary","uuid":"b1","timestamp":"2025-01-01T10:02:00Z","content":"Conversation compacted"}),
+        json!({"type":"user","uuid":"c1","parentUuid":"b1","sessionId":S,"isCompactSummary":true,"timestamp":"2025-01-01T10:02:01Z",
+               "message":{"role":"user","content":"This session is being continued. Summary: retry loop fixed."}}),
+        user(
+            "u4",
+            Some("c1"),
+            "2025-01-01T10:03:00Z",
+            json!("now the docs"),
+        ),
+        json!({"type":"user","uuid":"s1","parentUuid":"u4","isSidechain":true,"sessionId":S,"timestamp":"2025-01-01T10:03:01Z",
+               "message":{"role":"user","content":"Explore the docs folder"}}),
+        json!({"type":"assistant","uuid":"s2","parentUuid":"s1","isSidechain":true,"sessionId":S,"timestamp":"2025-01-01T10:03:02Z",
+               "message":{"id":"msg_s","role":"assistant","content":[{"type":"text","text":"docs/ has 3 files"}]}}),
+        json!({"type":"assistant","uuid":"a3","parentUuid":"u4","sessionId":S,"timestamp":"2025-01-01T10:03:05Z",
+               "message":{"id":"msg_3","role":"assistant","content":[{"type":"text","text":"Done"},{"type":"brand_new_block"}]}}),
+        json!({"type":"summary","summary":"Retry loop and docs","leafUuid":"a3"}),
+    ];
+    write_jsonl(&dir.join(format!("projects/-work-app/{S}.jsonl")), &lines);
+    lines
+}
+
+fn subagent_line(agent: &str, uuid: &str, ts: &str, text: &str) -> Value {
+    json!({"type":"user","uuid":uuid,"isSidechain":true,"agentId":agent,"sessionId":S,"timestamp":ts,
+           "cwd":"/elsewhere/worktree","message":{"role":"user","content":text}})
+}
+
+fn setup() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    main_session(dir);
+    // 2.0.x sibling layout: parent is the sessionId inside.
+    write_jsonl(
+        &dir.join("projects/-work-app/agent-sib1.jsonl"),
+        &[subagent_line(
+            "sib1",
+            "x1",
+            "2025-01-01T10:00:30Z",
+            "sibling task",
+        )],
+    );
+    // 2.1.x nested layout with meta.
+    let nested = dir.join(format!(
+        "projects/-work-app/{S}/subagents/agent-nest1.jsonl"
+    ));
+    write_jsonl(
+        &nested,
+        &[subagent_line(
+            "nest1",
+            "y1",
+            "2025-01-01T10:04:00Z",
+            "nested task",
+        )],
+    );
+    fs::write(
+        nested.with_file_name("agent-nest1.meta.json"),
+        r#"{"agentType":"Explore"}"#,
+    )
+    .unwrap();
+    // Empty and snapshot-only files are sessions without messages.
+    fs::write(
+        dir.join("projects/-work-app/22222222-0000-0000-0000-000000000000.jsonl"),
+        "",
+    )
+    .unwrap();
+    write_jsonl(
+        &dir.join("projects/-work-app/33333333-0000-0000-0000-000000000000.jsonl"),
+        &[json!({"type":"file-history-snapshot","snapshot":{}})],
+    );
+    tmp
+}
+
+#[test]
+fn layouts_windows_merging_and_stripping() {
+    let tmp = setup();
+    let (sessions, found) = transcript::load_all(tmp.path());
+    assert!(found.problems.is_empty());
+    assert_eq!(sessions.len(), 3);
+    let s = sessions.iter().find(|s| s.session_id == S).unwrap();
+    assert_eq!(s.project, "/work/app", "first cwd, not a later one");
+    assert_eq!(s.title.as_deref(), Some("Retry loop and docs"));
+    assert_eq!(s.windows, 2);
+
+    // Main conversation: u1, a1+a2 merged, u2, u3 (/compact), c1 (summary), u4, a3. isMeta dropped.
+    let ids: Vec<_> = s.messages.iter().map(|m| m.uuid.as_str()).collect();
+    assert_eq!(ids, ["u1", "a1", "u2", "u3", "c1", "u4", "a3"]);
+    let merged = &s.messages[1];
+    assert_eq!(merged.parts.len(), 2);
+    assert!(matches!(&merged.parts[0], Part::Thinking { .. }));
+    assert!(
+        matches!(&merged.parts[1], Part::ToolUse { name, summary, .. } if name == "Bash" && summary == "cargo test — Run tests")
+    );
+    assert_eq!(merged.model.as_deref(), Some("claude-opus-4"));
+    assert_eq!(merged.cwd.as_deref(), Some("/work/app/sub"));
+    assert!(
+        matches!(&s.messages[2].parts[0], Part::ToolResult { text, is_error: true, .. } if text == "1 failed")
+    );
+    assert!(
+        matches!(&s.messages[0].parts[0], Part::Text { text } if text.trim() == "Fix the retry loop")
+    );
+    assert!(matches!(&s.messages[3].parts[0], Part::Text { text } if text.trim() == "/compact"));
+    let windows: Vec<_> = s.messages.iter().map(|m| m.window).collect();
+    assert_eq!(windows, [0, 0, 0, 0, 1, 1, 1]);
+    assert!(s.messages[4].is_compact_summary);
+    assert_eq!(s.files[0].report.unknown_blocks, 1);
+    assert_eq!(s.messages[0].git_branch.as_deref(), Some("main"));
+
+    // Subagents: inline chain, sibling file, nested file with agentType; parent's project and window by time.
+    let by = |layout| s.subagents.iter().find(|a| a.layout == layout).unwrap();
+    let inline = by(SubagentLayout::Inline);
+    assert_eq!(inline.agent_id, "sidechain-s1");
+    assert_eq!(inline.messages.len(), 2);
+    assert!(
+        inline
+            .messages
+            .iter()
+            .all(|m| m.window == 1 && m.project == "/work/app")
+    );
+    let sib = by(SubagentLayout::Sibling);
+    assert_eq!((sib.agent_id.as_str(), sib.messages[0].window), ("sib1", 0));
+    let nest = by(SubagentLayout::Nested);
+    assert_eq!(nest.agent_type.as_deref(), Some("Explore"));
+    assert_eq!(nest.messages[0].window, 1);
+    assert_eq!(nest.messages[0].project, "/work/app");
+    assert_eq!(nest.messages[0].cwd.as_deref(), Some("/elsewhere/worktree"));
+    assert_eq!(nest.messages[0].agent_id.as_deref(), Some("nest1"));
+}
+
+#[test]
+fn cli_sessions_json_and_id_validation() {
+    let tmp = setup();
+    let bin = env!("CARGO_BIN_EXE_ghola");
+    let out = std::process::Command::new(bin)
+        .args([
+            "--claude-dir",
+            tmp.path().to_str().unwrap(),
+            "sessions",
+            "--project",
+            "/work/app",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let s = v["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["session_id"] == S)
+        .unwrap();
+    assert_eq!(s["messages"], 7);
+    assert_eq!(s["windows"], 2);
+    assert_eq!(s["subagents"], 3);
+    assert_eq!(s["skipped_lines"], 0);
+    assert_eq!(s["subagent_sessions"].as_array().unwrap().len(), 3);
+
+    for bad in ["../etc/passwd", "/tmp/x", "..", "nope-no-such"] {
+        let out = std::process::Command::new(bin)
+            .args(["--claude-dir", tmp.path().to_str().unwrap(), "show", bad])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{bad} accepted");
+        assert!(!out.stderr.is_empty());
+    }
+    let out = std::process::Command::new(bin)
+        .args([
+            "--claude-dir",
+            tmp.path().to_str().unwrap(),
+            "show",
+            "1111",
+            "--window",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("now the docs") && !text.contains("Fix the retry loop"),
+        "{text}"
+    );
+}
