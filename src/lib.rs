@@ -4,4 +4,5 @@
 //! module map and the invariants.
 
 pub mod config;
+pub mod embed;
 pub mod transcript;

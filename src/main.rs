@@ -3,6 +3,8 @@
 use clap::Parser;
 
 fn main() -> std::process::ExitCode {
+    // SAFETY: first statement of main; no other thread exists yet.
+    unsafe { ghola::embed::prefer_batch_parallelism() };
     let cli = ghola_cli::Cli::parse();
     ghola_cli::init_logging(cli.verbose);
     match ghola_cli::run(cli) {

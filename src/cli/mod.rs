@@ -16,6 +16,9 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "DIR")]
     pub claude_dir: Option<PathBuf>,
     /// More logging on stderr (-v info, -vv debug).
+    /// Folder with the embedding model's files (default: $GHOLA_MODEL_DIR, else models/ of the installation).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub model_dir: Option<PathBuf>,
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
     #[command(subcommand)]
@@ -53,6 +56,9 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Diagnostic: JSON lines `{"text": …}` on stdin, one JSON array of 384 floats per line on stdout
+    /// (the first chunk of each text, as sentence-transformers would embed it).
+    Embed,
     /// Print performance figures (throughput, memory) for one part of ghola.
     Bench {
         #[command(subcommand)]
@@ -68,6 +74,15 @@ pub enum BenchKind {
         /// Repeat the read for at least this many seconds.
         #[arg(long, default_value_t = 3.0)]
         secs: f64,
+    },
+    /// Embedding throughput (texts/s, tokens/s, peak memory) over JSON lines `{"text": …}`.
+    Embed {
+        /// Texts to embed (default: ../shared/reference/texts.jsonl).
+        #[arg(long, default_value = "../shared/reference/texts.jsonl")]
+        texts: PathBuf,
+        /// Runs per set-up (the best is printed).
+        #[arg(long, default_value_t = 2)]
+        rounds: usize,
     },
 }
 
@@ -102,8 +117,50 @@ pub fn run(cli: Cli) -> Result<()> {
             subagents,
             json,
         } => history::show(&claude_dir, &session, window, subagents, json),
+        Command::Embed => embed_stdin(cli.model_dir.as_deref()),
         Command::Bench { what } => match what {
             BenchKind::Read { secs } => bench::read(&claude_dir, secs),
+            BenchKind::Embed { texts, rounds } => {
+                bench::embed(cli.model_dir.as_deref(), &texts, rounds)
+            }
         },
     }
+}
+
+/// `ghola embed`: reads texts in groups of 256 lines so memory stays bounded on long inputs.
+fn embed_stdin(model_dir: Option<&std::path::Path>) -> Result<()> {
+    use anyhow::Context;
+    use std::io::{BufRead, Write};
+    let embedder = ghola::embed::Embedder::from_default_location(model_dir)?;
+    let stdin = std::io::stdin().lock();
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut texts = Vec::new();
+    let flush = |texts: &mut Vec<String>, out: &mut dyn Write| -> Result<()> {
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        for v in embedder.embed(&refs)? {
+            serde_json::to_writer(&mut *out, &v[..])?;
+            out.write_all(b"\n")?;
+        }
+        texts.clear();
+        Ok(())
+    };
+    for (n, line) in stdin.lines().enumerate() {
+        let line = line.context("reading stdin")?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: serde_json::Value =
+            serde_json::from_str(&line).with_context(|| format!("line {}: not JSON", n + 1))?;
+        let text = v
+            .get("text")
+            .and_then(|t| t.as_str())
+            .with_context(|| format!("line {}: no \"text\" string", n + 1))?;
+        texts.push(text.to_string());
+        if texts.len() == 256 {
+            flush(&mut texts, &mut out)?;
+        }
+    }
+    flush(&mut texts, &mut out)?;
+    out.flush()?;
+    Ok(())
 }

@@ -1,0 +1,234 @@
+//! The BERT encoder of all-MiniLM-L6-v2 as plain candle ops, read like the paper (candle-examples' habit):
+//! embeddings, six encoder layers (self-attention, feed-forward, post-layer-norms), then mean pooling.
+//!
+//! Three load-time rewrites keep the forward pass lean without changing its arithmetic meaning: the query,
+//! key and value projections are fused into one matrix product; the attention scale 1/sqrt(d) is folded into
+//! the query weights; position and token-type embeddings are pre-added (every input has token type 0).
+
+use super::gelu::Gelu;
+use candle_core::{DType, Device, IndexOp, Result, Tensor};
+use candle_nn::VarBuilder;
+use serde::Deserialize;
+
+/// The fields of the model's `config.json` the encoder needs.
+#[derive(Debug, Clone, Deserialize)]
+pub struct BertConfig {
+    pub vocab_size: usize,
+    pub hidden_size: usize,
+    pub num_hidden_layers: usize,
+    pub num_attention_heads: usize,
+    pub intermediate_size: usize,
+    pub max_position_embeddings: usize,
+    pub layer_norm_eps: f64,
+    pub hidden_act: String,
+}
+
+/// A dense layer with its weight stored transposed (`[in, out]`, contiguous) for a plain row-major product.
+struct Linear {
+    weight_t: Tensor,
+    bias: Tensor,
+}
+
+impl Linear {
+    fn from_parts(weight: Tensor, bias: Tensor) -> Result<Self> {
+        Ok(Self {
+            weight_t: weight.t()?.contiguous()?,
+            bias,
+        })
+    }
+
+    fn load(vb: VarBuilder, dim_in: usize, dim_out: usize) -> Result<Self> {
+        let weight = vb.get((dim_out, dim_in), "weight")?;
+        let bias = vb.get(dim_out, "bias")?;
+        Self::from_parts(weight, bias)
+    }
+
+    /// `x` is `[n, in]`.
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        x.matmul(&self.weight_t)?.broadcast_add(&self.bias)
+    }
+}
+
+struct LayerNorm {
+    weight: Tensor,
+    bias: Tensor,
+    eps: f32,
+}
+
+impl LayerNorm {
+    fn load(vb: VarBuilder, dim: usize, eps: f64) -> Result<Self> {
+        Ok(Self {
+            weight: vb.get(dim, "weight")?,
+            bias: vb.get(dim, "bias")?,
+            eps: eps as f32,
+        })
+    }
+
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        candle_nn::ops::layer_norm(x, &self.weight, &self.bias, self.eps)
+    }
+}
+
+struct Layer {
+    qkv: Linear,
+    attn_out: Linear,
+    attn_norm: LayerNorm,
+    ffn_in: Linear,
+    ffn_out: Linear,
+    ffn_norm: LayerNorm,
+}
+
+impl Layer {
+    fn load(vb: VarBuilder, c: &BertConfig) -> Result<Self> {
+        let h = c.hidden_size;
+        let scale = 1.0 / ((h / c.num_attention_heads) as f64).sqrt();
+        let att = vb.pp("attention.self");
+        let q_w = (att.get((h, h), "query.weight")? * scale)?;
+        let q_b = (att.get(h, "query.bias")? * scale)?;
+        let w = Tensor::cat(
+            &[
+                q_w,
+                att.get((h, h), "key.weight")?,
+                att.get((h, h), "value.weight")?,
+            ],
+            0,
+        )?;
+        let b = Tensor::cat(
+            &[q_b, att.get(h, "key.bias")?, att.get(h, "value.bias")?],
+            0,
+        )?;
+        Ok(Self {
+            qkv: Linear::from_parts(w, b)?,
+            attn_out: Linear::load(vb.pp("attention.output.dense"), h, h)?,
+            attn_norm: LayerNorm::load(vb.pp("attention.output.LayerNorm"), h, c.layer_norm_eps)?,
+            ffn_in: Linear::load(vb.pp("intermediate.dense"), h, c.intermediate_size)?,
+            ffn_out: Linear::load(vb.pp("output.dense"), c.intermediate_size, h)?,
+            ffn_norm: LayerNorm::load(vb.pp("output.LayerNorm"), h, c.layer_norm_eps)?,
+        })
+    }
+
+    /// `x` is `[b*l, h]`; `mask_bias` is `[b, 1, 1, l]` (0 for tokens, a large negative for padding).
+    fn forward(
+        &self,
+        x: &Tensor,
+        mask_bias: &Tensor,
+        b: usize,
+        l: usize,
+        heads: usize,
+    ) -> Result<Tensor> {
+        let h = x.dim(1)?;
+        let d = h / heads;
+        let qkv = self
+            .qkv
+            .forward(x)?
+            .reshape((b, l, 3, heads, d))?
+            .permute((2, 0, 3, 1, 4))?;
+        let q = qkv.i(0)?.contiguous()?;
+        let k = qkv.i(1)?.contiguous()?;
+        let v = qkv.i(2)?.contiguous()?;
+        let scores = q.matmul(&k.t()?)?.broadcast_add(mask_bias)?;
+        let probs = candle_nn::ops::softmax_last_dim(&scores)?;
+        let ctx = probs
+            .matmul(&v)?
+            .transpose(1, 2)?
+            .contiguous()?
+            .reshape((b * l, h))?;
+        let x = self
+            .attn_norm
+            .forward(&(self.attn_out.forward(&ctx)? + x)?)?;
+        let inner = self.ffn_in.forward(&x)?;
+        inner.inplace_op1(&Gelu)?;
+        self.ffn_norm.forward(&(self.ffn_out.forward(&inner)? + x)?)
+    }
+}
+
+/// The encoder with its weights loaded.
+pub struct Bert {
+    word_embeddings: Tensor,
+    /// Position embeddings plus the token-type-0 embedding, `[max_positions, h]`.
+    position_and_type: Tensor,
+    embed_norm: LayerNorm,
+    layers: Vec<Layer>,
+    heads: usize,
+    hidden: usize,
+    device: Device,
+}
+
+impl Bert {
+    /// Loads the weights (the safetensors file is memory-mapped and each tensor read once).
+    pub fn load(vb: VarBuilder, c: &BertConfig) -> Result<Self> {
+        if c.hidden_act != "gelu" {
+            candle_core::bail!(
+                "unsupported hidden_act {:?} (this encoder implements exact GELU)",
+                c.hidden_act
+            );
+        }
+        let h = c.hidden_size;
+        let emb = vb.pp("embeddings");
+        let position = emb.get((c.max_position_embeddings, h), "position_embeddings.weight")?;
+        let token_type = emb.get((2, h), "token_type_embeddings.weight")?.i(0)?;
+        let layers = (0..c.num_hidden_layers)
+            .map(|i| Layer::load(vb.pp(format!("encoder.layer.{i}")), c))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self {
+            word_embeddings: emb.get((c.vocab_size, h), "word_embeddings.weight")?,
+            position_and_type: position.broadcast_add(&token_type)?,
+            embed_norm: LayerNorm::load(emb.pp("LayerNorm"), h, c.layer_norm_eps)?,
+            layers,
+            heads: c.num_attention_heads,
+            hidden: h,
+            device: vb.device().clone(),
+        })
+    }
+
+    /// Embeds one batch of token sequences (each already with `[CLS]`/`[SEP]`), returning one mean-pooled,
+    /// L2-normalised vector per sequence. Sequences are right-padded to the longest; padding is masked out of
+    /// attention and of the mean.
+    pub fn embed_batch(&self, seqs: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
+        let b = seqs.len();
+        let l = seqs.iter().map(|s| s.len()).max().unwrap_or(0);
+        if b == 0 || l == 0 {
+            return Ok(vec![Vec::new(); b]);
+        }
+        let mut ids = vec![0u32; b * l];
+        let mut bias = vec![f32::MIN; b * l];
+        for (i, s) in seqs.iter().enumerate() {
+            ids[i * l..i * l + s.len()].copy_from_slice(s);
+            bias[i * l..i * l + s.len()].fill(0.0);
+        }
+        let ids = Tensor::from_vec(ids, b * l, &self.device)?;
+        let mask_bias = Tensor::from_vec(bias, (b, 1, 1, l), &self.device)?;
+        let x = self
+            .word_embeddings
+            .index_select(&ids, 0)?
+            .reshape((b, l, self.hidden))?;
+        let x = x
+            .broadcast_add(&self.position_and_type.narrow(0, 0, l)?)?
+            .reshape((b * l, self.hidden))?;
+        let mut x = self.embed_norm.forward(&x)?;
+        for layer in &self.layers {
+            x = layer.forward(&x, &mask_bias, b, l, self.heads)?;
+        }
+        let flat = x.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
+        Ok(seqs
+            .iter()
+            .enumerate()
+            .map(|(i, s)| mean_pool_normalised(&flat[i * l * self.hidden..], s.len(), self.hidden))
+            .collect())
+    }
+}
+
+/// sentence-transformers' pooling: the mean of the first `n` token vectors, then L2 normalisation.
+fn mean_pool_normalised(tokens: &[f32], n: usize, h: usize) -> Vec<f32> {
+    let mut mean = vec![0f32; h];
+    for t in tokens[..n * h].chunks_exact(h) {
+        for (m, v) in mean.iter_mut().zip(t) {
+            *m += v;
+        }
+    }
+    let inv = 1.0 / n.max(1) as f32;
+    mean.iter_mut().for_each(|m| *m *= inv);
+    let norm = mean.iter().map(|v| v * v).sum::<f32>().sqrt().max(1e-12);
+    mean.iter_mut().for_each(|m| *m /= norm);
+    mean
+}
