@@ -5,4 +5,6 @@
 
 pub mod config;
 pub mod embed;
+pub mod index;
+pub mod search;
 pub mod transcript;

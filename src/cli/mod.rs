@@ -3,6 +3,7 @@
 
 mod bench;
 mod history;
+mod recall;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -16,6 +17,9 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "DIR")]
     pub claude_dir: Option<PathBuf>,
     /// More logging on stderr (-v info, -vv debug).
+    /// Index directory (default: $GHOLA_HOME, else $XDG_CACHE_HOME/ghola, else ~/.cache/ghola).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub index_dir: Option<PathBuf>,
     /// Folder with the embedding model's files (default: $GHOLA_MODEL_DIR, else models/ of the installation).
     #[arg(long, global = true, value_name = "DIR")]
     pub model_dir: Option<PathBuf>,
@@ -56,6 +60,22 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Build or update the index of this machine's Claude Code history.
+    Index {
+        /// Return at once if another ghola is updating the index (default: wait for it).
+        #[arg(long)]
+        no_wait: bool,
+        /// Print the summary as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// What is indexed, how fresh, how big.
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Search past conversations (hybrid lexical + semantic ranking).
+    Search(recall::SearchArgs),
     /// Diagnostic: JSON lines `{"text": …}` on stdin, one JSON array of 384 floats per line on stdout
     /// (the first chunk of each text, as sentence-transformers would embed it).
     Embed,
@@ -104,6 +124,7 @@ pub fn init_logging(verbose: u8) {
 /// Runs one command.
 pub fn run(cli: Cli) -> Result<()> {
     let claude_dir = ghola::config::claude_dir(cli.claude_dir.as_deref());
+    let index_dir = ghola::config::index_dir(cli.index_dir.as_deref());
     match cli.command {
         Command::Projects { json } => history::projects(&claude_dir, json),
         Command::Sessions {
@@ -117,6 +138,17 @@ pub fn run(cli: Cli) -> Result<()> {
             subagents,
             json,
         } => history::show(&claude_dir, &session, window, subagents, json),
+        Command::Index { no_wait, json } => recall::index_cmd(
+            &index_dir,
+            &claude_dir,
+            cli.model_dir.as_deref(),
+            no_wait,
+            json,
+        ),
+        Command::Status { json } => recall::status_cmd(&index_dir, &claude_dir, json),
+        Command::Search(args) => {
+            recall::search_cmd(&index_dir, &claude_dir, cli.model_dir.as_deref(), args)
+        }
         Command::Embed => embed_stdin(cli.model_dir.as_deref()),
         Command::Bench { what } => match what {
             BenchKind::Read { secs } => bench::read(&claude_dir, secs),

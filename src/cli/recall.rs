@@ -1,0 +1,250 @@
+//! `ghola index`, `ghola status`, `ghola search`: thin adapters over the index and search library calls.
+
+use anyhow::{Context, Result, anyhow};
+use ghola::embed::Embedder;
+use ghola::index::{self, Snapshot, UpdateOptions, UpdateSummary};
+use ghola::search::{self, Fusion, SearchParams};
+use std::io::IsTerminal;
+use std::path::Path;
+
+/// Updates the index with a progress bar on a terminal (plain lines otherwise), returning the summary.
+pub fn run_update(
+    index_dir: &Path,
+    claude_dir: &Path,
+    embedder: &Embedder,
+    wait: bool,
+    quiet: bool,
+) -> Result<UpdateSummary> {
+    let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
+        let b = indicatif::ProgressBar::new(0);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} indexing {pos}/{len} sessions {wide_bar} {per_sec} eta {eta} {msg}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b
+    });
+    let mut last_line = std::time::Instant::now();
+    let mut progress = |p: index::Progress| {
+        if let Some(b) = &bar {
+            b.set_length(p.sessions_total as u64);
+            b.set_position(p.sessions_done as u64);
+            b.set_message(format!("{} messages", p.messages_indexed));
+        } else if !quiet
+            && (last_line.elapsed().as_secs() >= 5 || p.sessions_done == p.sessions_total)
+        {
+            last_line = std::time::Instant::now();
+            eprintln!(
+                "indexed {}/{} sessions ({} messages)",
+                p.sessions_done, p.sessions_total, p.messages_indexed
+            );
+        }
+    };
+    let opts = UpdateOptions {
+        wait,
+        ..UpdateOptions::default()
+    };
+    let summary = index::update(index_dir, claude_dir, embedder, opts, &mut progress)?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    for p in &summary.set_aside {
+        eprintln!(
+            "ghola: the index was damaged; it was set aside in {p} and rebuilt from the transcripts"
+        );
+    }
+    Ok(summary)
+}
+
+/// `ghola index`.
+pub fn index_cmd(
+    index_dir: &Path,
+    claude_dir: &Path,
+    model_dir: Option<&Path>,
+    no_wait: bool,
+    json: bool,
+) -> Result<()> {
+    let embedder = Embedder::from_default_location(model_dir)?;
+    let s = run_update(index_dir, claude_dir, &embedder, !no_wait, json)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&s)?);
+    } else {
+        println!(
+            "files: {} seen, {} read ({:.1} MB) · sessions updated: {} · messages: {} added, {} removed · chunks: {} embedded, {} reused · {} publishes · {:.1}s",
+            s.files_seen,
+            s.files_read,
+            s.bytes_read as f64 / 1e6,
+            s.sessions_updated,
+            s.messages_added,
+            s.messages_removed,
+            s.chunks_embedded,
+            s.chunks_reused,
+            s.publishes,
+            s.seconds
+        );
+    }
+    Ok(())
+}
+
+/// `ghola status`.
+pub fn status_cmd(index_dir: &Path, claude_dir: &Path, json: bool) -> Result<()> {
+    let s = index::status(index_dir, claude_dir)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&s)?);
+    } else {
+        println!("index: {}", index_dir.display());
+        println!(
+            "projects {} · sessions {} · messages {} · chunks {}",
+            s.projects, s.sessions, s.messages, s.chunks
+        );
+        println!(
+            "vectors {:.1} MB · index {:.1} MB · model {}",
+            s.vectors_bytes as f64 / 1e6,
+            s.index_bytes as f64 / 1e6,
+            s.model
+        );
+        println!(
+            "updated {} · pending files {} · excluded sessions {} · source-deleted files {}",
+            s.updated_at.as_deref().unwrap_or("never"),
+            s.pending_files,
+            s.excluded_sessions,
+            s.source_deleted_files
+        );
+    }
+    Ok(())
+}
+
+/// Arguments of `ghola search` (the same as the tools').
+#[derive(Debug, clap::Args)]
+pub struct SearchArgs {
+    /// What to look for.
+    pub query: String,
+    /// Project directory (sessions started in it or below it); default: the current directory.
+    #[arg(long, value_name = "DIR", conflicts_with = "global")]
+    pub project: Option<std::path::PathBuf>,
+    /// Search every project.
+    #[arg(long)]
+    pub global: bool,
+    /// Inclusive lower bound (2025-01-15 = that local day; 2025-01-15T10:00:00Z exact).
+    #[arg(long)]
+    pub after: Option<String>,
+    /// Exclusive upper bound.
+    #[arg(long)]
+    pub before: Option<String>,
+    #[arg(long, default_value_t = 10)]
+    pub limit: usize,
+    #[arg(long, default_value_t = 0)]
+    pub offset: usize,
+    /// Messages of context before and after each hit.
+    #[arg(long, default_value_t = 3)]
+    pub context: usize,
+    /// Minimum cosine similarity for a hit with no lexical match.
+    #[arg(long, default_value_t = 0.2)]
+    pub threshold: f32,
+    /// Leave subagent conversations out.
+    #[arg(long)]
+    pub no_subagents: bool,
+    /// Leave out this session's latest window.
+    #[arg(long, value_name = "SESSION")]
+    pub exclude_session: Option<String>,
+    /// Search the index as it is (no update first).
+    #[arg(long)]
+    pub no_update: bool,
+    /// How lexical and semantic evidence are combined.
+    #[arg(long, value_enum, default_value_t = Fusion::Weighted)]
+    pub fusion: Fusion,
+    /// Weight of lexical evidence under `--fusion weighted` (0..1).
+    #[arg(long, default_value_t = ghola::search::LEXICAL_WEIGHT)]
+    pub lexical_weight: f32,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `ghola search`.
+pub fn search_cmd(
+    index_dir: &Path,
+    claude_dir: &Path,
+    model_dir: Option<&Path>,
+    a: SearchArgs,
+) -> Result<()> {
+    let mut p = SearchParams::new(&a.query);
+    p.project = if a.global {
+        None
+    } else {
+        Some(super::history::project_dir(a.project)?)
+    };
+    p.after = a
+        .after
+        .as_deref()
+        .map(|s| search::parse_bound(s, "after"))
+        .transpose()
+        .map_err(|e| anyhow!(e))?;
+    p.before = a
+        .before
+        .as_deref()
+        .map(|s| search::parse_bound(s, "before"))
+        .transpose()
+        .map_err(|e| anyhow!(e))?;
+    p.max_results = a.limit;
+    p.offset = a.offset;
+    p.context = a.context;
+    p.threshold = a.threshold;
+    p.include_subagents = !a.no_subagents;
+    p.exclude_session = a.exclude_session;
+    p.fusion = a.fusion;
+    p.lexical_weight = a.lexical_weight;
+    p.validate().map_err(|e| anyhow!(e))?;
+    let embedder = Embedder::from_default_location(model_dir)?;
+    if !a.no_update {
+        run_update(index_dir, claude_dir, &embedder, true, true)
+            .context("updating the index (use --no-update to skip)")?;
+    }
+    let snap = Snapshot::open(index_dir)?;
+    let mut resp = search::search(&snap, Some(&embedder), &p).map_err(|e| anyhow!(e))?;
+    if a.no_update {
+        resp.index.pending_files = index::pending_files(&snap, claude_dir);
+    }
+    if a.json {
+        println!("{}", serde_json::to_string(&resp)?);
+        return Ok(());
+    }
+    if resp.results.is_empty() {
+        println!("no matches for {:?}", resp.query);
+    }
+    for (n, h) in resp.results.iter().enumerate() {
+        let m = &h.matched_message;
+        println!(
+            "{}. {}  {}  {}  window {}{}  score {:.3} (semantic {:.2}, lexical {:.1})",
+            p.offset + n + 1,
+            &m.session_id[..m.session_id.len().min(8)],
+            m.timestamp.as_deref().unwrap_or("-"),
+            m.project,
+            m.window,
+            m.agent_id
+                .as_deref()
+                .map(|a| format!("  agent {a}"))
+                .unwrap_or_default(),
+            h.score,
+            h.scores.semantic,
+            h.scores.lexical
+        );
+        for c in &h.context {
+            let mark = if c.is_match { ">" } else { " " };
+            let body: String = c
+                .content
+                .chars()
+                .take(if c.is_match { 600 } else { 160 })
+                .collect();
+            println!("  {mark} {:<9} {}", c.role, body.replace('\n', " "));
+        }
+        println!();
+    }
+    println!(
+        "{} of {} matches (offset {})",
+        resp.results.len(),
+        resp.total_matches,
+        resp.offset
+    );
+    Ok(())
+}

@@ -1,0 +1,134 @@
+//! Every index file starts with a magic, a format version, a payload length and a CRC32 of the payload, so a
+//! truncated, damaged or foreign file is detected before anything in it is trusted.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+
+/// Version of every ghola index file format; bump it when a layout changes.
+pub const FORMAT_VERSION: u32 = 1;
+/// Bytes before the payload: magic (8), version (4), payload length (8), crc32 (4).
+pub const HEADER_LEN: usize = 24;
+
+/// Why an index file cannot be trusted.
+#[derive(Debug, thiserror::Error)]
+pub enum FormatError {
+    #[error("{0}: I/O error: {1}")]
+    Io(String, std::io::Error),
+    #[error("{0}: not a ghola {1} file (bad magic)")]
+    Magic(String, &'static str),
+    #[error("{0}: format version {1}, this ghola reads {FORMAT_VERSION}")]
+    Version(String, u32),
+    #[error("{0}: truncated or damaged (length or checksum mismatch)")]
+    Damaged(String),
+    #[error("{0}: cannot decode: {1}")]
+    Decode(String, String),
+}
+
+fn header(magic: &[u8; 8], payload: &[u8]) -> [u8; HEADER_LEN] {
+    let mut h = [0u8; HEADER_LEN];
+    h[..8].copy_from_slice(magic);
+    h[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+    h[12..20].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+    h[20..24].copy_from_slice(&crc32fast::hash(payload).to_le_bytes());
+    h
+}
+
+/// Writes `payload` framed to `path` and fsyncs it (the caller renames it into place).
+pub fn write_framed(path: &Path, magic: &[u8; 8], payload: &[u8]) -> std::io::Result<()> {
+    let mut f = File::create(path)?;
+    f.write_all(&header(magic, payload))?;
+    f.write_all(payload)?;
+    f.sync_all()
+}
+
+/// Checks the frame of `bytes` and returns the payload.
+pub fn check_framed<'a>(
+    name: &str,
+    bytes: &'a [u8],
+    magic: &[u8; 8],
+    what: &'static str,
+) -> Result<&'a [u8], FormatError> {
+    if bytes.len() < HEADER_LEN || &bytes[..8] != magic {
+        return Err(if bytes.len() < 8 {
+            FormatError::Damaged(name.into())
+        } else {
+            FormatError::Magic(name.into(), what)
+        });
+    }
+    let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap());
+    if version != FORMAT_VERSION {
+        return Err(FormatError::Version(name.into(), version));
+    }
+    let len = u64::from_le_bytes(bytes[12..20].try_into().unwrap());
+    let crc = u32::from_le_bytes(bytes[20..24].try_into().unwrap());
+    let payload = &bytes[HEADER_LEN..];
+    if payload.len() as u64 != len || crc32fast::hash(payload) != crc {
+        return Err(FormatError::Damaged(name.into()));
+    }
+    Ok(payload)
+}
+
+/// Reads a framed file whole and checks it.
+pub fn read_framed(
+    path: &Path,
+    magic: &[u8; 8],
+    what: &'static str,
+) -> Result<Vec<u8>, FormatError> {
+    let name = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|e| FormatError::Io(name.clone(), e))?;
+    check_framed(&name, &bytes, magic, what)?;
+    Ok(bytes[HEADER_LEN..].to_vec())
+}
+
+/// bincode 2 (serde mode, standard config): compact, and pinned to the 2.0.x line.
+pub fn encode<T: serde::Serialize>(value: &T) -> Vec<u8> {
+    bincode::serde::encode_to_vec(value, bincode::config::standard())
+        .expect("in-memory encoding cannot fail")
+}
+
+/// Decodes a bincode payload, naming the file on failure.
+pub fn decode<T: serde::de::DeserializeOwned>(
+    name: &str,
+    payload: &[u8],
+) -> Result<T, FormatError> {
+    bincode::serde::decode_from_slice(payload, bincode::config::standard())
+        .map(|(v, _)| v)
+        .map_err(|e| FormatError::Decode(name.into(), e.to_string()))
+}
+
+/// fsyncs a directory so that renames inside it are durable.
+pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_damage_is_detected() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        write_framed(&p, b"GHOLATST", b"hello payload").unwrap();
+        assert_eq!(
+            read_framed(&p, b"GHOLATST", "test").unwrap(),
+            b"hello payload"
+        );
+        let good = std::fs::read(&p).unwrap();
+        for i in 0..good.len() {
+            let mut bad = good.clone();
+            bad[i] ^= 0x40;
+            assert!(
+                check_framed("f", &bad, b"GHOLATST", "test").is_err(),
+                "flip at {i} undetected"
+            );
+        }
+        for n in 0..good.len() {
+            assert!(
+                check_framed("f", &good[..n], b"GHOLATST", "test").is_err(),
+                "truncation to {n} undetected"
+            );
+        }
+    }
+}

@@ -1,0 +1,149 @@
+//! The lexical half of the index: tantivy (BM25) over each message's readable text, analysed by the code-aware
+//! tokenizer and an English stemmer. Documents carry the message's gid. Every commit's payload is the manifest
+//! generation it belongs to; a lexical index whose payload differs from the manifest is rebuilt from the stored
+//! text, never trusted half-written.
+
+use super::terms::CodeTokenizer;
+use std::path::Path;
+use tantivy::collector::TopDocs;
+use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
+use tantivy::schema::{
+    FAST, Field, INDEXED, IndexRecordOption, STORED, Schema, TextFieldIndexing, TextOptions,
+};
+use tantivy::tokenizer::{Language, LowerCaser, Stemmer, TextAnalyzer};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+
+const TOKENIZER: &str = "ghola_code";
+
+/// The lexical index of one index directory.
+pub struct Lexical {
+    index: Index,
+    gid: Field,
+    text: Field,
+}
+
+fn analyzer() -> TextAnalyzer {
+    TextAnalyzer::builder(CodeTokenizer)
+        .filter(LowerCaser)
+        .filter(Stemmer::new(Language::English))
+        .build()
+}
+
+impl Lexical {
+    /// Opens (or creates) the lexical index under `dir`.
+    pub fn open(dir: &Path) -> tantivy::Result<Self> {
+        std::fs::create_dir_all(dir)?;
+        let mut builder = Schema::builder();
+        let gid = builder.add_u64_field("gid", INDEXED | FAST | STORED);
+        let indexing = TextFieldIndexing::default()
+            .set_tokenizer(TOKENIZER)
+            .set_index_option(IndexRecordOption::WithFreqs);
+        let text = builder.add_text_field(
+            "text",
+            TextOptions::default().set_indexing_options(indexing),
+        );
+        let schema = builder.build();
+        let directory = tantivy::directory::MmapDirectory::open(dir)?;
+        let index = Index::open_or_create(directory, schema)?;
+        index.tokenizers().register(TOKENIZER, analyzer());
+        Ok(Self { index, gid, text })
+    }
+
+    /// The manifest generation of the last commit, if any.
+    pub fn generation(&self) -> Option<u64> {
+        self.index.load_metas().ok()?.payload?.parse().ok()
+    }
+
+    /// A writer (tantivy holds its own lock file; only the ghola writer, under the index lock, calls this).
+    pub fn writer(&self) -> tantivy::Result<IndexWriter> {
+        self.index.writer_with_num_threads(1, 50_000_000)
+    }
+
+    /// Adds one message's text.
+    pub fn add(&self, w: &IndexWriter, gid: u64, text: &str) -> tantivy::Result<()> {
+        let mut doc = TantivyDocument::default();
+        doc.add_u64(self.gid, gid);
+        doc.add_text(self.text, text);
+        w.add_document(doc)?;
+        Ok(())
+    }
+
+    /// Removes a message.
+    pub fn delete(&self, w: &IndexWriter, gid: u64) {
+        w.delete_term(Term::from_field_u64(self.gid, gid));
+    }
+
+    /// Commits with the manifest generation as payload.
+    pub fn commit(&self, w: &mut IndexWriter, generation: u64) -> tantivy::Result<()> {
+        let mut prepared = w.prepare_commit()?;
+        prepared.set_payload(&generation.to_string());
+        prepared.commit()?;
+        Ok(())
+    }
+
+    /// A reader of the last commit.
+    pub fn reader(&self) -> tantivy::Result<IndexReader> {
+        self.index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()
+    }
+
+    /// The query's terms as the index analysed them (deduplicated).
+    pub fn query_terms(&self, query: &str) -> Vec<String> {
+        let mut a = analyzer();
+        let mut stream = a.token_stream(query);
+        let mut out: Vec<String> = Vec::new();
+        while let Some(t) = stream.next() {
+            if !out.contains(&t.text) {
+                out.push(t.text.clone());
+            }
+        }
+        out
+    }
+
+    /// BM25 search: up to `limit` (gid, score), best first. Any query term may match.
+    pub fn search(
+        &self,
+        reader: &IndexReader,
+        query: &str,
+        limit: usize,
+    ) -> tantivy::Result<Vec<(u64, f32)>> {
+        let clauses: Vec<(Occur, Box<dyn Query>)> = self
+            .query_terms(query)
+            .into_iter()
+            .map(|t| {
+                let q: Box<dyn Query> = Box::new(TermQuery::new(
+                    Term::from_field_text(self.text, &t),
+                    IndexRecordOption::WithFreqs,
+                ));
+                (Occur::Should, q)
+            })
+            .collect();
+        if clauses.is_empty() {
+            return Ok(Vec::new());
+        }
+        let searcher = reader.searcher();
+        let top = searcher.search(
+            &BooleanQuery::new(clauses),
+            &TopDocs::with_limit(limit.max(1)),
+        )?;
+        let mut out = Vec::with_capacity(top.len());
+        for (score, addr) in top {
+            let col = searcher
+                .segment_reader(addr.segment_ord)
+                .fast_fields()
+                .u64("gid")?;
+            if let Some(gid) = col.first(addr.doc_id) {
+                out.push((gid, score));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Deletes everything (before a rebuild).
+    pub fn clear(&self, w: &mut IndexWriter) -> tantivy::Result<()> {
+        w.delete_all_documents()?;
+        Ok(())
+    }
+}

@@ -1,0 +1,181 @@
+//! The on-disk index: immutable segments (bincode metadata + memory-mapped vectors) and a tantivy lexical index,
+//! named by a manifest that is swapped atomically; fingerprints of every source file; one writer at a time
+//! under a file lock, any number of readers on consistent snapshots.
+
+pub mod format;
+pub mod lexical;
+pub mod records;
+pub mod segment;
+pub mod snapshot;
+pub mod terms;
+pub mod update;
+
+pub use records::{ChunkKind, FileState, Manifest, StoredMessage};
+pub use snapshot::{LiveChunk, Snapshot};
+pub use update::{Progress, UpdateOptions, UpdateSummary, update};
+
+use crate::embed::{EmbedError, Embedder, Vector};
+use serde::Serialize;
+use std::path::Path;
+
+/// Why the index could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error("another ghola is updating the index; try again, or wait for it (without --no-wait)")]
+    Busy,
+    #[error(transparent)]
+    Format(#[from] format::FormatError),
+    #[error("index I/O: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("lexical index: {0}")]
+    Lexical(#[from] tantivy::TantivyError),
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+}
+
+/// What the index needs from an embedding model: the real one in the product; benchmarks may measure the index
+/// machinery with a stand-in (and say so).
+pub trait ChunkEmbedder: Sync {
+    /// Identifies the model; a different id means everything is re-embedded.
+    fn model_id(&self) -> String;
+    /// sha256 of the weights (cached in `index_dir` by size and mtime so it is not recomputed every run).
+    fn weights_sha256(&self, index_dir: &Path) -> Result<String, IndexError>;
+    /// Each text's chunk vectors, at most `max_chunks` per text.
+    fn embed_chunked(
+        &self,
+        texts: &[&str],
+        max_chunks: usize,
+    ) -> Result<Vec<Vec<Vector>>, IndexError>;
+}
+
+impl ChunkEmbedder for Embedder {
+    fn model_id(&self) -> String {
+        crate::embed::MODEL_ID.to_string()
+    }
+
+    fn weights_sha256(&self, index_dir: &Path) -> Result<String, IndexError> {
+        use sha2::{Digest, Sha256};
+        let path = &self.files().weights;
+        let meta = std::fs::metadata(path)?;
+        let stamp = format!("{} {:?}", meta.len(), meta.modified().ok());
+        let cache = index_dir.join("weights.sha256");
+        if let Ok(text) = std::fs::read_to_string(&cache)
+            && let Some((s, sha)) = text.rsplit_once('\n')
+            && s == stamp
+        {
+            return Ok(sha.to_string());
+        }
+        let mut file = std::fs::File::open(path)?;
+        let mut hasher = Sha256::new();
+        std::io::copy(&mut file, &mut hasher)?;
+        let sha = format!("{:x}", hasher.finalize());
+        let _ = std::fs::write(&cache, format!("{stamp}\n{sha}"));
+        Ok(sha)
+    }
+
+    fn embed_chunked(
+        &self,
+        texts: &[&str],
+        max_chunks: usize,
+    ) -> Result<Vec<Vec<Vector>>, IndexError> {
+        Ok(Embedder::embed_chunked(self, texts, max_chunks)?
+            .into_iter()
+            .map(|t| t.chunks)
+            .collect())
+    }
+}
+
+/// `ghola status`: what is indexed, how fresh, how big.
+#[derive(Debug, Clone, Serialize)]
+pub struct Status {
+    pub projects: usize,
+    pub sessions: usize,
+    pub messages: usize,
+    pub chunks: usize,
+    pub vectors_bytes: u64,
+    pub index_bytes: u64,
+    pub model: String,
+    pub updated_at: Option<String>,
+    /// Transcript files changed since the last update (not yet indexed).
+    pub pending_files: usize,
+    pub skipped_lines: u64,
+    pub excluded_sessions: usize,
+    pub source_deleted_files: usize,
+}
+
+fn dir_size(p: &Path) -> u64 {
+    let Ok(rd) = std::fs::read_dir(p) else {
+        return 0;
+    };
+    rd.flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_size(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+/// Transcript files that are new or changed since the snapshot's manifest (a stat per file, nothing opened).
+pub fn pending_files(snap: &Snapshot, claude_dir: &Path) -> usize {
+    let known: std::collections::HashMap<&str, (u64, i128)> = snap
+        .manifest
+        .files
+        .iter()
+        .map(|f| (f.path.as_str(), (f.size, f.mtime_ns)))
+        .collect();
+    let found = crate::transcript::discover(claude_dir);
+    found
+        .sessions
+        .iter()
+        .flat_map(|s| s.all_files())
+        .filter(|p| {
+            let Ok(m) = std::fs::metadata(p) else {
+                return false;
+            };
+            let mtime = m
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::SystemTime::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos() as i128);
+            known.get(p.display().to_string().as_str()) != Some(&(m.len(), mtime))
+        })
+        .count()
+}
+
+/// Reports on the index of `index_dir` against the transcripts of `claude_dir`.
+pub fn status(index_dir: &Path, claude_dir: &Path) -> Result<Status, IndexError> {
+    let snap = Snapshot::open(index_dir)?;
+    let sessions: std::collections::HashSet<&str> = snap
+        .messages
+        .iter()
+        .map(|m| m.session_id.as_str())
+        .collect();
+    let projects: std::collections::HashSet<&str> =
+        snap.messages.iter().map(|m| m.project.as_str()).collect();
+    let vectors_bytes = snap
+        .manifest
+        .segments
+        .iter()
+        .map(|s| std::fs::metadata(segment::paths(index_dir, s.id).1).map_or(0, |m| m.len()))
+        .sum();
+    Ok(Status {
+        projects: projects.len(),
+        sessions: sessions.len(),
+        messages: snap.messages.len(),
+        chunks: snap.chunks.len(),
+        vectors_bytes,
+        index_bytes: dir_size(index_dir),
+        model: snap.manifest.model_id.clone(),
+        updated_at: (snap.manifest.updated_at_ms > 0)
+            .then(|| {
+                chrono::DateTime::from_timestamp_millis(snap.manifest.updated_at_ms)
+                    .map(|t| t.to_rfc3339())
+            })
+            .flatten(),
+        pending_files: pending_files(&snap, claude_dir),
+        skipped_lines: 0,
+        excluded_sessions: snap.excluded_sessions,
+        source_deleted_files: snap.manifest.files.iter().filter(|f| f.deleted).count(),
+    })
+}

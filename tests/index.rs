@@ -1,0 +1,299 @@
+//! The index on a history written by the test: increments, rewrites, deletions, two writers, kill -9, damage,
+//! model change. Uses the real model (run `models/fetch` first).
+
+use ghola::embed::Embedder;
+use ghola::index::{self, ChunkEmbedder, IndexError, Snapshot, UpdateOptions};
+use serde_json::{Value, json};
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+fn embedder() -> &'static Embedder {
+    static E: OnceLock<Embedder> = OnceLock::new();
+    E.get_or_init(|| Embedder::from_default_location(None).expect("run models/fetch"))
+}
+
+fn line(session: &str, i: usize, text: &str) -> String {
+    let role = if i.is_multiple_of(2) {
+        "user"
+    } else {
+        "assistant"
+    };
+    let v = json!({"type": role, "uuid": format!("{session}-m{i}"), "sessionId": session, "cwd": "/work/proj",
+        "timestamp": format!("2025-03-01T10:{:02}:00Z", i % 60),
+        "message": {"id": format!("msg-{session}-{i}"), "role": role, "content": [{"type":"text","text": text}]}});
+    format!("{v}\n")
+}
+
+fn session_path(claude: &Path, session: &str) -> PathBuf {
+    claude.join(format!("projects/-work-proj/{session}.jsonl"))
+}
+
+fn write_session(claude: &Path, session: &str, n: usize) {
+    let p = session_path(claude, session);
+    fs::create_dir_all(p.parent().unwrap()).unwrap();
+    let body: String = (0..n)
+        .map(|i| {
+            line(
+                session,
+                i,
+                &format!("message {i} of {session} about topic{}", i % 7),
+            )
+        })
+        .collect();
+    fs::write(p, body).unwrap();
+}
+
+fn update(idx: &Path, claude: &Path) -> index::UpdateSummary {
+    index::update(
+        idx,
+        claude,
+        embedder(),
+        UpdateOptions::default(),
+        &mut |_| {},
+    )
+    .unwrap()
+}
+
+fn live(idx: &Path) -> Vec<(String, String)> {
+    let snap = Snapshot::open(idx).unwrap();
+    let mut v: Vec<_> = snap
+        .messages
+        .iter()
+        .map(|m| (m.uuid.clone(), m.content.clone()))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn appends_rewrites_and_deletions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
+    write_session(&claude, "s1", 10);
+    write_session(&claude, "s2", 4);
+    let s = update(&idx, &claude);
+    assert_eq!(s.messages_added, 14);
+    // Nothing changed: nothing read.
+    let s = update(&idx, &claude);
+    assert_eq!((s.files_read, s.messages_added), (0, 0));
+
+    // Append two lines and half of a third: only the two complete ones are indexed.
+    let p = session_path(&claude, "s1");
+    let mut f = fs::OpenOptions::new().append(true).open(&p).unwrap();
+    f.write_all(line("s1", 10, "appended ERR_CONNECTION_REFUSED").as_bytes())
+        .unwrap();
+    f.write_all(line("s1", 11, "second appended").as_bytes())
+        .unwrap();
+    let third = line("s1", 12, "third, still being written");
+    f.write_all(&third.as_bytes()[..20]).unwrap();
+    drop(f);
+    let s = update(&idx, &claude);
+    assert_eq!(s.messages_added, 2, "{s:?}");
+    assert_eq!(s.sessions_updated, 1);
+    assert_eq!(live(&idx).len(), 16);
+    // The line is finished: it is indexed once.
+    let mut f = fs::OpenOptions::new().append(true).open(&p).unwrap();
+    f.write_all(&third.as_bytes()[20..]).unwrap();
+    drop(f);
+    assert_eq!(update(&idx, &claude).messages_added, 1);
+    assert_eq!(live(&idx).len(), 17);
+
+    // Rewritten (shorter, different head): re-indexed; messages it no longer has are gone.
+    let body: String = (0..3)
+        .map(|i| line("s1", i, &format!("rewritten {i}")))
+        .collect();
+    fs::write(&p, body).unwrap();
+    let s = update(&idx, &claude);
+    assert_eq!(s.messages_removed, 10, "{s:?}");
+    let msgs = live(&idx);
+    assert_eq!(msgs.len(), 7);
+    assert!(msgs.iter().any(|(_, c)| c == "rewritten 0"));
+
+    // Deleted: its messages stay searchable, the file is marked source-deleted.
+    fs::remove_file(session_path(&claude, "s2")).unwrap();
+    update(&idx, &claude);
+    assert_eq!(live(&idx).len(), 7);
+    let st = index::status(&idx, &claude).unwrap();
+    assert_eq!(st.source_deleted_files, 1);
+    assert_eq!(st.messages, 7);
+}
+
+#[test]
+fn identical_text_is_embedded_once_and_model_change_reembeds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
+    let p = session_path(&claude, "d1");
+    fs::create_dir_all(p.parent().unwrap()).unwrap();
+    let body: String = (0..6)
+        .map(|i| line("d1", i, "the same words every time"))
+        .collect();
+    fs::write(&p, body).unwrap();
+    let s = update(&idx, &claude);
+    assert_eq!((s.chunks_embedded, s.chunks_reused), (1, 5), "{s:?}");
+
+    struct Other;
+    impl ChunkEmbedder for Other {
+        fn model_id(&self) -> String {
+            "another/model".into()
+        }
+        fn weights_sha256(&self, _: &Path) -> Result<String, IndexError> {
+            Ok("0".into())
+        }
+        fn embed_chunked(
+            &self,
+            t: &[&str],
+            m: usize,
+        ) -> Result<Vec<Vec<ghola::embed::Vector>>, IndexError> {
+            ChunkEmbedder::embed_chunked(embedder(), t, m)
+        }
+    }
+    let s = index::update(&idx, &claude, &Other, UpdateOptions::default(), &mut |_| {}).unwrap();
+    assert_eq!(s.messages_added, 6, "a new model re-embeds everything");
+    assert_eq!(live(&idx).len(), 6);
+    assert_eq!(
+        Snapshot::open(&idx).unwrap().manifest.model_id,
+        "another/model"
+    );
+}
+
+fn ghola(claude: &Path, idx: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_ghola"));
+    c.args([
+        "--claude-dir",
+        claude.to_str().unwrap(),
+        "--index-dir",
+        idx.to_str().unwrap(),
+    ]);
+    c
+}
+
+fn status(claude: &Path, idx: &Path) -> Value {
+    let out = ghola(claude, idx)
+        .args(["status", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn many_sessions(claude: &Path, sessions: usize, per: usize) {
+    for s in 0..sessions {
+        write_session(claude, &format!("sess{s:03}"), per);
+    }
+}
+
+#[test]
+fn two_writers_at_once_index_everything_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
+    many_sessions(&claude, 20, 15);
+    let a = ghola(&claude, &idx)
+        .arg("index")
+        .env("GHOLA_PUBLISH_EVERY", "40")
+        .spawn()
+        .unwrap();
+    let b = ghola(&claude, &idx)
+        .arg("index")
+        .env("GHOLA_PUBLISH_EVERY", "40")
+        .spawn()
+        .unwrap();
+    assert!(a.wait_with_output().unwrap().status.success());
+    assert!(b.wait_with_output().unwrap().status.success());
+    let st = status(&claude, &idx);
+    assert_eq!(st["messages"], 300);
+    assert_eq!(st["pending_files"], 0);
+    // --no-wait while a writer holds the lock returns at once with a clear message.
+    let lock = fs::File::options()
+        .write(true)
+        .open(idx.join("index.lock"))
+        .unwrap();
+    lock.lock().unwrap();
+    let out = ghola(&claude, &idx)
+        .args(["index", "--no-wait"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("another ghola is updating"));
+}
+
+#[test]
+fn kill_9_at_any_point_loses_nothing_published() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
+    many_sessions(&claude, 30, 20);
+    for delay_ms in [150u64, 400, 900, 1500] {
+        let mut child = ghola(&claude, &idx)
+            .arg("index")
+            .env("GHOLA_PUBLISH_EVERY", "30")
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        let _ = child.kill();
+        let _ = child.wait();
+        // Whatever was published is consistent and readable.
+        let st = status(&claude, &idx);
+        assert!(st["messages"].as_u64().unwrap() <= 600);
+    }
+    let out = ghola(&claude, &idx).arg("index").output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let st = status(&claude, &idx);
+    assert_eq!(st["messages"], 600);
+    assert_eq!(st["pending_files"], 0);
+    let snap = Snapshot::open(&idx).unwrap();
+    let mut uuids: Vec<_> = snap.messages.iter().map(|m| m.uuid.clone()).collect();
+    uuids.sort();
+    uuids.dedup();
+    assert_eq!(uuids.len(), 600, "every message exactly once");
+}
+
+#[test]
+fn damaged_files_are_detected_set_aside_and_rebuilt() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
+    many_sessions(&claude, 3, 5);
+    update(&idx, &claude);
+    let mut files = vec![idx.join("manifest.bin")];
+    for e in fs::read_dir(idx.join("segments")).unwrap() {
+        files.push(e.unwrap().path());
+    }
+    for victim in files {
+        for damage in ["flip", "truncate"] {
+            let mut bytes = fs::read(&victim).unwrap();
+            if damage == "flip" {
+                let at = bytes.len() / 2;
+                bytes[at] ^= 0xff;
+            } else {
+                bytes.truncate(bytes.len() / 2);
+            }
+            fs::write(&victim, bytes).unwrap();
+            assert!(
+                Snapshot::open(&idx).is_err(),
+                "{} {damage} undetected",
+                victim.display()
+            );
+            let s = update(&idx, &claude);
+            assert_eq!(s.set_aside.len(), 1, "{s:?}");
+            assert_eq!(live(&idx).len(), 15);
+            // The rebuilt index has new segment names; find the victim's kind again.
+            if !victim.exists() {
+                break;
+            }
+        }
+    }
+    // A lexical index that does not match the manifest is rebuilt, not trusted.
+    fs::remove_dir_all(idx.join("lexical")).unwrap();
+    let s = update(&idx, &claude);
+    assert!(s.lexical_rebuilt);
+    assert!(Snapshot::open(&idx).unwrap().lexical.is_some());
+}

@@ -1,0 +1,345 @@
+//! Search over a fixture history written by the test: filters, date rules in two time zones, exclusion of the
+//! calling session's latest window, window merging, pagination, exact identifiers, the output bound.
+
+use serde_json::{Value, json};
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+fn entry(session: &str, cwd: &str, i: usize, ts: &str, text: &str) -> Value {
+    let role = if i.is_multiple_of(2) {
+        "user"
+    } else {
+        "assistant"
+    };
+    json!({"type": role, "uuid": format!("{session}-{i}"), "sessionId": session, "cwd": cwd, "timestamp": ts,
+           "message": {"id": format!("m-{session}-{i}"), "role": role, "content": [{"type": "text", "text": text}]}})
+}
+
+fn write(claude: &Path, cwd: &str, session: &str, lines: &[Value]) {
+    let dir = claude.join("projects").join(cwd.replace('/', "-"));
+    fs::create_dir_all(&dir).unwrap();
+    let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    fs::write(dir.join(format!("{session}.jsonl")), body).unwrap();
+}
+
+fn fixture(claude: &Path) {
+    // Project A: a session with a compaction; the retry decision is in window 0.
+    let mut a = vec![
+        entry(
+            "sa",
+            "/w/a",
+            0,
+            "2025-01-15T23:30:00Z",
+            "How should the HTTP client retry?",
+        ),
+        entry(
+            "sa",
+            "/w/a",
+            1,
+            "2025-01-15T23:31:00Z",
+            "Use exponential backoff with jitter; give up after ERR_CONNECTION_REFUSED five times.",
+        ),
+    ];
+    a.push(json!({"type":"system","subtype":"compact_boundary","uuid":"b","timestamp":"2025-01-16T01:00:00Z"}));
+    a.push(entry(
+        "sa",
+        "/w/a",
+        3,
+        "2025-01-16T01:00:01Z",
+        "continue with parseUserToken in src/auth/token.rs",
+    ));
+    a.push(entry(
+        "sa",
+        "/w/a",
+        4,
+        "2025-01-16T01:01:00Z",
+        "parseUserToken now validates the signature (retry policy unchanged).",
+    ));
+    write(claude, "/w/a", "sa", &a);
+    // Project A/sub and project B.
+    write(
+        claude,
+        "/w/a/sub",
+        "sb",
+        &[entry(
+            "sb",
+            "/w/a/sub",
+            0,
+            "2025-02-01T12:00:00Z",
+            "retry budget for the worker queue",
+        )],
+    );
+    write(
+        claude,
+        "/w/b",
+        "sc",
+        &[entry(
+            "sc",
+            "/w/b",
+            0,
+            "2025-03-01T12:00:00Z",
+            "retry logic in project b",
+        )],
+    );
+    // Many similar messages in one long session for pagination and the size bound.
+    let long: Vec<Value> = (0..60)
+        .map(|i| {
+            entry(
+                "sd",
+                "/w/d",
+                i,
+                &format!("2025-04-01T10:{i:02}:00Z"),
+                &format!(
+                    "pagination topic number {i} {}",
+                    "padding words ".repeat(300)
+                ),
+            )
+        })
+        .collect();
+    write(claude, "/w/d", "sd", &long);
+}
+
+struct Env {
+    _tmp: tempfile::TempDir,
+    claude: String,
+    idx: String,
+}
+
+fn setup() -> Env {
+    let tmp = tempfile::tempdir().unwrap();
+    let claude = tmp.path().join("claude");
+    fixture(&claude);
+    let e = Env {
+        claude: claude.display().to_string(),
+        idx: tmp.path().join("idx").display().to_string(),
+        _tmp: tmp,
+    };
+    let out = Command::new(env!("CARGO_BIN_EXE_ghola"))
+        .args(["--claude-dir", &e.claude, "--index-dir", &e.idx, "index"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    e
+}
+
+fn search(e: &Env, tz: &str, args: &[&str]) -> Result<Value, String> {
+    let out = Command::new(env!("CARGO_BIN_EXE_ghola"))
+        .args([
+            "--claude-dir",
+            &e.claude,
+            "--index-dir",
+            &e.idx,
+            "search",
+            "--json",
+            "--no-update",
+        ])
+        .args(args)
+        .env("TZ", tz)
+        .output()
+        .unwrap();
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    Ok(serde_json::from_slice(&out.stdout).unwrap())
+}
+
+fn uuids(v: &Value) -> Vec<String> {
+    v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["matched_message"]["uuid"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn sessions(v: &Value) -> Vec<String> {
+    let mut s: Vec<String> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            r["matched_message"]["session_id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    s.sort();
+    s.dedup();
+    s
+}
+
+#[test]
+fn filters_dates_exclusion_pagination_identifiers_and_bound() {
+    let e = setup();
+    // Project scope includes subdirectories, not siblings.
+    let v = search(&e, "UTC", &["retry", "--project", "/w/a", "--context", "0"]).unwrap();
+    assert_eq!(sessions(&v), ["sa", "sb"]);
+    let v = search(&e, "UTC", &["retry", "--global", "--context", "0"]).unwrap();
+    assert!(sessions(&v).contains(&"sc".to_string()));
+
+    // Exact identifiers, whole and by parts.
+    for q in [
+        "ERR_CONNECTION_REFUSED",
+        "parseUserToken",
+        "src/auth/token.rs",
+        "token.rs",
+    ] {
+        let v = search(&e, "UTC", &[q, "--global", "--context", "0"]).unwrap();
+        let top = v["results"][0]["matched_message"]["content"]
+            .as_str()
+            .unwrap()
+            .to_lowercase();
+        let probe = q.to_lowercase().replace("token.rs", "token");
+        assert!(top.contains(&probe), "{q}: top hit {top:?}");
+    }
+
+    // Dates: 2025-01-15 is a local day. In UTC the 23:30 message is on the 15th; in Tokyo (UTC+9) on the 16th.
+    let day = [
+        "backoff",
+        "--global",
+        "--context",
+        "0",
+        "--after",
+        "2025-01-15",
+        "--before",
+        "2025-01-16",
+    ];
+    assert_eq!(uuids(&search(&e, "UTC", &day).unwrap())[0], "sa-1");
+    assert!(uuids(&search(&e, "Asia/Tokyo", &day).unwrap()).is_empty());
+    let exact = [
+        "backoff",
+        "--global",
+        "--context",
+        "0",
+        "--after",
+        "2025-01-15T23:31:00Z",
+    ];
+    let got = uuids(&search(&e, "Asia/Tokyo", &exact).unwrap());
+    assert!(
+        got[0] == "sa-1" && !got.contains(&"sa-0".to_string()),
+        "{got:?}"
+    );
+    for bad in [
+        &["x", "--after", "soon"][..],
+        &["x", "--after", "2025-02-01", "--before", "2025-01-01"],
+        &["x", "--limit", "0"],
+    ] {
+        let err = search(&e, "UTC", bad).unwrap_err();
+        assert!(!err.is_empty());
+    }
+
+    // The calling session's latest window is left out; its compacted window stays searchable.
+    let v = search(
+        &e,
+        "UTC",
+        &[
+            "parseUserToken retry backoff",
+            "--global",
+            "--context",
+            "0",
+            "--exclude-session",
+            "sa",
+        ],
+    )
+    .unwrap();
+    let got = uuids(&v);
+    assert!(
+        got.contains(&"sa-1".to_string()) && !got.iter().any(|u| u == "sa-3" || u == "sa-4"),
+        "{got:?}"
+    );
+
+    // Window merging: with context 3 the two window-0 messages of sa come back once.
+    let v = search(&e, "UTC", &["retry backoff", "--project", "/w/a"]).unwrap();
+    let in_window0 = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| {
+            r["matched_message"]["session_id"] == "sa" && r["matched_message"]["window"] == 0
+        })
+        .count();
+    assert_eq!(in_window0, 1);
+    let ctx = &v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["matched_message"]["session_id"] == "sa")
+        .unwrap()["context"];
+    assert!(
+        ctx.as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["is_match"] == true)
+    );
+
+    // Pagination: pages never overlap or skip, total_matches is exact.
+    let all = search(
+        &e,
+        "UTC",
+        &[
+            "pagination topic",
+            "--project",
+            "/w/d",
+            "--context",
+            "0",
+            "--limit",
+            "100",
+        ],
+    )
+    .unwrap();
+    let total = all["total_matches"].as_u64().unwrap() as usize;
+    assert_eq!(total, 60);
+    let mut paged = Vec::new();
+    for off in (0..total).step_by(7) {
+        let o = off.to_string();
+        let v = search(
+            &e,
+            "UTC",
+            &[
+                "pagination topic",
+                "--project",
+                "/w/d",
+                "--context",
+                "0",
+                "--limit",
+                "7",
+                "--offset",
+                &o,
+            ],
+        )
+        .unwrap();
+        assert_eq!(v["has_more"], off + 7 < total);
+        paged.extend(uuids(&v));
+    }
+    assert_eq!(paged, uuids(&all));
+
+    // The output bound holds with big messages and wide context.
+    let v = search(
+        &e,
+        "UTC",
+        &[
+            "pagination",
+            "--project",
+            "/w/d",
+            "--context",
+            "10",
+            "--limit",
+            "100",
+        ],
+    )
+    .unwrap();
+    assert!(serde_json::to_string(&v).unwrap().chars().count() <= 40_000);
+    assert!(
+        v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["matched_message"]["uuid"].is_string())
+    );
+}
