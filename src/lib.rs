@@ -6,5 +6,6 @@
 pub mod config;
 pub mod embed;
 pub mod index;
+pub mod mcp;
 pub mod search;
 pub mod transcript;

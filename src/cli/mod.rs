@@ -76,6 +76,12 @@ pub enum Command {
     },
     /// Search past conversations (hybrid lexical + semantic ranking).
     Search(recall::SearchArgs),
+    /// MCP server on stdio (what the Claude Code plugin runs). Logs go to stderr.
+    Serve {
+        /// Seconds between freshness checks of the Claude dir.
+        #[arg(long, default_value_t = 2)]
+        poll_seconds: u64,
+    },
     /// Diagnostic: JSON lines `{"text": …}` on stdin, one JSON array of 384 floats per line on stdout
     /// (the first chunk of each text, as sentence-transformers would embed it).
     Embed,
@@ -148,6 +154,19 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Status { json } => recall::status_cmd(&index_dir, &claude_dir, json),
         Command::Search(args) => {
             recall::search_cmd(&index_dir, &claude_dir, cli.model_dir.as_deref(), args)
+        }
+        Command::Serve { poll_seconds } => {
+            let project = ghola::config::non_empty_env("CLAUDE_PROJECT_DIR")
+                .map(Ok)
+                .unwrap_or_else(|| history::project_dir(None))?;
+            ghola::mcp::serve(ghola::mcp::ServeConfig {
+                claude_dir,
+                index_dir,
+                model_dir: cli.model_dir,
+                project,
+                session_id: ghola::config::non_empty_env("CLAUDE_CODE_SESSION_ID"),
+                poll_seconds,
+            })
         }
         Command::Embed => embed_stdin(cli.model_dir.as_deref()),
         Command::Bench { what } => match what {

@@ -1,0 +1,370 @@
+//! `ghola serve`: the MCP server on stdio (rmcp). Each tool is a thin adapter over the library call the CLI
+//! uses. The server answers at once: the model and the index update load in the background, searches run on the
+//! published index meanwhile (lexical-only until the model is loaded), and a background loop keeps the index
+//! fresh. Logs go to stderr; stdout is the protocol.
+
+use crate::embed::Embedder;
+use crate::index::{self, Snapshot, UpdateOptions};
+use crate::search::{self, SearchParams};
+use crate::transcript::{self, catalog};
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+/// Where the server finds things, and who is calling.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    pub claude_dir: PathBuf,
+    pub index_dir: PathBuf,
+    pub model_dir: Option<PathBuf>,
+    /// The calling project: `CLAUDE_PROJECT_DIR`, else the server's cwd.
+    pub project: String,
+    /// The calling session (`CLAUDE_CODE_SESSION_ID`): its latest window is left out of results.
+    pub session_id: Option<String>,
+    /// Seconds between freshness checks of the Claude dir.
+    pub poll_seconds: u64,
+}
+
+/// Shared state of the server.
+#[derive(Clone)]
+pub struct GholaServer {
+    cfg: Arc<ServeConfig>,
+    embedder: Arc<OnceLock<Embedder>>,
+}
+
+/// Arguments of the search tools.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SearchArgs {
+    /// What to look for: words, an error message, a file path, a function name, or a question.
+    pub query: String,
+    /// Project directory to search (sessions started in it or below). Default: the current project.
+    /// Ignored by search_global_history.
+    pub project: Option<String>,
+    /// Only messages at or after this time (ISO 8601; a date alone is that local day).
+    pub after: Option<String>,
+    /// Only messages before this time (ISO 8601, exclusive).
+    pub before: Option<String>,
+    /// Messages of context before and after each hit (default 3, at most 20).
+    pub context_before_after: Option<i64>,
+    /// Minimum semantic similarity (0..1) for a hit that matches no query word (default 0.2).
+    pub threshold: Option<f64>,
+    /// Number of results (default 10, at most 100).
+    pub max_results: Option<i64>,
+    /// Results to skip, for paging (default 0).
+    pub offset: Option<i64>,
+    /// Include subagent conversations (default true).
+    pub include_subagents: Option<bool>,
+}
+
+/// Arguments of get_session_detail.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SessionArgs {
+    /// Session id (a uuid, or a unique prefix of one), e.g. from a search hit.
+    pub session_id: String,
+    /// Only this compaction window (0 = before the first compaction).
+    pub window: Option<u32>,
+    /// Messages to skip (default 0).
+    pub offset: Option<i64>,
+    /// Messages to return (default 50, at most 200).
+    pub limit: Option<i64>,
+}
+
+/// Arguments of duncan_list_sessions.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ListArgs {
+    /// "project" (default: the current project) or "global".
+    pub mode: Option<String>,
+    /// Project directory for mode "project".
+    pub project: Option<String>,
+    /// Sessions to return (default 20, at most 200).
+    pub limit: Option<i64>,
+    /// Sessions to skip (default 0).
+    pub offset: Option<i64>,
+}
+
+fn text_result(s: String) -> CallToolResult {
+    CallToolResult::success(vec![ContentBlock::text(s)])
+}
+
+fn error_result(s: impl Into<String>) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(s.into())])
+}
+
+fn non_negative(v: Option<i64>, name: &str, default: usize) -> Result<usize, String> {
+    match v {
+        None => Ok(default),
+        Some(n) if n < 0 => Err(format!("{name} must not be negative (got {n})")),
+        Some(n) => Ok(n as usize),
+    }
+}
+
+/// Cuts a JSON response to the MCP output budget (the search response bounds itself; listings are cut here).
+fn bounded(mut s: String) -> String {
+    if s.chars().count() > search::response::RESPONSE_CHARS {
+        s = s
+            .chars()
+            .take(search::response::RESPONSE_CHARS - 100)
+            .collect();
+        s.push_str("\n… (cut to stay under the output limit; page with offset/limit)");
+    }
+    s
+}
+
+impl GholaServer {
+    fn params(&self, a: SearchArgs, global: bool) -> Result<SearchParams, String> {
+        let mut p = SearchParams::new(&a.query);
+        p.project = if global {
+            None
+        } else {
+            Some(a.project.unwrap_or_else(|| self.cfg.project.clone()))
+        };
+        p.after = a
+            .after
+            .as_deref()
+            .map(|s| search::parse_bound(s, "after"))
+            .transpose()?;
+        p.before = a
+            .before
+            .as_deref()
+            .map(|s| search::parse_bound(s, "before"))
+            .transpose()?;
+        p.context = non_negative(a.context_before_after, "context_before_after", 3)?;
+        p.max_results = non_negative(a.max_results, "max_results", 10)?;
+        p.offset = non_negative(a.offset, "offset", 0)?;
+        if let Some(t) = a.threshold {
+            p.threshold = t as f32;
+        }
+        p.include_subagents = a.include_subagents.unwrap_or(true);
+        p.exclude_session = self.cfg.session_id.clone();
+        p.validate()?;
+        Ok(p)
+    }
+
+    async fn run_search(&self, a: SearchArgs, global: bool) -> CallToolResult {
+        let p = match self.params(a, global) {
+            Ok(p) => p,
+            Err(e) => return error_result(e),
+        };
+        let me = self.clone();
+        let out = tokio::task::spawn_blocking(move || -> Result<String, String> {
+            let snap = Snapshot::open(&me.cfg.index_dir).map_err(|e| e.to_string())?;
+            let embedder = me.embedder.get();
+            let mut resp = search::search(&snap, embedder, &p)?;
+            resp.index.pending_files = index::pending_files(&snap, &me.cfg.claude_dir);
+            if embedder.is_none() {
+                resp.note =
+                    Some("the embedding model is still loading: lexical matches only".into());
+            } else if resp.index.pending_files > 0 {
+                resp.note = Some(format!(
+                    "{} transcript files are still being indexed",
+                    resp.index.pending_files
+                ));
+            }
+            serde_json::to_string(&resp).map_err(|e| e.to_string())
+        })
+        .await;
+        match out {
+            Ok(Ok(s)) => text_result(s),
+            Ok(Err(e)) => error_result(e),
+            Err(e) => error_result(format!("search failed: {e}")),
+        }
+    }
+}
+
+#[tool_router]
+impl GholaServer {
+    /// Creates the server and starts the background model load and index freshness loop.
+    pub fn new(cfg: ServeConfig) -> Self {
+        let server = Self {
+            cfg: Arc::new(cfg),
+            embedder: Arc::new(OnceLock::new()),
+        };
+        let bg = server.clone();
+        std::thread::Builder::new()
+            .name("ghola-indexer".into())
+            .spawn(move || bg.keep_fresh())
+            .expect("spawning the indexer thread");
+        server
+    }
+
+    /// Loads the model, then brings the index up to date now and every few seconds (one writer at a time
+    /// across all servers: a busy lock means another server is doing it).
+    fn keep_fresh(&self) {
+        match Embedder::from_default_location(self.cfg.model_dir.as_deref()) {
+            Ok(e) => {
+                let _ = self.embedder.set(e);
+            }
+            Err(e) => {
+                tracing::error!("{e}");
+                return;
+            }
+        }
+        let Some(embedder) = self.embedder.get() else {
+            return;
+        };
+        loop {
+            let opts = UpdateOptions {
+                wait: false,
+                ..UpdateOptions::default()
+            };
+            match index::update(
+                &self.cfg.index_dir,
+                &self.cfg.claude_dir,
+                embedder,
+                opts,
+                &mut |_| {},
+            ) {
+                Ok(s) if s.messages_added > 0 => {
+                    tracing::info!("indexed {} new messages", s.messages_added)
+                }
+                Ok(_) | Err(index::IndexError::Busy) => {}
+                Err(e) => tracing::warn!("index update failed: {e}"),
+            }
+            std::thread::sleep(Duration::from_secs(self.cfg.poll_seconds.max(1)));
+        }
+    }
+
+    #[tool(
+        description = "Search this project's past Claude Code conversations (all earlier sessions, including \
+        parts lost to compaction) for what was said, decided, tried or fixed. Hybrid keyword + semantic ranking; \
+        returns matching messages with surrounding context, session ids and timestamps. Use it when the user refers \
+        to earlier work, or before re-deriving something that was probably discussed before."
+    )]
+    async fn search_project_history(
+        &self,
+        Parameters(a): Parameters<SearchArgs>,
+    ) -> CallToolResult {
+        self.run_search(a, false).await
+    }
+
+    #[tool(
+        description = "Search past Claude Code conversations across ALL projects on this machine (same \
+        parameters and results as search_project_history, without the project filter)."
+    )]
+    async fn search_global_history(&self, Parameters(a): Parameters<SearchArgs>) -> CallToolResult {
+        self.run_search(a, true).await
+    }
+
+    #[tool(
+        description = "Read one past Claude Code session (or one compaction window of it) as a conversation, \
+        paged; use it to follow a search hit. session_id is a uuid or a unique prefix from a search result."
+    )]
+    async fn get_session_detail(&self, Parameters(a): Parameters<SessionArgs>) -> CallToolResult {
+        let cfg = self.cfg.clone();
+        let r = tokio::task::spawn_blocking(move || -> Result<String, String> {
+            let offset = non_negative(a.offset, "offset", 0)?;
+            let limit = non_negative(a.limit, "limit", 50)?.clamp(1, 200);
+            let found = transcript::discover(&cfg.claude_dir);
+            let ids: Vec<&str> = found.sessions.iter().map(|s| s.session_id.as_str()).collect();
+            let id = transcript::resolve_session_id(&a.session_id, ids.iter().copied()).map_err(|e| e.to_string())?;
+            let files = found.sessions.iter().find(|s| s.session_id == id).ok_or("session vanished")?;
+            let s = transcript::load_session(files);
+            let msgs: Vec<_> = s.messages.iter().filter(|m| a.window.is_none_or(|w| m.window == w)).collect();
+            let page: Vec<serde_json::Value> = msgs
+                .iter()
+                .skip(offset)
+                .take(limit)
+                .map(|m| {
+                    serde_json::json!({"uuid": m.uuid, "role": m.role, "timestamp": m.timestamp, "window": m.window,
+                        "is_compact_summary": m.is_compact_summary, "parts": m.parts})
+                })
+                .collect();
+            let v = serde_json::json!({"session_id": s.session_id, "project": s.project, "title": s.title,
+                "windows": s.windows, "total_messages": msgs.len(), "offset": offset,
+                "has_more": offset + limit < msgs.len(), "messages": page});
+            Ok(bounded(v.to_string()))
+        })
+        .await;
+        match r {
+            Ok(Ok(s)) => text_result(s),
+            Ok(Err(e)) => error_result(e),
+            Err(e) => error_result(e.to_string()),
+        }
+    }
+
+    #[tool(
+        description = "List every project with past Claude Code sessions on this machine: session count, \
+        message count, last activity and git branches."
+    )]
+    async fn duncan_projects(&self) -> CallToolResult {
+        let cfg = self.cfg.clone();
+        let r = tokio::task::spawn_blocking(move || {
+            let (sessions, _) = transcript::load_all(&cfg.claude_dir);
+            bounded(serde_json::json!({"projects": catalog::projects(&sessions)}).to_string())
+        })
+        .await;
+        r.map(text_result)
+            .unwrap_or_else(|e| error_result(e.to_string()))
+    }
+
+    #[tool(
+        description = "List past Claude Code sessions, newest first, with title, time range, message and \
+        window counts: mode \"project\" (default, the current project) or \"global\"."
+    )]
+    async fn duncan_list_sessions(&self, Parameters(a): Parameters<ListArgs>) -> CallToolResult {
+        let cfg = self.cfg.clone();
+        let r = tokio::task::spawn_blocking(move || -> Result<String, String> {
+            let offset = non_negative(a.offset, "offset", 0)?;
+            let limit = non_negative(a.limit, "limit", 20)?.clamp(1, 200);
+            let project = match a.mode.as_deref().unwrap_or("project") {
+                "project" => Some(a.project.unwrap_or_else(|| cfg.project.clone())),
+                "global" => None,
+                other => {
+                    return Err(format!(
+                        "mode must be \"project\" or \"global\" (got {other:?})"
+                    ));
+                }
+            };
+            let (sessions, _) = transcript::load_all(&cfg.claude_dir);
+            let list = catalog::sessions_in(&sessions, project.as_deref());
+            let page: Vec<_> = list
+                .iter()
+                .skip(offset)
+                .take(limit)
+                .map(|s| catalog::SessionSummary::of(s))
+                .collect();
+            let v = serde_json::json!({"sessions": page, "total": list.len(), "offset": offset,
+                "has_more": offset + limit < list.len()});
+            Ok(bounded(v.to_string()))
+        })
+        .await;
+        match r {
+            Ok(Ok(s)) => text_result(s),
+            Ok(Err(e)) => error_result(e),
+            Err(e) => error_result(e.to_string()),
+        }
+    }
+}
+
+#[tool_handler]
+impl ServerHandler for GholaServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("ghola", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+            "ghola searches this machine's past Claude Code conversations. Use search_project_history when the \
+             user refers to earlier work or after a compaction lost detail; get_session_detail to read a hit's \
+             session.",
+        )
+    }
+}
+
+/// Runs the server on stdin/stdout until the client goes away.
+pub fn serve(cfg: ServeConfig) -> anyhow::Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let service = GholaServer::new(cfg)
+            .serve(rmcp::transport::stdio())
+            .await?;
+        service.waiting().await?;
+        Ok(())
+    })
+}
