@@ -148,7 +148,6 @@ fn serves_tools_over_stdio() {
     let detail: Value =
         serde_json::from_str(r["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
     assert_eq!(detail["total_messages"], 2);
-    drop(send);
     drop(stdin);
     let _ = child.kill();
     let _ = child.wait();
