@@ -7,5 +7,6 @@ pub mod config;
 pub mod embed;
 pub mod index;
 pub mod mcp;
+pub mod replay;
 pub mod search;
 pub mod transcript;

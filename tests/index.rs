@@ -132,7 +132,9 @@ fn identical_text_is_embedded_once_and_model_change_reembeds() {
         .collect();
     fs::write(&p, body).unwrap();
     let s = update(&idx, &claude);
-    assert_eq!((s.chunks_embedded, s.chunks_reused), (1, 5), "{s:?}");
+    // The first message is embedded alone, the other five with the same previous message in front
+    // (neighbour context): two distinct chunk texts, each embedded once.
+    assert_eq!((s.chunks_embedded, s.chunks_reused), (2, 4), "{s:?}");
 
     struct Other;
     impl ChunkEmbedder for Other {
@@ -153,9 +155,12 @@ fn identical_text_is_embedded_once_and_model_change_reembeds() {
     let s = index::update(&idx, &claude, &Other, UpdateOptions::default(), &mut |_| {}).unwrap();
     assert_eq!(s.messages_added, 6, "a new model re-embeds everything");
     assert_eq!(live(&idx).len(), 6);
-    assert_eq!(
-        Snapshot::open(&idx).unwrap().manifest.model_id,
-        "another/model"
+    assert!(
+        Snapshot::open(&idx)
+            .unwrap()
+            .manifest
+            .model_id
+            .starts_with("another/model")
     );
 }
 

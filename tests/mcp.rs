@@ -152,3 +152,241 @@ fn serves_tools_over_stdio() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+mod common;
+
+use common::mcp_client::Client;
+use common::standin::{Reply, StandIn};
+use std::sync::Arc;
+use std::time::Duration;
+
+fn second_session(claude: &std::path::Path) {
+    let lines = [
+        json!({"type":"user","uuid":"v1","sessionId":"bbbb2222-0000-0000-0000-000000000000","cwd":"/w/app","timestamp":"2025-05-02T10:00:00Z","message":{"role":"user","content":"Which port does the dev server use?"}}),
+        json!({"type":"assistant","uuid":"v2","parentUuid":"v1","sessionId":"bbbb2222-0000-0000-0000-000000000000","cwd":"/w/app","timestamp":"2025-05-02T10:00:05Z","message":{"id":"m2","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"The dev server listens on port 8137."}]}}),
+    ];
+    let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(
+        claude.join("projects/-w-app/bbbb2222-0000-0000-0000-000000000000.jsonl"),
+        body,
+    )
+    .unwrap();
+}
+
+#[test]
+fn duncan_query_over_mcp_sends_progress_validates_and_cancels() {
+    let tmp = tempfile::tempdir().unwrap();
+    let claude = tmp.path().join("claude");
+    fixture(&claude);
+    second_session(&claude);
+    let idx = tmp.path().join("idx");
+    let slow = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let slow2 = slow.clone();
+    let s = StandIn::start(
+        4,
+        Arc::new(move |req: &Value| {
+            let has = req["messages"].to_string().contains("8137");
+            let reply = Reply::tool_use(
+                "duncan_response",
+                json!({"hasContext": has, "answer": if has { "Port 8137." } else { "Not discussed here." }}),
+            );
+            if slow2.load(std::sync::atomic::Ordering::SeqCst) {
+                Reply::Delayed(Duration::from_secs(3), Box::new(reply))
+            } else {
+                reply
+            }
+        }),
+    );
+    let log = tmp.path().join("duncan.jsonl");
+    let mut c = Client::start(
+        &claude,
+        &idx,
+        &[
+            ("CLAUDE_PROJECT_DIR", "/w/app"),
+            ("ANTHROPIC_BASE_URL", &s.url),
+            ("ANTHROPIC_API_KEY", "test-key"),
+            ("DUNCAN_LOG", log.to_str().unwrap()),
+        ],
+    );
+    let tools = c.request(2, "tools/list", json!({}));
+    let duncan = tools["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "duncan_query")
+        .expect("duncan_query is listed")
+        .clone();
+    assert!(
+        duncan["description"]
+            .as_str()
+            .unwrap()
+            .contains("MODEL PROVIDER")
+    );
+    for p in [
+        "question",
+        "mode",
+        "scope",
+        "project",
+        "session_id",
+        "window",
+        "git_branch",
+        "limit",
+        "offset",
+        "copies",
+        "batch_size",
+        "include_subagents",
+        "model",
+    ] {
+        assert!(
+            duncan["inputSchema"]["properties"].get(p).is_some(),
+            "duncan_query lacks {p}"
+        );
+    }
+
+    let r = c.request(
+        3,
+        "tools/call",
+        json!({"name": "duncan_query", "_meta": {"progressToken": "tok-1"},
+               "arguments": {"question": "Which port does the dev server use?", "mode": "project"}}),
+    );
+    let text = r["result"]["content"][0]["text"].as_str().unwrap();
+    assert_ne!(r["result"]["isError"], true, "{r}");
+    assert!(
+        text.contains("Port 8137.") && text.contains("1 of 2 window(s) had context"),
+        "{text}"
+    );
+    let progress: Vec<&Value> = c
+        .notifications
+        .iter()
+        .filter(|n| n["method"] == "notifications/progress")
+        .collect();
+    assert_eq!(
+        progress.len(),
+        2,
+        "one progress notification per window: {:?}",
+        c.notifications
+    );
+    assert!(
+        progress
+            .iter()
+            .all(|p| p["params"]["progressToken"] == "tok-1" && p["params"]["total"] == 2.0)
+    );
+    assert_eq!(std::fs::read_to_string(&log).unwrap().lines().count(), 2);
+
+    for (id, args, needle) in [
+        (
+            4,
+            json!({"question": "q", "mode": "sideways"}),
+            "unknown mode",
+        ),
+        (
+            5,
+            json!({"question": "q", "limit": -1}),
+            "must not be negative",
+        ),
+        (
+            6,
+            json!({"question": "q", "batch_size": 100}),
+            "batch_size must be between",
+        ),
+        (7, json!({"question": "  "}), "question must not be empty"),
+        (
+            8,
+            json!({"question": "q", "mode": "session", "session_id": "../x"}),
+            "not a session id",
+        ),
+        (
+            9,
+            json!({"question": "q", "scope": "galaxy"}),
+            "scope must be",
+        ),
+    ] {
+        let (is_error, text) = c.call(id, "duncan_query", args);
+        assert!(is_error && text.contains(needle), "{id}: {text}");
+    }
+
+    // Cancellation: the first window is in flight, the second never starts.
+    slow.store(true, std::sync::atomic::Ordering::SeqCst);
+    let before = s.requests().len();
+    c.send(json!({"jsonrpc": "2.0", "id": 20, "method": "tools/call",
+        "params": {"name": "duncan_query", "arguments": {"question": "port?", "mode": "project", "batch_size": 1}}}));
+    std::thread::sleep(Duration::from_millis(800));
+    c.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 20, "reason": "test"}}));
+    let started = Instant::now();
+    let r = c.request(
+        21,
+        "tools/call",
+        json!({"name": "duncan_projects", "arguments": {}}),
+    );
+    assert_ne!(r["result"]["isError"], true);
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "the server stays responsive"
+    );
+    std::thread::sleep(Duration::from_secs(4));
+    assert_eq!(
+        s.requests().len() - before,
+        1,
+        "the second window was never asked"
+    );
+}
+
+#[test]
+fn appended_lines_become_searchable_and_two_servers_share_one_index() {
+    let tmp = tempfile::tempdir().unwrap();
+    let claude = tmp.path().join("claude");
+    fixture(&claude);
+    let idx = tmp.path().join("idx");
+    let env = [("CLAUDE_PROJECT_DIR", "/w/app")];
+    let mut a = Client::start(&claude, &idx, &env);
+    let mut b = Client::start(&claude, &idx, &env);
+    let search = |c: &mut Client, id: u64, q: &str| -> Value {
+        let (is_error, text) = c.call(
+            id,
+            "search_project_history",
+            json!({"query": q, "context_before_after": 0}),
+        );
+        assert!(!is_error, "{text}");
+        serde_json::from_str(&text).unwrap()
+    };
+    let wait_for = |c: &mut Client, base: u64, q: &str| -> Value {
+        for i in 0..80 {
+            let r = search(c, base + i, q);
+            if r["total_matches"].as_u64().unwrap_or(0) >= 1 {
+                return r;
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        panic!("{q:?} never became searchable");
+    };
+    wait_for(&mut a, 100, "ERR_LINKER_MISSING");
+    wait_for(&mut b, 200, "ERR_LINKER_MISSING");
+    // A line appended while both servers run.
+    let path = claude.join("projects/-w-app/aaaa1111-0000-0000-0000-000000000000.jsonl");
+    let line = json!({"type":"user","uuid":"u9","parentUuid":"a1","sessionId":"aaaa1111-0000-0000-0000-000000000000","cwd":"/w/app","timestamp":"2025-05-01T10:05:00Z","message":{"role":"user","content":"Remember the codeword ZEPHYRQUARTZ for the release."}});
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    writeln!(f, "{line}").unwrap();
+    drop(f);
+    let appended = Instant::now();
+    let r = wait_for(&mut a, 300, "ZEPHYRQUARTZ");
+    eprintln!("appended line searchable after {:?}", appended.elapsed());
+    assert_eq!(r["results"][0]["matched_message"]["uuid"], "u9");
+    let r = wait_for(&mut b, 400, "ZEPHYRQUARTZ");
+    assert_eq!(r["total_matches"], 1, "indexed exactly once: {r}");
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_ghola"))
+        .args([
+            "--claude-dir",
+            claude.to_str().unwrap(),
+            "--index-dir",
+            idx.to_str().unwrap(),
+            "status",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(status["messages"], 3, "{status}");
+}

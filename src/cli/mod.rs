@@ -2,6 +2,7 @@
 //! over a library call, the same one the MCP server uses.
 
 mod bench;
+mod duncan;
 mod history;
 mod recall;
 
@@ -16,13 +17,13 @@ pub struct Cli {
     /// Claude Code config dir (default: $CLAUDE_CONFIG_DIR, else ~/.claude).
     #[arg(long, global = true, value_name = "DIR")]
     pub claude_dir: Option<PathBuf>,
-    /// More logging on stderr (-v info, -vv debug).
     /// Index directory (default: $GHOLA_HOME, else $XDG_CACHE_HOME/ghola, else ~/.cache/ghola).
     #[arg(long, global = true, value_name = "DIR")]
     pub index_dir: Option<PathBuf>,
     /// Folder with the embedding model's files (default: $GHOLA_MODEL_DIR, else models/ of the installation).
     #[arg(long, global = true, value_name = "DIR")]
     pub model_dir: Option<PathBuf>,
+    /// More logging on stderr (-v info, -vv debug).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
     #[command(subcommand)]
@@ -76,6 +77,9 @@ pub enum Command {
     },
     /// Search past conversations (hybrid lexical + semantic ranking).
     Search(recall::SearchArgs),
+    /// Ask the past sessions behind the top hits (duncan): each window is replayed to a model that must
+    /// answer from it alone. Sends those conversations to the model provider.
+    Query(duncan::QueryArgs),
     /// MCP server on stdio (what the Claude Code plugin runs). Logs go to stderr.
     Serve {
         /// Seconds between freshness checks of the Claude dir.
@@ -154,6 +158,9 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Status { json } => recall::status_cmd(&index_dir, &claude_dir, json),
         Command::Search(args) => {
             recall::search_cmd(&index_dir, &claude_dir, cli.model_dir.as_deref(), args)
+        }
+        Command::Query(args) => {
+            duncan::query_cmd(&index_dir, &claude_dir, cli.model_dir.as_deref(), args)
         }
         Command::Serve { poll_seconds } => {
             let project = ghola::config::non_empty_env("CLAUDE_PROJECT_DIR")

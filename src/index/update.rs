@@ -29,6 +29,20 @@ pub fn chunk_cap(kind: ChunkKind) -> usize {
 
 /// Stored content is cut here (display cuts at 2,000 characters; the rest only feeds the lexical index).
 const MAX_CONTENT_BYTES: usize = 32 * 1024;
+/// Characters of the previous message's text prepended to a message's text before embedding: a reply ("yes,
+/// the second one") means little without what it answers. Chosen on the LoCoMo dev set (see the README).
+static NEIGHBOUR_CHARS: std::sync::LazyLock<usize> = std::sync::LazyLock::new(|| {
+    crate::config::non_empty_env("GHOLA_NEIGHBOUR_CHARS")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300)
+});
+
+/// The last `n` characters of `s`.
+fn tail_chars(s: &str, n: usize) -> String {
+    let count = s.chars().count();
+    s.chars().skip(count.saturating_sub(n)).collect()
+}
+
 /// More segments than this are merged into one.
 const MAX_SEGMENTS: usize = 8;
 
@@ -267,7 +281,11 @@ pub fn update(
         }
         Err(e) => return Err(e),
     };
-    let model_id = embedder.model_id();
+    // The neighbour context changes what a vector means: a different setting re-embeds like a different model.
+    let model_id = match *NEIGHBOUR_CHARS {
+        0 => embedder.model_id(),
+        n => format!("{}+prev{n}", embedder.model_id()),
+    };
     let weights = embedder.weights_sha256(dir)?;
     let mut snapshot = snapshot;
     if !snapshot.manifest.segments.is_empty()
@@ -466,8 +484,23 @@ impl Writer<'_> {
                     .or_else(|| s.files.first().map(|f| f.path.display().to_string())),
             }
             .unwrap_or_default();
+            let mut previous_text = String::new();
             for (seq, m) in messages.iter().enumerate() {
-                let (content, kind, chunks) = render(m);
+                let (content, kind, mut chunks) = render(m);
+                let own_text = chunks
+                    .iter()
+                    .find(|(k, _)| *k == ChunkKind::Text)
+                    .map(|(_, t)| t.clone());
+                if *NEIGHBOUR_CHARS > 0 && !previous_text.is_empty() {
+                    for (k, t) in chunks.iter_mut() {
+                        if *k == ChunkKind::Text {
+                            *t = format!("{previous_text}\n{t}");
+                        }
+                    }
+                }
+                if let Some(t) = own_text {
+                    previous_text = tail_chars(&t, *NEIGHBOUR_CHARS);
+                }
                 let timestamp_ms = m.timestamp.map(|t| t.timestamp_millis());
                 let role = match m.role {
                     Role::User => "user",

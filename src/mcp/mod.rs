@@ -5,14 +5,20 @@
 
 use crate::embed::Embedder;
 use crate::index::{self, Snapshot, UpdateOptions};
+use crate::replay::{self, Mode, QueryRequest, route::RouteContext};
 use crate::search::{self, SearchParams};
 use crate::transcript::{self, catalog};
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::model::{
+    CallToolResult, ContentBlock, Implementation, ProgressNotificationParam, ServerCapabilities,
+    ServerConfig,
+};
+use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -85,6 +91,40 @@ pub struct ListArgs {
     pub limit: Option<i64>,
     /// Sessions to skip (default 0).
     pub offset: Option<i64>,
+}
+
+/// Arguments of duncan_query.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct DuncanArgs {
+    /// The question for the past sessions, phrased as you would ask a colleague who was there.
+    pub question: String,
+    /// How sessions are chosen: "search" (default: the windows behind the top search hits for the
+    /// question), "session" (session_id, optionally window), "project" / "global" (newest sessions first),
+    /// "branch" (sessions of git_branch), "ancestors" (this session's compacted windows), "subagents" (this
+    /// session's subagents), "self" (copies of this session's current window).
+    pub mode: Option<String>,
+    /// "project" (default) or "global": where mode "search" looks.
+    pub scope: Option<String>,
+    /// Project directory (default: the current project).
+    pub project: Option<String>,
+    /// Session id or unique prefix, for mode "session" (e.g. from a search hit).
+    pub session_id: Option<String>,
+    /// Compaction window of that session (default: its latest).
+    pub window: Option<i64>,
+    /// Git branch for mode "branch" (default: this session's).
+    pub git_branch: Option<String>,
+    /// Windows to ask (default 5, at most 50).
+    pub limit: Option<i64>,
+    /// Windows to skip, for paging (default 0).
+    pub offset: Option<i64>,
+    /// Samples for mode "self" (default 3, at most 10).
+    pub copies: Option<i64>,
+    /// Windows asked at once (default 5, at most 20).
+    pub batch_size: Option<i64>,
+    /// Include subagent transcripts (default true).
+    pub include_subagents: Option<bool>,
+    /// Model for every window (default: the model each session used).
+    pub model: Option<String>,
 }
 
 fn text_result(s: String) -> CallToolResult {
@@ -173,6 +213,46 @@ impl GholaServer {
             Ok(Err(e)) => error_result(e),
             Err(e) => error_result(format!("search failed: {e}")),
         }
+    }
+}
+
+impl GholaServer {
+    /// Validates duncan_query's arguments into a request.
+    fn duncan_request(&self, a: DuncanArgs) -> Result<QueryRequest, String> {
+        let mut req = QueryRequest::new(&a.question);
+        if let Some(m) = &a.mode {
+            req.mode = m.parse()?;
+        }
+        req.global = match a.scope.as_deref().unwrap_or("project") {
+            "project" => false,
+            "global" => true,
+            other => {
+                return Err(format!(
+                    "scope must be \"project\" or \"global\" (got {other:?})"
+                ));
+            }
+        };
+        if req.mode == Mode::Global {
+            req.global = true;
+        }
+        req.project = Some(a.project.unwrap_or_else(|| self.cfg.project.clone()));
+        req.session_id = a.session_id;
+        req.window = a
+            .window
+            .map(|w| {
+                u32::try_from(w)
+                    .map_err(|_| format!("window must be a small non-negative number (got {w})"))
+            })
+            .transpose()?;
+        req.git_branch = a.git_branch;
+        req.limit = non_negative(a.limit, "limit", req.limit)?;
+        req.offset = non_negative(a.offset, "offset", 0)?;
+        req.copies = non_negative(a.copies, "copies", req.copies)?;
+        req.batch_size = non_negative(a.batch_size, "batch_size", req.batch_size)?;
+        req.include_subagents = a.include_subagents.unwrap_or(true);
+        req.model = a.model.filter(|m| !m.trim().is_empty());
+        req.validate()?;
+        Ok(req)
     }
 }
 
@@ -288,6 +368,88 @@ impl GholaServer {
     }
 
     #[tool(
+        description = "Ask past Claude Code sessions a question they can answer: each chosen session window \
+        (by default the ones behind the top search hits) is replayed to a model that must answer from that \
+        conversation alone, and the windows come back with hasContext first. Use it when search snippets are \
+        not enough (\"what exactly did we decide about X, and why?\"). It SENDS THE SELECTED PAST \
+        CONVERSATIONS TO THE MODEL PROVIDER (the Anthropic API with ANTHROPIC_API_KEY, else the user's Claude \
+        Code login) and costs tokens; prefer a search first."
+    )]
+    async fn duncan_query(
+        &self,
+        Parameters(a): Parameters<DuncanArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let req = match self.duncan_request(a) {
+            Ok(r) => r,
+            Err(e) => return error_result(e),
+        };
+        let backend = match replay::backend::choose(Default::default(), &self.cfg.claude_dir) {
+            Ok(b) => b,
+            Err(e) => return error_result(e),
+        };
+        let cancel = Arc::new(AtomicBool::new(false));
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, usize, String)>();
+        // One progress notification per finished window, when the client asked for progress.
+        let forward = ctx.meta.get_progress_token().map(|token| {
+            let peer = ctx.peer.clone();
+            tokio::spawn(async move {
+                while let Some((done, total, message)) = rx.recv().await {
+                    let p = ProgressNotificationParam::new(token.clone(), done as f64)
+                        .with_total(total as f64)
+                        .with_message(message);
+                    let _ = peer.notify_progress(p).await;
+                }
+            })
+        });
+        let (me, flag) = (self.clone(), cancel.clone());
+        let work = tokio::task::spawn_blocking(move || {
+            let ctx = RouteContext {
+                claude_dir: &me.cfg.claude_dir,
+                index_dir: &me.cfg.index_dir,
+                embedder: me.embedder.get(),
+                calling_session: me.cfg.session_id.as_deref(),
+                current_project: Some(&me.cfg.project),
+            };
+            replay::query(
+                &req,
+                &ctx,
+                backend.as_ref(),
+                &flag,
+                &mut |r, done, total| {
+                    let state = match (&r.answer, r.has_context) {
+                        (None, _) => "failed",
+                        (Some(_), true) => "has context",
+                        (Some(_), false) => "no context",
+                    };
+                    let _ = tx.send((
+                        done,
+                        total,
+                        format!("session {} window {}: {state}", r.session_id, r.window),
+                    ));
+                },
+            )
+        });
+        tokio::select! {
+            r = work => {
+                // Every progress notification goes out before the result.
+                if let Some(f) = forward {
+                    let _ = f.await;
+                }
+                match r {
+                    Ok(Ok(report)) => text_result(bounded(report.render())),
+                    Ok(Err(e)) => error_result(e),
+                    Err(e) => error_result(e.to_string()),
+                }
+            }
+            _ = ctx.ct.cancelled() => {
+                cancel.store(true, Ordering::SeqCst);
+                error_result("cancelled")
+            }
+        }
+    }
+
+    #[tool(
         description = "List every project with past Claude Code sessions on this machine: session count, \
         message count, last activity and git branches."
     )]
@@ -349,7 +511,8 @@ impl ServerHandler for GholaServer {
             .with_instructions(
             "ghola searches this machine's past Claude Code conversations. Use search_project_history when the \
              user refers to earlier work or after a compaction lost detail; get_session_detail to read a hit's \
-             session.",
+             session; duncan_query to ask the sessions behind the hits a question (it sends them to the model \
+             provider).",
         )
     }
 }

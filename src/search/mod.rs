@@ -18,7 +18,7 @@ const LEXICAL_CANDIDATES: usize = 2000;
 /// Semantic candidates kept per query (the best by cosine).
 const SEMANTIC_CANDIDATES: usize = 500;
 /// Weight of the lexical score in [`Fusion::Weighted`] (tuned on the dev set; see the README).
-pub const LEXICAL_WEIGHT: f32 = 0.7;
+pub const LEXICAL_WEIGHT: f32 = 0.4;
 
 fn iso(ms: Option<i64>) -> Option<String> {
     ms.and_then(chrono::DateTime::from_timestamp_millis)

@@ -15,7 +15,7 @@ pub use discover::{
 };
 pub use lookup::{LookupError, resolve_session_id};
 pub use message::{Message, Part, Role};
-pub use reader::{EntryAt, FileReport, ReadOutcome, read_entries, stream_entries};
+pub use reader::{EntryAt, FileReport, ReadOutcome, read_entries, stream_entries, stream_lines};
 pub use session::{FileStatus, Session, Subagent, load_session, parse_time};
 
 use rayon::prelude::*;

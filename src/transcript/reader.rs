@@ -97,6 +97,27 @@ fn stream_entries_capped(
     max_line: usize,
     mut visit: impl FnMut(EntryAt),
 ) -> ReadOutcome {
+    stream_lines_capped(path, offset, max_line, |offset, bytes, report| {
+        classify(bytes, offset, report, &mut visit)
+    })
+}
+
+/// Streams every complete line of `path` from byte `offset` (with its offset), whatever its type: for
+/// readers that need the bookkeeping lines too, such as the replay's parent chain, which runs through
+/// `progress` and `attachment` entries. Same guarantees as [`stream_entries`]; oversized lines are counted
+/// and skipped.
+pub fn stream_lines(path: &Path, offset: u64, mut visit: impl FnMut(u64, &[u8])) -> ReadOutcome {
+    stream_lines_capped(path, offset, MAX_LINE_BYTES, |offset, bytes, _| {
+        visit(offset, trim_line(bytes))
+    })
+}
+
+fn stream_lines_capped(
+    path: &Path,
+    offset: u64,
+    max_line: usize,
+    mut visit: impl FnMut(u64, &[u8], &mut FileReport),
+) -> ReadOutcome {
     let mut outcome = ReadOutcome {
         consumed: offset,
         report: FileReport::default(),
@@ -128,7 +149,7 @@ fn stream_entries_capped(
         match lines.next_line() {
             Ok(Some(Line::Complete { offset, bytes })) => {
                 outcome.report.lines += 1;
-                classify(bytes, offset, &mut outcome.report, &mut visit);
+                visit(offset, bytes, &mut outcome.report);
             }
             Ok(Some(Line::Oversized)) => {
                 outcome.report.lines += 1;

@@ -1,0 +1,829 @@
+//! Rebuilding the API conversation of one session window, as Claude Code would have sent it.
+//!
+//! The transcript is a tree (rewinds fork it, compactions cut it), written one content block per entry. The
+//! rebuild walks the parent chain back from the window's last entry (through the bookkeeping entries that
+//! sit in it), merges the split assistant entries, pairs every `tool_use` with its `tool_result` (taking the
+//! result from a side branch when that is where Claude Code wrote it, and from `<session>/tool-results/`
+//! when the output was persisted there), and enforces strict user/assistant alternation. When the result is
+//! larger than the budget, whole turns are cut from the head and a notice says so.
+
+use crate::transcript::entry::{RawBlock, RawContent, RawEntry};
+use crate::transcript::{parse_time, stream_lines};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+/// A content block of the Messages API, limited to what a replay sends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Block {
+    Text {
+        text: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        input: Value,
+    },
+    ToolResult {
+        tool_use_id: String,
+        content: String,
+        is_error: bool,
+    },
+}
+
+impl Block {
+    fn text(text: impl Into<String>) -> Self {
+        Block::Text { text: text.into() }
+    }
+
+    /// Characters the block carries, for the token estimate.
+    fn chars(&self) -> usize {
+        match self {
+            Block::Text { text } => text.len(),
+            Block::ToolUse { name, input, .. } => name.len() + input.to_string().len() + 40,
+            Block::ToolResult { content, .. } => content.len() + 40,
+        }
+    }
+}
+
+/// Who sends a message to the API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Speaker {
+    User,
+    Assistant,
+}
+
+/// One message of the rebuilt conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApiMessage {
+    pub role: Speaker,
+    pub content: Vec<Block>,
+}
+
+impl ApiMessage {
+    fn tool_use_ids(&self) -> impl Iterator<Item = &str> {
+        self.content.iter().filter_map(|b| match b {
+            Block::ToolUse { id, .. } => Some(id.as_str()),
+            _ => None,
+        })
+    }
+
+    fn has_tool_result(&self) -> bool {
+        self.content
+            .iter()
+            .any(|b| matches!(b, Block::ToolResult { .. }))
+    }
+
+    /// Rough token count: about three and a half characters per token for mixed prose and code.
+    pub fn estimated_tokens(&self) -> usize {
+        self.content.iter().map(Block::chars).sum::<usize>() * 2 / 7 + 4
+    }
+}
+
+/// What was cut to fit the budget.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Trim {
+    /// Messages dropped from the head.
+    pub messages_cut: usize,
+    /// Their estimated tokens.
+    pub tokens_cut: usize,
+    /// Tool results shortened because a single turn was larger than the budget.
+    pub results_shortened: usize,
+}
+
+/// How the rebuild went, for tests and logs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct RebuildStats {
+    pub entries_in_chain: usize,
+    pub tool_pairs: usize,
+    /// Results found off the chain (a side branch) rather than on it.
+    pub results_from_side_branches: usize,
+    /// Results read back from `<session>/tool-results/`.
+    pub persisted_results_resolved: usize,
+    /// Tool calls for which the transcript holds no result at all.
+    pub results_missing: usize,
+    pub images_dropped: usize,
+}
+
+/// A session window rebuilt as an API conversation.
+#[derive(Debug, Clone, Serialize)]
+pub struct Conversation {
+    pub session_id: String,
+    pub window: u32,
+    /// Windows the file has (1 + compactions).
+    pub windows: u32,
+    /// The cwd of the window's entries.
+    pub cwd: Option<String>,
+    pub git_branch: Option<String>,
+    pub first: Option<DateTime<Utc>>,
+    pub last: Option<DateTime<Utc>>,
+    /// The model the session used in this window (its last assistant message's).
+    pub model: Option<String>,
+    /// Strictly alternating, starting with a user message.
+    pub messages: Vec<ApiMessage>,
+    pub trim: Trim,
+    pub stats: RebuildStats,
+}
+
+impl Conversation {
+    /// Estimated tokens of all messages.
+    pub fn estimated_tokens(&self) -> usize {
+        self.messages.iter().map(ApiMessage::estimated_tokens).sum()
+    }
+}
+
+/// Why a window could not be rebuilt.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum RebuildError {
+    #[error("cannot read {path}: {reason}")]
+    Unreadable { path: String, reason: String },
+    #[error("session {session} has {windows} window(s); window {asked} does not exist")]
+    NoSuchWindow {
+        session: String,
+        windows: u32,
+        asked: u32,
+    },
+    #[error("window {window} of session {session} holds no conversation")]
+    Empty { session: String, window: u32 },
+}
+
+/// Which transcript to rebuild, and where its persisted tool outputs live.
+#[derive(Debug, Clone)]
+pub struct Source {
+    pub session_id: String,
+    pub path: PathBuf,
+    /// `<project>/<session>/tool-results`.
+    pub tool_results_dir: Option<PathBuf>,
+}
+
+/// The minimal view of any line: enough to walk the parent chain through bookkeeping entries.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+struct Link {
+    #[serde(rename = "type")]
+    kind: String,
+    uuid: Option<String>,
+    parent_uuid: Option<String>,
+    subtype: Option<String>,
+    is_sidechain: Option<bool>,
+}
+
+/// A conversational entry with its window.
+struct Conversational {
+    entry: RawEntry,
+    window: u32,
+    sidechain: bool,
+}
+
+struct Parsed {
+    /// uuid → (parent, window) for every line with a uuid.
+    links: HashMap<String, (Option<String>, u32)>,
+    conversational: Vec<Conversational>,
+    /// Every tool result in the file, by tool_use id (side branches included), with its entry's uuid.
+    results: HashMap<String, (RawBlock, Option<String>)>,
+    windows: u32,
+}
+
+fn parse(source: &Source) -> Result<Parsed, RebuildError> {
+    let mut parsed = Parsed {
+        links: HashMap::new(),
+        conversational: Vec::new(),
+        results: HashMap::new(),
+        windows: 1,
+    };
+    let mut window = 0u32;
+    let outcome = stream_lines(&source.path, 0, |_, bytes| {
+        let Ok(link) = serde_json::from_slice::<Link>(bytes) else {
+            return;
+        };
+        if link.kind == "system" && link.subtype.as_deref() == Some("compact_boundary") {
+            window += 1;
+        }
+        if let Some(u) = &link.uuid {
+            parsed
+                .links
+                .insert(u.clone(), (link.parent_uuid.clone(), window));
+        }
+        if !matches!(link.kind.as_str(), "user" | "assistant") {
+            return;
+        }
+        let Ok(entry) = serde_json::from_slice::<RawEntry>(bytes) else {
+            return;
+        };
+        if let Some(RawContent::Blocks(blocks)) =
+            entry.message.as_ref().and_then(|m| m.content.as_ref())
+        {
+            for b in blocks.iter().filter(|b| b.kind == "tool_result") {
+                if let Some(id) = &b.tool_use_id {
+                    parsed
+                        .results
+                        .entry(id.clone())
+                        .or_insert_with(|| (b.clone(), entry.uuid.clone()));
+                }
+            }
+        }
+        parsed.conversational.push(Conversational {
+            entry,
+            window,
+            sidechain: link.is_sidechain == Some(true),
+        });
+    });
+    // A session file's sidechain entries are 1.0.x inline subagents, not part of its conversation; a
+    // subagent's own file is all sidechain, and then those entries are the conversation.
+    if parsed.conversational.iter().any(|c| !c.sidechain) {
+        parsed.conversational.retain(|c| !c.sidechain);
+    }
+    if let Some(e) = outcome.report.io_error {
+        return Err(RebuildError::Unreadable {
+            path: source.path.display().to_string(),
+            reason: e,
+        });
+    }
+    parsed.windows = window + 1;
+    Ok(parsed)
+}
+
+/// The indices (into `conversational`) of the chain ending at the window's last entry, oldest first.
+///
+/// A parent that is missing from the file (it happens in old versions) bridges to the entry just before
+/// in file order, so a broken link never silently drops the rest of the window.
+fn chain(parsed: &Parsed, window: u32) -> Vec<usize> {
+    let in_window: Vec<usize> = (0..parsed.conversational.len())
+        .filter(|&i| parsed.conversational[i].window == window)
+        .collect();
+    let Some(&leaf) = in_window.last() else {
+        return Vec::new();
+    };
+    if parsed.conversational[leaf].entry.uuid.is_none() {
+        return in_window;
+    }
+    let index_of: HashMap<&str, usize> = in_window
+        .iter()
+        .filter_map(|&i| {
+            parsed.conversational[i]
+                .entry
+                .uuid
+                .as_deref()
+                .map(|u| (u, i))
+        })
+        .collect();
+    let mut out = Vec::new();
+    let mut seen = HashSet::new();
+    let mut current = leaf;
+    'walk: loop {
+        out.push(current);
+        let mut uuid = parsed.conversational[current].entry.uuid.clone();
+        // Climb through non-conversational links until a conversational entry of this window.
+        loop {
+            let Some(u) = uuid else { break 'walk };
+            if !seen.insert(u.clone()) {
+                break 'walk;
+            }
+            let parent = parsed.links.get(&u).and_then(|(p, _)| p.clone());
+            let Some(p) = parent else {
+                // A root: a compaction boundary, the first prompt, or a `/clear`.
+                break 'walk;
+            };
+            match (index_of.get(p.as_str()), parsed.links.get(&p)) {
+                (Some(&i), _) => {
+                    if seen.contains(&p) {
+                        break 'walk;
+                    }
+                    current = i;
+                    continue 'walk;
+                }
+                (None, Some((_, w))) if *w == window => uuid = Some(p),
+                (None, Some(_)) => break 'walk,
+                (None, None) => {
+                    // Broken link: bridge to the previous entry of the window in file order.
+                    let pos = in_window.iter().position(|&i| i == current).unwrap_or(0);
+                    match pos.checked_sub(1).map(|k| in_window[k]) {
+                        Some(prev) if !out.contains(&prev) => {
+                            current = prev;
+                            continue 'walk;
+                        }
+                        _ => break 'walk,
+                    }
+                }
+            }
+        }
+    }
+    out.reverse();
+    out
+}
+
+/// Options of a rebuild.
+#[derive(Debug, Clone)]
+pub struct RebuildOptions {
+    /// Estimated tokens the messages may take (the model's context minus the answer and the prompt).
+    pub budget_tokens: usize,
+}
+
+impl Default for RebuildOptions {
+    fn default() -> Self {
+        Self {
+            budget_tokens: 150_000,
+        }
+    }
+}
+
+/// Rebuilds window `window` (the latest when `None`) of a transcript.
+pub fn rebuild(
+    source: &Source,
+    window: Option<u32>,
+    options: &RebuildOptions,
+) -> Result<Conversation, RebuildError> {
+    let parsed = parse(source)?;
+    let window = window.unwrap_or(parsed.windows - 1);
+    if window >= parsed.windows {
+        return Err(RebuildError::NoSuchWindow {
+            session: source.session_id.clone(),
+            windows: parsed.windows,
+            asked: window,
+        });
+    }
+    let chain = chain(&parsed, window);
+    let mut stats = RebuildStats {
+        entries_in_chain: chain.len(),
+        ..Default::default()
+    };
+    let entries: Vec<&RawEntry> = chain
+        .iter()
+        .map(|&i| &parsed.conversational[i].entry)
+        .collect();
+    let on_chain: HashSet<&str> = entries.iter().filter_map(|e| e.uuid.as_deref()).collect();
+
+    // 1. Raw messages, with split assistant entries merged by API message id.
+    let mut raw: Vec<(Speaker, Vec<Block>)> = Vec::new();
+    let mut by_api_id: HashMap<String, usize> = HashMap::new();
+    let mut chain_results: HashMap<String, RawBlock> = HashMap::new();
+    for e in &entries {
+        if e.is_meta == Some(true) {
+            continue;
+        }
+        let Some(msg) = e.message.as_ref() else {
+            continue;
+        };
+        let speaker = if e.kind == "assistant" {
+            Speaker::Assistant
+        } else {
+            Speaker::User
+        };
+        let mut blocks = Vec::new();
+        match msg.content.as_ref() {
+            Some(RawContent::Text(t)) if !t.trim().is_empty() => {
+                blocks.push(Block::text(t.clone()))
+            }
+            Some(RawContent::Blocks(bs)) => {
+                for b in bs {
+                    if b.kind == "tool_result" {
+                        if let Some(id) = &b.tool_use_id {
+                            chain_results.entry(id.clone()).or_insert_with(|| b.clone());
+                        }
+                        // Re-inserted after its tool_use below.
+                        blocks.push(Block::ToolResult {
+                            tool_use_id: b.tool_use_id.clone().unwrap_or_default(),
+                            content: String::new(),
+                            is_error: false,
+                        });
+                    } else if let Some(block) = convert(b, &mut stats) {
+                        blocks.push(block);
+                    }
+                }
+            }
+            _ => {}
+        }
+        if e.is_compact_summary == Some(true)
+            && let Some(Block::Text { text }) = blocks.first_mut()
+        {
+            *text = format!(
+                "[Summary of the earlier part of this session, written by Claude Code at a compaction]\n{text}"
+            );
+        }
+        let api_id = msg.id.clone().filter(|_| speaker == Speaker::Assistant);
+        if let Some(id) = &api_id
+            && let Some(&i) = by_api_id.get(id)
+        {
+            raw[i].1.extend(blocks);
+            continue;
+        }
+        if let Some(id) = api_id {
+            by_api_id.insert(id, raw.len());
+        }
+        raw.push((speaker, blocks));
+    }
+
+    // 2. Alternation: tool results are stripped out of user messages and re-inserted right after the
+    //    assistant message that called them; orphan results (their call is not in this window) become text.
+    let called: HashSet<String> = raw
+        .iter()
+        .filter(|(s, _)| *s == Speaker::Assistant)
+        .flat_map(|(_, bs)| bs.iter())
+        .filter_map(|b| match b {
+            Block::ToolUse { id, .. } => Some(id.clone()),
+            _ => None,
+        })
+        .collect();
+    let resolve = |id: &str, stats: &mut RebuildStats| -> Block {
+        let found = chain_results.get(id).cloned().or_else(|| {
+            parsed.results.get(id).map(|(b, at)| {
+                if at.as_deref().is_none_or(|u| !on_chain.contains(u)) {
+                    stats.results_from_side_branches += 1;
+                }
+                b.clone()
+            })
+        });
+        match found {
+            Some(b) => Block::ToolResult {
+                tool_use_id: id.to_string(),
+                content: result_content(&b, source, stats),
+                is_error: b.is_error.unwrap_or(false),
+            },
+            None => {
+                stats.results_missing += 1;
+                Block::ToolResult {
+                    tool_use_id: id.to_string(),
+                    content: "[The transcript holds no result for this tool call.]".into(),
+                    is_error: false,
+                }
+            }
+        }
+    };
+    let mut messages: Vec<ApiMessage> = Vec::new();
+    for (speaker, blocks) in raw {
+        let mut kept = Vec::new();
+        for b in blocks {
+            match b {
+                Block::ToolResult { tool_use_id, .. } if called.contains(&tool_use_id) => {}
+                Block::ToolResult { tool_use_id, .. } => {
+                    let r = resolve(&tool_use_id, &mut stats);
+                    if let Block::ToolResult { content, .. } = r {
+                        kept.push(Block::text(format!(
+                            "[Result of an earlier tool call]\n{content}"
+                        )));
+                    }
+                }
+                other => kept.push(other),
+            }
+        }
+        if kept.is_empty() && speaker == Speaker::Assistant {
+            continue;
+        }
+        // An emptied user message (its results re-inserted below) still separates two assistant turns.
+        match messages.last_mut() {
+            Some(last) if last.role == speaker => last.content.extend(kept),
+            _ => messages.push(ApiMessage {
+                role: speaker,
+                content: kept,
+            }),
+        }
+    }
+    let mut i = 0;
+    while i < messages.len() {
+        if messages[i].role == Speaker::Assistant {
+            let ids: Vec<String> = messages[i].tool_use_ids().map(str::to_owned).collect();
+            if !ids.is_empty() {
+                let results: Vec<Block> = ids.iter().map(|id| resolve(id, &mut stats)).collect();
+                stats.tool_pairs += results.len();
+                match messages.get_mut(i + 1) {
+                    Some(next) => {
+                        next.content.splice(0..0, results);
+                    }
+                    None => messages.push(ApiMessage {
+                        role: Speaker::User,
+                        content: results,
+                    }),
+                }
+            }
+        }
+        i += 1;
+    }
+    // Drop what stayed empty and join the neighbours that then share a role.
+    let mut joined: Vec<ApiMessage> = Vec::with_capacity(messages.len());
+    for m in messages.into_iter().filter(|m| !m.content.is_empty()) {
+        match joined.last_mut() {
+            Some(last) if last.role == m.role => last.content.extend(m.content),
+            _ => joined.push(m),
+        }
+    }
+    let mut messages = joined;
+    if messages
+        .first()
+        .is_some_and(|m| m.role == Speaker::Assistant)
+    {
+        messages.insert(
+            0,
+            ApiMessage {
+                role: Speaker::User,
+                content: vec![Block::text(
+                    "[The replayed window begins with an assistant turn.]",
+                )],
+            },
+        );
+    }
+    if messages.is_empty() {
+        return Err(RebuildError::Empty {
+            session: source.session_id.clone(),
+            window,
+        });
+    }
+
+    let trim = fit(&mut messages, options.budget_tokens);
+    let times: Vec<DateTime<Utc>> = entries
+        .iter()
+        .filter(|e| e.is_meta != Some(true))
+        .filter_map(|e| parse_time(e.timestamp.as_deref()))
+        .collect();
+    let (first, last) = (times.first().copied(), times.last().copied());
+    let pick = |f: fn(&RawEntry) -> Option<&String>| {
+        entries.iter().rev().find_map(|e| {
+            f(e).filter(|s| !s.is_empty() && *s != "<synthetic>")
+                .cloned()
+        })
+    };
+    Ok(Conversation {
+        session_id: source.session_id.clone(),
+        window,
+        windows: parsed.windows,
+        cwd: pick(|e| e.cwd.as_ref()),
+        git_branch: pick(|e| e.git_branch.as_ref()),
+        first,
+        last,
+        model: pick(|e| e.message.as_ref().and_then(|m| m.model.as_ref())),
+        messages,
+        trim,
+        stats,
+    })
+}
+
+/// Converts a non-result block; `None` for blocks a replay leaves out (thinking is the model's private
+/// scratch space and its signatures do not carry over).
+fn convert(b: &RawBlock, stats: &mut RebuildStats) -> Option<Block> {
+    match b.kind.as_str() {
+        "text" => b
+            .text
+            .as_ref()
+            .filter(|t| !t.trim().is_empty())
+            .map(|t| Block::text(t.clone())),
+        "tool_use" => Some(Block::ToolUse {
+            id: b.id.clone().unwrap_or_default(),
+            name: b.name.clone().unwrap_or_else(|| "tool".into()),
+            input: b
+                .input
+                .clone()
+                .filter(Value::is_object)
+                .unwrap_or_else(|| Value::Object(Default::default())),
+        }),
+        "image" => {
+            stats.images_dropped += 1;
+            Some(Block::text(
+                "[An image was attached here; it is not part of the replay.]",
+            ))
+        }
+        "document" => Some(Block::text(
+            "[A document was attached here; it is not part of the replay.]",
+        )),
+        "server_tool_use" => Some(Block::text(format!(
+            "[Server tool {} called with {}]",
+            b.name.as_deref().unwrap_or("?"),
+            b.input.as_ref().map(Value::to_string).unwrap_or_default()
+        ))),
+        _ => None,
+    }
+}
+
+/// The text of a tool result, with a persisted output read back from `<session>/tool-results/`.
+fn result_content(b: &RawBlock, source: &Source, stats: &mut RebuildStats) -> String {
+    let mut text = match b.content.as_ref() {
+        Some(RawContent::Text(t)) => t.clone(),
+        Some(RawContent::Blocks(bs)) => bs
+            .iter()
+            .filter_map(|x| match x.kind.as_str() {
+                "text" => x.text.clone(),
+                "image" => {
+                    stats.images_dropped += 1;
+                    Some("[An image was returned here; it is not part of the replay.]".into())
+                }
+                "tool_reference" => {
+                    Some(format!("[tool: {}]", x.tool_name.as_deref().unwrap_or("?")))
+                }
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    };
+    if text.contains("<persisted-output>")
+        && let Some(full) = persisted(&text, b.tool_use_id.as_deref(), source)
+    {
+        stats.persisted_results_resolved += 1;
+        text = full;
+    }
+    text
+}
+
+/// Largest persisted output read back whole.
+const MAX_PERSISTED_BYTES: u64 = 4 * 1024 * 1024;
+
+fn persisted(marker: &str, tool_use_id: Option<&str>, source: &Source) -> Option<String> {
+    let dir = source.tool_results_dir.as_ref()?;
+    // The marker names a path on the machine that wrote it; only its file name is trusted, and only inside
+    // this session's own tool-results folder.
+    let named = marker
+        .lines()
+        .find_map(|l| l.split("saved to:").nth(1))
+        .and_then(|p| Path::new(p.trim()).file_name().map(|n| n.to_owned()));
+    let candidates =
+        named
+            .into_iter()
+            .map(|n| dir.join(n))
+            .chain(tool_use_id.into_iter().flat_map(|id| {
+                ["txt", "json"]
+                    .into_iter()
+                    .map(move |ext| dir.join(format!("{id}.{ext}")))
+            }));
+    for path in candidates {
+        let Ok(meta) = std::fs::metadata(&path) else {
+            continue;
+        };
+        if meta.len() > MAX_PERSISTED_BYTES {
+            continue;
+        }
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            return Some(text);
+        }
+    }
+    None
+}
+
+/// Cuts whole turns from the head until the messages fit; then, if one turn alone is too big, shortens its
+/// largest tool results. A notice at the top says what was cut.
+fn fit(messages: &mut Vec<ApiMessage>, budget: usize) -> Trim {
+    let mut trim = Trim::default();
+    let total: usize = messages.iter().map(ApiMessage::estimated_tokens).sum();
+    if total <= budget {
+        return trim;
+    }
+    // Candidate cut points: user messages that hold no tool result start a turn, so cutting there never
+    // separates a tool_use from its result.
+    let mut suffix = total;
+    let mut cut_at = None;
+    for (i, m) in messages.iter().enumerate() {
+        if i > 0 && m.role == Speaker::User && !m.has_tool_result() && suffix <= budget {
+            cut_at = Some(i);
+            break;
+        }
+        suffix -= m.estimated_tokens();
+    }
+    let cut_at = cut_at.unwrap_or_else(|| {
+        // No turn boundary fits: keep the last turn and shorten it.
+        (1..messages.len())
+            .rev()
+            .find(|&i| messages[i].role == Speaker::User && !messages[i].has_tool_result())
+            .unwrap_or(0)
+    });
+    if cut_at > 0 {
+        trim.messages_cut = cut_at;
+        trim.tokens_cut = messages[..cut_at]
+            .iter()
+            .map(ApiMessage::estimated_tokens)
+            .sum();
+        messages.drain(..cut_at);
+    }
+    // Shorten the largest results until it fits.
+    loop {
+        let total: usize = messages.iter().map(ApiMessage::estimated_tokens).sum();
+        if total <= budget {
+            break;
+        }
+        let largest = messages
+            .iter_mut()
+            .flat_map(|m| m.content.iter_mut())
+            .filter_map(|b| match b {
+                Block::ToolResult { content, .. } => Some(content),
+                Block::Text { text } => Some(text),
+                _ => None,
+            })
+            .max_by_key(|c| c.len());
+        let Some(content) = largest else { break };
+        let excess_chars = (total - budget) * 7 / 2 + 200;
+        if content.len() <= 400 {
+            break;
+        }
+        let keep = content.len().saturating_sub(excess_chars).max(200);
+        let keep = (0..=keep)
+            .rev()
+            .find(|&k| content.is_char_boundary(k))
+            .unwrap_or(0);
+        let removed = content.len() - keep;
+        content.truncate(keep);
+        content.push_str(&format!(
+            "\n[… {removed} characters cut from the replay to fit the context budget]"
+        ));
+        trim.results_shortened += 1;
+    }
+    if trim.messages_cut > 0 || trim.results_shortened > 0 {
+        let notice = format!(
+            "[Replay notice: {} earlier message(s) of this window (about {} tokens) were cut to fit the \
+             context budget{}.]",
+            trim.messages_cut,
+            trim.tokens_cut,
+            if trim.results_shortened > 0 {
+                format!(
+                    ", and {} long tool output(s) were shortened",
+                    trim.results_shortened
+                )
+            } else {
+                String::new()
+            }
+        );
+        match messages.first_mut() {
+            Some(m) if m.role == Speaker::User => {
+                // Tool results must lead a user message; the notice goes after them.
+                let at = m
+                    .content
+                    .iter()
+                    .take_while(|b| matches!(b, Block::ToolResult { .. }))
+                    .count();
+                m.content.insert(at, Block::text(notice));
+            }
+            _ => messages.insert(
+                0,
+                ApiMessage {
+                    role: Speaker::User,
+                    content: vec![Block::text(notice)],
+                },
+            ),
+        }
+    }
+    trim
+}
+
+/// Checks the invariants the Messages API enforces: alternation starting with a user message, every tool
+/// use answered at the head of the next message, and no result without its call. Used by tests and by
+/// debug assertions.
+pub fn check(messages: &[ApiMessage]) -> Result<(), String> {
+    if messages.first().map(|m| m.role) != Some(Speaker::User) {
+        return Err("the first message is not a user message".into());
+    }
+    for (i, w) in messages.windows(2).enumerate() {
+        if w[0].role == w[1].role {
+            return Err(format!("messages {i} and {} have the same role", i + 1));
+        }
+    }
+    for (i, m) in messages.iter().enumerate() {
+        if m.content.is_empty() {
+            return Err(format!("message {i} is empty"));
+        }
+        let wanted: Vec<&str> = if i > 0 && messages[i - 1].role == Speaker::Assistant {
+            messages[i - 1].tool_use_ids().collect()
+        } else {
+            Vec::new()
+        };
+        let leading: Vec<&str> = m
+            .content
+            .iter()
+            .map_while(|b| match b {
+                Block::ToolResult { tool_use_id, .. } => Some(tool_use_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        if leading != wanted {
+            return Err(format!(
+                "message {i} answers tool calls {leading:?}, expected {wanted:?}"
+            ));
+        }
+        let results = m
+            .content
+            .iter()
+            .filter(|b| matches!(b, Block::ToolResult { .. }))
+            .count();
+        if results != leading.len() {
+            return Err(format!("message {i} has a tool result after other content"));
+        }
+        if m.role == Speaker::User && m.tool_use_ids().next().is_some() {
+            return Err(format!("user message {i} holds a tool_use"));
+        }
+    }
+    Ok(())
+}
+
+/// The number of windows of a transcript (1 + its compactions), without parsing its conversation.
+pub fn window_count(path: &Path) -> u32 {
+    let finder = memchr::memmem::Finder::new(b"compact_boundary");
+    let mut n = 1;
+    stream_lines(path, 0, |_, bytes| {
+        if finder.find(bytes).is_some()
+            && let Ok(link) = serde_json::from_slice::<Link>(bytes)
+            && link.kind == "system"
+            && link.subtype.as_deref() == Some("compact_boundary")
+        {
+            n += 1;
+        }
+    });
+    n
+}

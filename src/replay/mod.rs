@@ -1,0 +1,16 @@
+//! Duncan: ask the past sessions themselves. A session window is rebuilt as the API conversation it was
+//! ([`conversation`]), the question is appended, and a fresh model call ([`backend`]) must answer
+//! `{hasContext, answer}` from that context alone. [`route`] chooses the windows (by default those behind
+//! the top search hits), [`run`] asks them with bounded concurrency and re-ranks them by their answers, and
+//! [`log`] appends every answer to the query log.
+
+pub mod backend;
+pub mod conversation;
+pub mod log;
+pub mod route;
+pub mod run;
+
+pub use backend::{Answer, Backend, BackendError, Usage};
+pub use conversation::{Conversation, RebuildError, RebuildOptions, Source, rebuild};
+pub use route::{Mode, Target, WindowType};
+pub use run::{QueryReport, QueryRequest, Summary, WindowResult, query};

@@ -1,0 +1,373 @@
+//! Which windows a question goes to: the routing modes of `duncan_query`.
+
+use super::conversation::{Source, window_count};
+use super::run::QueryRequest;
+use crate::embed::Embedder;
+use crate::index::Snapshot;
+use crate::search::{self, SearchParams};
+use crate::transcript::{self, SessionFiles, is_within, resolve_session_id};
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+/// How targets are chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// The distinct windows behind the top hits of a hybrid search for the question (the default).
+    #[default]
+    Search,
+    /// One session (`session_id`, optionally `window`).
+    Session,
+    /// The project's sessions, newest first.
+    Project,
+    /// Every project's sessions, newest first.
+    Global,
+    /// Sessions of one git branch.
+    Branch,
+    /// The calling session's own compacted windows.
+    Ancestors,
+    /// The calling session's subagent transcripts.
+    Subagents,
+    /// Samples of the calling session's latest window.
+    #[serde(rename = "self")]
+    SelfCopies,
+}
+
+impl Mode {
+    /// Every mode's name, for help texts and error messages.
+    pub const NAMES: &'static [&'static str] = &[
+        "search",
+        "session",
+        "project",
+        "global",
+        "branch",
+        "ancestors",
+        "subagents",
+        "self",
+    ];
+
+    /// The name used in arguments and the query log.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Search => "search",
+            Mode::Session => "session",
+            Mode::Project => "project",
+            Mode::Global => "global",
+            Mode::Branch => "branch",
+            Mode::Ancestors => "ancestors",
+            Mode::Subagents => "subagents",
+            Mode::SelfCopies => "self",
+        }
+    }
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Mode::NAMES
+            .iter()
+            .position(|n| n.eq_ignore_ascii_case(s.trim()))
+            .map(|i| {
+                [
+                    Mode::Search,
+                    Mode::Session,
+                    Mode::Project,
+                    Mode::Global,
+                    Mode::Branch,
+                    Mode::Ancestors,
+                    Mode::Subagents,
+                    Mode::SelfCopies,
+                ][i]
+            })
+            .ok_or_else(|| format!("unknown mode '{s}': use one of {}", Mode::NAMES.join(", ")))
+    }
+}
+
+/// What kind of window a target is, for the output and the query log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WindowType {
+    /// A session's latest window.
+    Current,
+    /// A window that a later compaction replaced with a summary.
+    Compacted,
+    /// A subagent's transcript.
+    Subagent,
+    /// A copy of the calling session's latest window (`self` mode).
+    #[serde(rename = "self")]
+    SelfCopy,
+}
+
+/// One window to ask.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub session_id: String,
+    /// `None` means the file's latest window.
+    pub window: Option<u32>,
+    pub agent_id: Option<String>,
+    pub source: Source,
+    pub project: String,
+    pub subagent: bool,
+    pub self_copy: bool,
+    /// Rank and score of the best search hit in this window (`search` mode).
+    pub search_rank: Option<usize>,
+    pub search_score: Option<f32>,
+}
+
+/// What routing may look at.
+pub struct RouteContext<'a> {
+    pub claude_dir: &'a Path,
+    pub index_dir: &'a Path,
+    /// Needed for the semantic half of `search` mode; without it the search is lexical.
+    pub embedder: Option<&'a Embedder>,
+    /// The calling session (`CLAUDE_CODE_SESSION_ID`).
+    pub calling_session: Option<&'a str>,
+    /// The current project (`CLAUDE_PROJECT_DIR`, else the cwd).
+    pub current_project: Option<&'a str>,
+}
+
+fn source_of(files: &SessionFiles) -> Option<Source> {
+    Some(Source {
+        session_id: files.session_id.clone(),
+        path: files.main.clone()?,
+        tool_results_dir: Some(tool_results_dir(files)),
+    })
+}
+
+fn tool_results_dir(files: &SessionFiles) -> PathBuf {
+    files
+        .project_dir
+        .join(&files.session_id)
+        .join("tool-results")
+}
+
+fn subagent_source(files: &SessionFiles, agent_id: &str) -> Option<Source> {
+    let sub = files.subagents.iter().find(|s| s.agent_id == agent_id)?;
+    Some(Source {
+        session_id: files.session_id.clone(),
+        path: sub.path.clone(),
+        tool_results_dir: Some(tool_results_dir(files)),
+    })
+}
+
+fn target(files: &SessionFiles, project: &str, window: Option<u32>) -> Option<Target> {
+    Some(Target {
+        session_id: files.session_id.clone(),
+        window,
+        agent_id: None,
+        source: source_of(files)?,
+        project: project.to_string(),
+        subagent: false,
+        self_copy: false,
+        search_rank: None,
+        search_score: None,
+    })
+}
+
+/// Chooses the targets of a question; notes say what was skipped and why.
+pub fn route(req: &QueryRequest, ctx: &RouteContext) -> Result<(Vec<Target>, Vec<String>), String> {
+    let found = transcript::discover(ctx.claude_dir);
+    let by_id: HashMap<&str, &SessionFiles> = found
+        .sessions
+        .iter()
+        .map(|s| (s.session_id.as_str(), s))
+        .collect();
+    let mut notes = Vec::new();
+    let calling = || {
+        let id = ctx.calling_session.ok_or_else(|| {
+            format!(
+                "mode '{}' needs the calling session (CLAUDE_CODE_SESSION_ID), which is not set",
+                req.mode.as_str()
+            )
+        })?;
+        by_id.get(id).copied().filter(|f| f.main.is_some()).ok_or_else(|| {
+            format!("the calling session {id} has no transcript yet (its first turn is still running)")
+        })
+    };
+    let page = |v: Vec<Target>| -> Vec<Target> {
+        v.into_iter().skip(req.offset).take(req.limit).collect()
+    };
+    let project_scope = || -> Option<String> {
+        if req.global {
+            None
+        } else {
+            req.project
+                .clone()
+                .or_else(|| ctx.current_project.map(str::to_owned))
+        }
+    };
+    let targets = match req.mode {
+        super::Mode::Search => {
+            let snap = Snapshot::open(ctx.index_dir)
+                .map_err(|e| format!("the index cannot be opened ({e}); run `ghola index`"))?;
+            let mut p = SearchParams::new(&req.question);
+            p.project = project_scope();
+            p.max_results = (req.offset + req.limit) * 5 + 10;
+            p.context = 0;
+            p.include_subagents = req.include_subagents;
+            p.exclude_session = ctx.calling_session.map(str::to_owned);
+            if ctx.embedder.is_none() {
+                p.fusion = search::Fusion::Lexical;
+                notes.push("the embedding model is not loaded: the search was lexical only".into());
+            }
+            let resp = search::search(&snap, ctx.embedder, &p)?;
+            let mut seen = HashSet::new();
+            let mut out = Vec::new();
+            for (rank, hit) in resp.results.iter().enumerate() {
+                let m = &hit.matched_message;
+                // Inline (1.0.x) subagents live in the main file: their window is the parent's.
+                let agent = m.agent_id.clone().filter(|a| !a.starts_with("sidechain-"));
+                if !seen.insert((m.session_id.clone(), agent.clone(), m.window)) {
+                    continue;
+                }
+                let Some(files) = by_id.get(m.session_id.as_str()) else {
+                    notes.push(format!(
+                        "session {} is indexed but its transcript is gone (Claude Code deletes old ones); skipped",
+                        m.session_id
+                    ));
+                    continue;
+                };
+                let (source, window, subagent) = match &agent {
+                    Some(a) => match subagent_source(files, a) {
+                        Some(s) => (s, None, true),
+                        None => continue,
+                    },
+                    None => match source_of(files) {
+                        Some(s) => (s, Some(m.window), false),
+                        None => continue,
+                    },
+                };
+                out.push(Target {
+                    session_id: m.session_id.clone(),
+                    window,
+                    agent_id: agent,
+                    source,
+                    project: m.project.clone(),
+                    subagent,
+                    self_copy: false,
+                    search_rank: Some(rank + 1),
+                    search_score: Some(hit.score),
+                });
+            }
+            if out.is_empty() {
+                notes.push(format!(
+                    "the search found no window for this question ({} messages indexed)",
+                    resp.index.messages
+                ));
+            }
+            page(out)
+        }
+        super::Mode::Session => {
+            let asked = req
+                .session_id
+                .as_deref()
+                .ok_or("mode 'session' needs session_id")?;
+            let id = resolve_session_id(asked, by_id.keys().copied()).map_err(|e| e.to_string())?;
+            let files = by_id[id];
+            let latest = files.main.as_deref().map(window_count).unwrap_or(1) - 1;
+            if Some(id) == ctx.calling_session && req.window.is_none_or(|w| w == latest) {
+                return Err(
+                    "that is the calling session's current window, which the model already has; use \
+                     mode 'self' to sample it or give an earlier window"
+                        .into(),
+                );
+            }
+            let project = load_project(files);
+            vec![target(files, &project, req.window).ok_or_else(|| {
+                format!("session {id} has only subagent transcripts; nothing to replay")
+            })?]
+        }
+        super::Mode::Project | super::Mode::Global | super::Mode::Branch => {
+            let sessions = transcript::load_sessions(&found.sessions);
+            let scope = if req.mode == super::Mode::Global {
+                None
+            } else {
+                project_scope()
+            };
+            let branch = if req.mode == super::Mode::Branch {
+                let b = req.git_branch.clone().or_else(|| {
+                    let id = ctx.calling_session?;
+                    sessions
+                        .iter()
+                        .find(|s| s.session_id == id)
+                        .and_then(|s| s.git_branch().map(str::to_owned))
+                });
+                Some(b.ok_or(
+                    "mode 'branch' needs git_branch (or a calling session whose branch is known)",
+                )?)
+            } else {
+                None
+            };
+            let mut out = Vec::new();
+            for s in &sessions {
+                if Some(s.session_id.as_str()) == ctx.calling_session
+                    || scope.as_deref().is_some_and(|p| !is_within(&s.project, p))
+                    || branch.as_deref().is_some_and(|b| s.git_branch() != Some(b))
+                    || s.messages.is_empty()
+                {
+                    continue;
+                }
+                if let Some(files) = by_id.get(s.session_id.as_str())
+                    && let Some(t) = target(files, &s.project, None)
+                {
+                    out.push(t);
+                }
+            }
+            page(out)
+        }
+        super::Mode::Ancestors => {
+            let files = calling()?;
+            let latest = files.main.as_deref().map(window_count).unwrap_or(1) - 1;
+            if latest == 0 {
+                notes.push(
+                    "the calling session has not been compacted: it has no earlier windows".into(),
+                );
+            }
+            let project = load_project(files);
+            page(
+                (0..latest)
+                    .rev()
+                    .filter_map(|w| target(files, &project, Some(w)))
+                    .collect(),
+            )
+        }
+        super::Mode::Subagents => {
+            let files = calling()?;
+            let project = load_project(files);
+            let mut subs: Vec<_> = files.subagents.iter().collect();
+            subs.sort_by_key(|s| {
+                std::cmp::Reverse(std::fs::metadata(&s.path).and_then(|m| m.modified()).ok())
+            });
+            page(
+                subs.iter()
+                    .filter_map(|s| {
+                        Some(Target {
+                            agent_id: Some(s.agent_id.clone()),
+                            source: subagent_source(files, &s.agent_id)?,
+                            subagent: true,
+                            ..target(files, &project, None)?
+                        })
+                    })
+                    .collect(),
+            )
+        }
+        super::Mode::SelfCopies => {
+            let files = calling()?;
+            let project = load_project(files);
+            let t = target(files, &project, None).ok_or("the calling session has no transcript")?;
+            (0..req.copies)
+                .map(|_| Target {
+                    self_copy: true,
+                    ..t.clone()
+                })
+                .collect()
+        }
+    };
+    Ok((targets, notes))
+}
+
+/// The project (start cwd) of a session, from its first entry that records one.
+fn load_project(files: &SessionFiles) -> String {
+    transcript::load_session(files).project
+}

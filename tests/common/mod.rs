@@ -1,0 +1,2 @@
+pub mod mcp_client;
+pub mod standin;
