@@ -2,6 +2,7 @@
 //! over a library call, the same one the MCP server uses.
 
 mod bench;
+mod bench_scale;
 mod duncan;
 mod history;
 mod recall;
@@ -82,7 +83,8 @@ pub enum Command {
     Query(duncan::QueryArgs),
     /// MCP server on stdio (what the Claude Code plugin runs). Logs go to stderr.
     Serve {
-        /// Seconds between freshness checks of the Claude dir.
+        /// Seconds between freshness checks of the Claude dir when no file watcher is available (with one,
+        /// changes are picked up as they happen, debounced by 300 ms).
         #[arg(long, default_value_t = 2)]
         poll_seconds: u64,
     },
@@ -99,6 +101,22 @@ pub enum Command {
 /// What `ghola bench` measures.
 #[derive(Debug, Subcommand)]
 pub enum BenchKind {
+    /// The index on a synthetic history: full build, no-change check, a 10-line append, bytes/message, at
+    /// N/10 and N messages (hash vectors: the model's cost is `bench embed`'s).
+    Index {
+        #[arg(long, default_value_t = 100_000)]
+        messages: usize,
+        /// Where the synthetic history and its indexes live (reused across runs).
+        #[arg(long, default_value_os_t = std::env::temp_dir().join("ghola-bench"))]
+        work: PathBuf,
+    },
+    /// Search latency p50/p95 at N/10 and N messages, query embedding apart, and a cold `ghola search`.
+    Search {
+        #[arg(long, default_value_t = 100_000)]
+        messages: usize,
+        #[arg(long, default_value_os_t = std::env::temp_dir().join("ghola-bench"))]
+        work: PathBuf,
+    },
     /// Reader throughput over the transcripts of the Claude dir (MB/s on one core).
     Read {
         /// Repeat the read for at least this many seconds.
@@ -178,6 +196,10 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Embed => embed_stdin(cli.model_dir.as_deref()),
         Command::Bench { what } => match what {
             BenchKind::Read { secs } => bench::read(&claude_dir, secs),
+            BenchKind::Index { messages, work } => bench_scale::index_bench(&work, messages),
+            BenchKind::Search { messages, work } => {
+                bench_scale::search_bench(&work, messages, cli.model_dir.as_deref())
+            }
             BenchKind::Embed { texts, rounds } => {
                 bench::embed(cli.model_dir.as_deref(), &texts, rounds)
             }

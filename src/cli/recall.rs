@@ -212,6 +212,19 @@ pub fn search_cmd(
     if resp.results.is_empty() {
         println!("no matches for {:?}", resp.query);
     }
+    let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let words: Vec<String> = ghola::index::terms::terms(&resp.query)
+        .into_iter()
+        .map(|t| t.2.to_ascii_lowercase())
+        .filter(|w| w.len() >= 2)
+        .collect();
+    let show = |text: &str| {
+        if colour {
+            highlight(text, &words)
+        } else {
+            text.to_string()
+        }
+    };
     for (n, h) in resp.results.iter().enumerate() {
         let m = &h.matched_message;
         println!(
@@ -236,7 +249,7 @@ pub fn search_cmd(
                 .chars()
                 .take(if c.is_match { 600 } else { 160 })
                 .collect();
-            println!("  {mark} {:<9} {}", c.role, body.replace('\n', " "));
+            println!("  {mark} {:<9} {}", c.role, show(&body.replace('\n', " ")));
         }
         println!();
     }
@@ -247,4 +260,52 @@ pub fn search_cmd(
         resp.offset
     );
     Ok(())
+}
+
+/// Wraps every case-insensitive occurrence of the query's words in bold yellow (ANSI), for a terminal.
+pub fn highlight(text: &str, words: &[String]) -> String {
+    let lower = text.to_ascii_lowercase();
+    let mut marks: Vec<(usize, usize)> = Vec::new();
+    for w in words {
+        let mut from = 0;
+        while let Some(i) = lower[from..].find(w.as_str()) {
+            let start = from + i;
+            marks.push((start, start + w.len()));
+            from = start + w.len();
+        }
+    }
+    marks.sort();
+    let mut out = String::with_capacity(text.len() + marks.len() * 12);
+    let mut at = 0;
+    for (start, end) in marks {
+        if start < at || !text.is_char_boundary(start) || !text.is_char_boundary(end) {
+            continue;
+        }
+        out.push_str(&text[at..start]);
+        out.push_str("\x1b[1;33m");
+        out.push_str(&text[start..end]);
+        out.push_str("\x1b[0m");
+        at = end;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn highlights_query_words_case_insensitively() {
+        let h = super::highlight(
+            "Retry the UPLOAD; retry again",
+            &["retry".into(), "upload".into()],
+        );
+        assert_eq!(
+            h,
+            "\x1b[1;33mRetry\x1b[0m the \x1b[1;33mUPLOAD\x1b[0m; \x1b[1;33mretry\x1b[0m again"
+        );
+        assert_eq!(
+            super::highlight("ÄRGER über retry", &["retry".into()]),
+            "ÄRGER über \x1b[1;33mretry\x1b[0m"
+        );
+    }
 }

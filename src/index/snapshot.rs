@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 
 pub(crate) const MANIFEST_MAGIC: &[u8; 8] = b"GHOLAMAN";
 pub(crate) const MANIFEST: &str = "manifest.bin";
+/// Written by a reader that found a damaged file; the next update then verifies and rebuilds.
+pub(crate) const DAMAGE_SEEN: &str = "damage-seen";
 
 /// A live chunk: where its vector is and which message it belongs to.
 #[derive(Debug, Clone, Copy)]
@@ -106,6 +108,11 @@ impl Snapshot {
                     if e.kind() == std::io::ErrorKind::NotFound && attempt < 3 =>
                 {
                     attempt += 1;
+                }
+                Err(IndexError::Format(e)) => {
+                    // Tell the next writer to take the full, verifying path (see `update::unchanged`).
+                    let _ = std::fs::write(dir.join(DAMAGE_SEEN), e.to_string());
+                    return Err(IndexError::Format(e));
                 }
                 other => return other,
             }

@@ -257,6 +257,65 @@ struct Writer<'a> {
     summary: UpdateSummary,
 }
 
+/// The model id recorded in the manifest: the neighbour context changes what a vector means, so a different
+/// setting re-embeds like a different model.
+fn indexed_model_id(embedder: &dyn ChunkEmbedder) -> String {
+    match *NEIGHBOUR_CHARS {
+        0 => embedder.model_id(),
+        n => format!("{}+prev{n}", embedder.model_id()),
+    }
+}
+
+/// The fast path of a freshness check: when the manifest's fingerprints match every transcript on disk (one
+/// `stat` each), the model is the same and the lexical index belongs to the manifest, nothing needs opening.
+/// Returns the number of files checked, or `None` when the full update must run.
+fn unchanged(dir: &Path, claude_dir: &Path, embedder: &dyn ChunkEmbedder) -> Option<usize> {
+    if dir.join(super::snapshot::DAMAGE_SEEN).exists() {
+        return None;
+    }
+    let manifest = super::snapshot::read_manifest(dir).ok()??;
+    if manifest.segments.is_empty()
+        || manifest.model_id != indexed_model_id(embedder)
+        || manifest.weights_sha256 != embedder.weights_sha256(dir).ok()?
+    {
+        return None;
+    }
+    let by_path: HashMap<&str, &FileState> = manifest
+        .files
+        .iter()
+        .map(|f| (f.path.as_str(), f))
+        .collect();
+    let mut seen = 0;
+    for s in &transcript::discover(claude_dir).sessions {
+        for path in s.all_files() {
+            seen += 1;
+            let meta = std::fs::metadata(path).ok()?;
+            let old = by_path.get(path.display().to_string().as_str())?;
+            if old.deleted || old.size != meta.len() || old.mtime_ns != mtime_ns(&meta) {
+                return None;
+            }
+        }
+    }
+    // Published files are never modified, and every one is written before the manifest that names it: a
+    // segment newer than the manifest was touched since (damage, a stray copy) and gets the full, verifying path.
+    let published = std::fs::metadata(dir.join(super::snapshot::MANIFEST))
+        .and_then(|m| m.modified())
+        .ok()?;
+    for e in std::fs::read_dir(dir.join("segments")).ok()? {
+        let modified = e.ok()?.metadata().and_then(|m| m.modified()).ok()?;
+        if modified > published {
+            return None;
+        }
+    }
+    // A file that vanished must be marked as source-deleted by a full update.
+    let live_files = manifest.files.iter().filter(|f| !f.deleted).count();
+    if live_files != seen {
+        return None;
+    }
+    let lexical = Lexical::open(&dir.join("lexical")).ok()?;
+    (lexical.generation() == Some(manifest.generation)).then_some(seen)
+}
+
 /// Brings the index in `dir` up to date with the transcripts under `claude_dir`.
 pub fn update(
     dir: &Path,
@@ -269,8 +328,15 @@ pub fn update(
     std::fs::create_dir_all(dir)?;
     let _lock = lock(dir, opts.wait)?;
     let mut summary = UpdateSummary::default();
+    if let Some(files_seen) = unchanged(dir, claude_dir, embedder) {
+        summary.files_seen = files_seen;
+        summary.seconds = started.elapsed().as_secs_f64();
+        return Ok(summary);
+    }
     // The writer sees everything, whatever the memory limit for searching.
-    let snapshot = match Snapshot::open_with_limit(dir, u64::MAX) {
+    let opened = Snapshot::open_with_limit(dir, u64::MAX);
+    let _ = std::fs::remove_file(dir.join(super::snapshot::DAMAGE_SEEN));
+    let snapshot = match opened {
         Ok(s) => s,
         Err(IndexError::Format(e)) => {
             tracing::warn!(
@@ -282,10 +348,7 @@ pub fn update(
         Err(e) => return Err(e),
     };
     // The neighbour context changes what a vector means: a different setting re-embeds like a different model.
-    let model_id = match *NEIGHBOUR_CHARS {
-        0 => embedder.model_id(),
-        n => format!("{}+prev{n}", embedder.model_id()),
-    };
+    let model_id = indexed_model_id(embedder);
     let weights = embedder.weights_sha256(dir)?;
     let mut snapshot = snapshot;
     if !snapshot.manifest.segments.is_empty()

@@ -19,6 +19,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -287,6 +288,7 @@ impl GholaServer {
         let Some(embedder) = self.embedder.get() else {
             return;
         };
+        let changes = watch(&self.cfg.claude_dir);
         loop {
             let opts = UpdateOptions {
                 wait: false,
@@ -305,7 +307,7 @@ impl GholaServer {
                 Ok(_) | Err(index::IndexError::Busy) => {}
                 Err(e) => tracing::warn!("index update failed: {e}"),
             }
-            std::thread::sleep(Duration::from_secs(self.cfg.poll_seconds.max(1)));
+            wait_for_change(changes.as_ref(), self.cfg.poll_seconds);
         }
     }
 
@@ -500,6 +502,60 @@ impl GholaServer {
             Ok(Err(e)) => error_result(e),
             Err(e) => error_result(e.to_string()),
         }
+    }
+}
+
+/// A file watcher on the Claude dir's `projects/` (recursive) that signals each change; `None` when the platform
+/// or the directory does not allow one (then the loop polls).
+fn watch(claude_dir: &std::path::Path) -> Option<(notify::RecommendedWatcher, mpsc::Receiver<()>)> {
+    use notify::{RecursiveMode, Watcher};
+    let projects = claude_dir.join("projects");
+    if let Err(e) = std::fs::create_dir_all(&projects) {
+        tracing::warn!(
+            "cannot create {} ({e}); polling instead of watching",
+            projects.display()
+        );
+        return None;
+    }
+    let (tx, rx) = mpsc::channel();
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        if let Ok(e) = event
+            && !matches!(e.kind, notify::EventKind::Access(_))
+        {
+            let _ = tx.send(());
+        }
+    })
+    .map_err(|e| tracing::warn!("no file watcher ({e}); polling instead"))
+    .ok()?;
+    watcher
+        .watch(&projects, RecursiveMode::Recursive)
+        .map_err(|e| tracing::warn!("cannot watch {} ({e}); polling instead", projects.display()))
+        .ok()?;
+    Some((watcher, rx))
+}
+
+/// How long events are gathered after the first one before indexing (a burst of appended lines is one update).
+const DEBOUNCE: Duration = Duration::from_millis(300);
+/// With a watcher, a full check still runs this often, in case an event was lost.
+const SAFETY_POLL: Duration = Duration::from_secs(60);
+
+/// Blocks until the watched tree changed (then debounces), or until the polling interval passes.
+fn wait_for_change(
+    watch: Option<&(notify::RecommendedWatcher, mpsc::Receiver<()>)>,
+    poll_seconds: u64,
+) {
+    let Some((_, rx)) = watch else {
+        std::thread::sleep(Duration::from_secs(poll_seconds.max(1)));
+        return;
+    };
+    if rx.recv_timeout(SAFETY_POLL).is_ok() {
+        let until = std::time::Instant::now() + DEBOUNCE;
+        while let Some(left) = until.checked_duration_since(std::time::Instant::now()) {
+            if rx.recv_timeout(left).is_err() {
+                break;
+            }
+        }
+        while rx.try_recv().is_ok() {}
     }
 }
 

@@ -208,8 +208,19 @@ pub fn search(
         (_, Fusion::Lexical) | (None, _) => None,
         (Some(e), _) => Some(e.embed(&[&p.query]).map_err(|e| e.to_string())?[0]),
     };
+    search_with_vector(snap, query_vec.as_ref(), p)
+}
+
+/// [`search`] with the query already embedded (`None`: lexical only), so the ranking can be timed apart from
+/// the query embedding.
+pub fn search_with_vector(
+    snap: &Snapshot,
+    query_vec: Option<&crate::embed::Vector>,
+    p: &SearchParams,
+) -> Result<SearchResponse, String> {
+    p.validate()?;
     let ok = eligible(snap, p);
-    let ranked = rank(snap, p, query_vec.as_ref().map(|v| &v[..]), &ok);
+    let ranked = rank(snap, p, query_vec.map(|v| &v[..]), &ok);
     // Merge: a hit whose context overlaps an earlier (better) hit's in the same session window is folded in.
     let mut taken: Vec<(Scored, (usize, usize))> = Vec::new();
     let mut ranges_by_window: HashMap<WindowKey, Vec<(usize, usize)>> = HashMap::new();

@@ -1,0 +1,454 @@
+//! `ghola bench index` and `ghola bench search`: the index and the ranking at 100k–1M messages, on a synthetic
+//! Claude dir written by [`generate`].
+//!
+//! Building a million-message index with the real model would take hours on a laptop (embedding throughput has
+//! its own bench, `ghola bench embed`), so these benches embed with [`HashEmbedder`]: deterministic unit vectors
+//! from a hash of the text. Everything else — reading, diffing, segment files, tantivy, publishing, merging, the
+//! cosine scan, fusion and merging of hits — is the real code, and its cost does not depend on what the vectors
+//! hold. The query itself is embedded with the real model and timed separately.
+
+use super::bench::peak_rss_mib;
+use anyhow::{Context, Result};
+use ghola::embed::{DIM, Vector};
+use ghola::index::{self, ChunkEmbedder, IndexError, Snapshot, UpdateOptions};
+use ghola::search::{self, SearchParams};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Words the generator draws from: prose and code-ish tokens, Zipf-like by position.
+const WORDS: &[&str] = &[
+    "the",
+    "index",
+    "search",
+    "retry",
+    "upload",
+    "backoff",
+    "session",
+    "window",
+    "compaction",
+    "error",
+    "config",
+    "parser",
+    "token",
+    "cache",
+    "vector",
+    "segment",
+    "manifest",
+    "lock",
+    "writer",
+    "reader",
+    "test",
+    "build",
+    "cargo",
+    "rust",
+    "function",
+    "module",
+    "struct",
+    "trait",
+    "async",
+    "tokio",
+    "server",
+    "client",
+    "request",
+    "response",
+    "timeout",
+    "database",
+    "postgres",
+    "migration",
+    "schema",
+    "query",
+    "latency",
+    "memory",
+    "disk",
+    "fsync",
+    "rename",
+    "checksum",
+    "benchmark",
+    "deploy",
+    "docker",
+    "kubernetes",
+    "branch",
+    "commit",
+    "merge",
+    "rebase",
+    "review",
+    "refactor",
+    "rename_field",
+    "parseUserToken",
+    "ERR_CONNECTION_REFUSED",
+    "src/main.rs",
+    "v2.1.38",
+    "because",
+    "decided",
+    "should",
+    "could",
+    "would",
+    "instead",
+    "later",
+    "first",
+    "then",
+    "also",
+    "fixed",
+    "broken",
+    "works",
+    "failing",
+    "passes",
+    "slow",
+    "fast",
+    "large",
+    "small",
+    "user",
+    "assistant",
+];
+
+/// A small deterministic generator (xorshift64*), so runs are comparable without a `rand` dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    /// Skewed towards the front of the list, like word frequencies.
+    fn word(&mut self) -> &'static str {
+        let a = (self.next() % WORDS.len() as u64) as usize;
+        let b = (self.next() % WORDS.len() as u64) as usize;
+        WORDS[a.min(b)]
+    }
+    fn sentence(&mut self, words: usize) -> String {
+        (0..words)
+            .map(|_| self.word())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// Messages per synthetic session.
+const PER_SESSION: usize = 100;
+
+/// Writes `messages` synthetic messages as Claude Code transcripts under `dir/projects/` (10 projects, sessions
+/// of 100 messages); returns the session files.
+pub fn generate(dir: &Path, messages: usize) -> Result<Vec<PathBuf>> {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let sessions = messages.div_ceil(PER_SESSION);
+    let mut files = Vec::with_capacity(sessions);
+    for s in 0..sessions {
+        let project = format!("/bench/project-{}", s % 10);
+        let folder = dir.join("projects").join(project.replace('/', "-"));
+        std::fs::create_dir_all(&folder)?;
+        let id = format!("{:08x}-0000-4000-8000-{:012x}", s, s);
+        let path = folder.join(format!("{id}.jsonl"));
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&path)?);
+        let n = PER_SESSION.min(messages - s * PER_SESSION);
+        for m in 0..n {
+            writeln!(out, "{}", line(&mut rng, &id, &project, s, m))?;
+        }
+        out.flush()?;
+        files.push(path);
+    }
+    Ok(files)
+}
+
+fn line(rng: &mut Rng, id: &str, project: &str, s: usize, m: usize) -> String {
+    let user = m.is_multiple_of(2);
+    let words = 8 + (rng.next() % 40) as usize;
+    let text = rng.sentence(words);
+    let ts = format!(
+        "2025-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+        1 + (s / 28) % 12,
+        1 + s % 28,
+        (m / 60) % 24,
+        m % 60,
+        (s * 7 + m) % 60
+    );
+    let uuid = format!("{id}-{m}");
+    let parent = if m == 0 {
+        serde_json::Value::Null
+    } else {
+        format!("{id}-{}", m - 1).into()
+    };
+    let v = if user {
+        serde_json::json!({"type": "user", "uuid": uuid, "parentUuid": parent, "sessionId": id, "cwd": project,
+            "timestamp": ts, "message": {"role": "user", "content": text}})
+    } else {
+        serde_json::json!({"type": "assistant", "uuid": uuid, "parentUuid": parent, "sessionId": id, "cwd": project,
+            "timestamp": ts, "message": {"id": format!("msg-{uuid}"), "role": "assistant", "model": "bench",
+            "content": [{"type": "text", "text": text}]}})
+    };
+    v.to_string()
+}
+
+/// Deterministic unit vectors from a hash of the text: the cost of everything but the model.
+pub struct HashEmbedder;
+
+impl HashEmbedder {
+    fn vector(text: &str) -> Vector {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in text.bytes() {
+            h = (h ^ b as u64).wrapping_mul(0x100_0000_01b3);
+        }
+        let mut rng = Rng(h | 1);
+        let mut v = [0f32; DIM];
+        for x in v.iter_mut() {
+            *x = (rng.next() >> 40) as f32 / (1u64 << 24) as f32 - 0.5;
+        }
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
+        v.iter_mut().for_each(|x| *x /= norm);
+        v
+    }
+}
+
+impl ChunkEmbedder for HashEmbedder {
+    fn model_id(&self) -> String {
+        "bench/hash-vectors".into()
+    }
+    fn weights_sha256(&self, _: &Path) -> Result<String, IndexError> {
+        Ok("none".into())
+    }
+    fn embed_chunked(&self, texts: &[&str], _: usize) -> Result<Vec<Vec<Vector>>, IndexError> {
+        Ok(texts.iter().map(|t| vec![Self::vector(t)]).collect())
+    }
+}
+
+fn update(idx: &Path, claude: &Path) -> Result<(index::UpdateSummary, f64)> {
+    let t = Instant::now();
+    let s = index::update(
+        idx,
+        claude,
+        &HashEmbedder,
+        UpdateOptions::default(),
+        &mut |_| {},
+    )?;
+    Ok((s, t.elapsed().as_secs_f64()))
+}
+
+/// Builds (or reuses) the synthetic tree and its index under `work`.
+fn prepare(work: &Path, messages: usize) -> Result<(PathBuf, PathBuf, Vec<PathBuf>, Option<f64>)> {
+    let claude = work.join(format!("claude-{messages}"));
+    let idx = work.join(format!("index-{messages}"));
+    let files = if claude.is_dir() {
+        let mut f: Vec<PathBuf> = ghola::transcript::discover(&claude)
+            .sessions
+            .into_iter()
+            .filter_map(|s| s.main)
+            .collect();
+        f.sort();
+        f
+    } else {
+        generate(&claude, messages)?
+    };
+    let built = if Snapshot::open(&idx).is_ok_and(|s| s.messages.len() >= messages) {
+        None
+    } else {
+        let (s, secs) = update(&idx, &claude)?;
+        anyhow::ensure!(
+            s.messages_added >= messages,
+            "built {} of {messages}",
+            s.messages_added
+        );
+        Some(secs)
+    };
+    Ok((claude, idx, files, built))
+}
+
+fn dir_bytes(p: &Path) -> u64 {
+    std::fs::read_dir(p)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| match e.metadata() {
+                    Ok(m) if m.is_dir() => dir_bytes(&e.path()),
+                    Ok(m) => m.len(),
+                    Err(_) => 0,
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// Appends `n` lines to the file and returns the update's time.
+fn append_and_update(
+    idx: &Path,
+    claude: &Path,
+    file: &Path,
+    n: usize,
+    seed: u64,
+) -> Result<(usize, f64)> {
+    let mut rng = Rng(seed);
+    let id = file
+        .file_stem()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    let mut f = std::fs::OpenOptions::new().append(true).open(file)?;
+    for k in 0..n {
+        writeln!(
+            f,
+            "{}",
+            line(
+                &mut rng,
+                &id,
+                "/bench/project-0",
+                0,
+                100_000 + seed as usize * 100 + k
+            )
+        )?;
+    }
+    drop(f);
+    let (s, secs) = update(idx, claude)?;
+    Ok((s.messages_added, secs))
+}
+
+/// `ghola bench index`: full build, no-change check, and a 10-line append at `messages/10` and `messages`.
+pub fn index_bench(work: &Path, messages: usize) -> Result<()> {
+    std::fs::create_dir_all(work).with_context(|| format!("creating {}", work.display()))?;
+    println!(
+        "command: ghola bench index --messages {messages} --work {}",
+        work.display()
+    );
+    println!("vectors: hash vectors (model cost excluded; see `ghola bench embed`)");
+    for n in [messages / 10, messages] {
+        let (claude, idx, files, built) = prepare(work, n)?;
+        let snap = Snapshot::open(&idx)?;
+        let bytes = dir_bytes(&idx);
+        if let Some(secs) = built {
+            println!(
+                "{n:>9} messages: full build {secs:.1} s ({:.0} messages/s)",
+                n as f64 / secs
+            );
+        }
+        println!(
+            "{n:>9} messages: index {:.1} MB on disk, {:.0} bytes/message ({} files)",
+            bytes as f64 / 1e6,
+            bytes as f64 / snap.messages.len().max(1) as f64,
+            files.len()
+        );
+        drop(snap);
+        let mut best = f64::MAX;
+        for _ in 0..5 {
+            let (s, secs) = update(&idx, &claude)?;
+            anyhow::ensure!(s.messages_added == 0, "a no-change run added messages");
+            best = best.min(secs);
+        }
+        println!(
+            "{n:>9} messages: no-change check of {} files: {:.1} ms (best of 5)",
+            files.len(),
+            best * 1e3
+        );
+        let mut times = Vec::new();
+        // Unique per run, so lines appended by an earlier run of the bench are never repeated.
+        let run = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() % 1_000_000)
+            .unwrap_or(1);
+        for round in 0..3 {
+            let file = &files[files.len() / 2];
+            let (added, secs) = append_and_update(&idx, &claude, file, 10, run * 10 + round + 1)?;
+            anyhow::ensure!(added == 10, "the append added {added} messages");
+            times.push(secs);
+        }
+        times.sort_by(f64::total_cmp);
+        println!(
+            "{n:>9} messages: append 10 lines to one file: {:.1} ms (median of 3)",
+            times[1] * 1e3
+        );
+    }
+    if let Some(peak) = peak_rss_mib() {
+        println!("peak RSS: {peak:.0} MiB");
+    }
+    Ok(())
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+/// `ghola bench search`: ranking latency p50/p95 at `messages/10` and `messages`, query embedding apart, and a
+/// cold `ghola search --no-update` process.
+pub fn search_bench(work: &Path, messages: usize, model_dir: Option<&Path>) -> Result<()> {
+    std::fs::create_dir_all(work).with_context(|| format!("creating {}", work.display()))?;
+    println!(
+        "command: ghola bench search --messages {messages} --work {}",
+        work.display()
+    );
+    let embedder = ghola::embed::Embedder::from_default_location(model_dir)?;
+    let mut rng = Rng(42);
+    let queries: Vec<String> = (0..40)
+        .map(|_| {
+            let words = 2 + (rng.next() % 4) as usize;
+            rng.sentence(words)
+        })
+        .collect();
+    let mut embed_times = Vec::new();
+    let vectors: Vec<Vector> = queries
+        .iter()
+        .map(|q| {
+            let t = Instant::now();
+            let v = embedder.embed(&[q.as_str()]).map(|v| v[0]);
+            embed_times.push(t.elapsed().as_secs_f64());
+            v
+        })
+        .collect::<Result<_, _>>()?;
+    embed_times.sort_by(f64::total_cmp);
+    println!(
+        "query embedding (real model): p50 {:.1} ms, p95 {:.1} ms",
+        percentile(&embed_times, 0.5) * 1e3,
+        percentile(&embed_times, 0.95) * 1e3
+    );
+    for n in [messages / 10, messages] {
+        let (claude, idx, _, _) = prepare(work, n)?;
+        let t = Instant::now();
+        let snap = Snapshot::open(&idx)?;
+        let open = t.elapsed().as_secs_f64();
+        for (scope, project) in [
+            ("global", None),
+            ("one project", Some("/bench/project-3".to_string())),
+        ] {
+            let mut times = Vec::new();
+            for (q, v) in queries.iter().zip(&vectors) {
+                let mut p = SearchParams::new(q);
+                p.project = project.clone();
+                let t = Instant::now();
+                let r =
+                    search::search_with_vector(&snap, Some(v), &p).map_err(anyhow::Error::msg)?;
+                times.push(t.elapsed().as_secs_f64());
+                std::hint::black_box(r);
+            }
+            times.sort_by(f64::total_cmp);
+            println!(
+                "{n:>9} messages, {scope:<11}: ranking p50 {:.1} ms, p95 {:.1} ms (snapshot open {:.0} ms)",
+                percentile(&times, 0.5) * 1e3,
+                percentile(&times, 0.95) * 1e3,
+                open * 1e3
+            );
+        }
+        drop(snap);
+        let exe = std::env::current_exe()?;
+        let mut cold = Vec::new();
+        for q in queries.iter().take(5) {
+            let t = Instant::now();
+            let out = std::process::Command::new(&exe)
+                .args(["--claude-dir", claude.to_str().unwrap_or_default()])
+                .args(["--index-dir", idx.to_str().unwrap_or_default()])
+                .args(["search", q, "--global", "--no-update", "--json"])
+                .output()?;
+            anyhow::ensure!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            cold.push(t.elapsed().as_secs_f64());
+        }
+        cold.sort_by(f64::total_cmp);
+        println!(
+            "{n:>9} messages: cold `ghola search --no-update` process: median {:.0} ms (5 runs; model load included)",
+            cold[2] * 1e3
+        );
+    }
+    if let Some(peak) = peak_rss_mib() {
+        println!("peak RSS: {peak:.0} MiB");
+    }
+    Ok(())
+}
