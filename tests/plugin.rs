@@ -6,28 +6,12 @@
 
 mod common;
 
+use common::claude_bin;
 use common::standin::{Reply, StandIn, tool_results};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
-
-fn claude_bin() -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let candidates = [
-        std::env::var_os("GHOLA_CLAUDE_BIN").map(PathBuf::from),
-        Some(root.join(".ci/npm/node_modules/.bin/claude")),
-    ];
-    let found = candidates.into_iter().flatten().find(|p| p.is_file());
-    if found.is_none() {
-        assert_ne!(
-            std::env::var("CI").as_deref(),
-            Ok("true"),
-            "CI=true but the Claude Code CLI is missing"
-        );
-    }
-    found
-}
 
 fn claude(bin: &Path, home: &Path, args: &[&str]) -> (bool, String) {
     let out = Command::new(bin)

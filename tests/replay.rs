@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::claude_bin;
 use common::standin::{Reply, StandIn, last_user_text};
 use ghola::replay::backend::api::MessagesApi;
 use ghola::replay::conversation::{ApiMessage, Block, Speaker, check};
@@ -653,11 +654,10 @@ fn invalid_answers_get_two_corrections_then_the_window_fails() {
     let c = ctx(tmp.path(), tmp.path(), None);
 
     // Two bad inputs, then a good one.
-    let n = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let n2 = n.clone();
+    let n = std::sync::atomic::AtomicUsize::new(0);
     let s = StandIn::start(
         1,
-        Arc::new(move |_| match n2.fetch_add(1, Ordering::SeqCst) {
+        Arc::new(move |_| match n.fetch_add(1, Ordering::SeqCst) {
             0 => Reply::tool_use("duncan_response", json!({"hasContext": "yes"})),
             1 => Reply::text("Postgres, I think"),
             _ => answer(true, "Postgres 16"),
@@ -706,11 +706,10 @@ fn transient_errors_are_retried_and_client_errors_are_not() {
     req.session_id = Some(S2.into());
     let cancel = AtomicBool::new(false);
     let c = ctx(tmp.path(), tmp.path(), None);
-    let n = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let n2 = n.clone();
+    let n = std::sync::atomic::AtomicUsize::new(0);
     let s = StandIn::start(
         1,
-        Arc::new(move |_| match n2.fetch_add(1, Ordering::SeqCst) {
+        Arc::new(move |_| match n.fetch_add(1, Ordering::SeqCst) {
             0 => Reply::Error(529, "Overloaded".into()),
             1 => Reply::Error(500, "internal".into()),
             _ => answer(true, "Postgres 16"),
@@ -1007,25 +1006,6 @@ fn ghola_query_searches_replays_and_reranks() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown mode"));
-}
-
-fn claude_bin() -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let found = [
-        std::env::var_os("GHOLA_CLAUDE_BIN").map(PathBuf::from),
-        Some(root.join(".ci/npm/node_modules/.bin/claude")),
-    ]
-    .into_iter()
-    .flatten()
-    .find(|p| p.is_file());
-    if found.is_none() {
-        assert_ne!(
-            std::env::var("CI").as_deref(),
-            Ok("true"),
-            "CI=true but the Claude Code CLI is missing"
-        );
-    }
-    found
 }
 
 #[test]

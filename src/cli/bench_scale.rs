@@ -254,20 +254,6 @@ fn prepare(work: &Path, messages: usize) -> Result<(PathBuf, PathBuf, Vec<PathBu
     Ok((claude, idx, files, built))
 }
 
-fn dir_bytes(p: &Path) -> u64 {
-    std::fs::read_dir(p)
-        .map(|rd| {
-            rd.flatten()
-                .map(|e| match e.metadata() {
-                    Ok(m) if m.is_dir() => dir_bytes(&e.path()),
-                    Ok(m) => m.len(),
-                    Err(_) => 0,
-                })
-                .sum()
-        })
-        .unwrap_or(0)
-}
-
 /// Appends `n` lines to the file and returns the update's time.
 fn append_and_update(
     idx: &Path,
@@ -312,7 +298,7 @@ pub fn index_bench(work: &Path, messages: usize) -> Result<()> {
     for n in [messages / 10, messages] {
         let (claude, idx, files, built) = prepare(work, n)?;
         let snap = Snapshot::open(&idx)?;
-        let bytes = dir_bytes(&idx);
+        let bytes = index::dir_size(&idx);
         if let Some(secs) = built {
             println!(
                 "{n:>9} messages: full build {secs:.1} s ({:.0} messages/s)",

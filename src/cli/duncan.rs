@@ -120,11 +120,7 @@ pub fn query_cmd(
                     "[{done}/{total}] {} window {}: {}",
                     &r.session_id[..r.session_id.len().min(8)],
                     r.window,
-                    match (&r.answer, r.has_context) {
-                        (None, _) => "failed",
-                        (Some(_), true) => "has context",
-                        (Some(_), false) => "no context",
-                    }
+                    r.status()
                 );
             }
         },

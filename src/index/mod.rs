@@ -103,7 +103,8 @@ pub struct Status {
     pub source_deleted_files: usize,
 }
 
-fn dir_size(p: &Path) -> u64 {
+/// Bytes of every file under `p` (0 for what cannot be read): index sizes for `status` and the benches.
+pub fn dir_size(p: &Path) -> u64 {
     let Ok(rd) = std::fs::read_dir(p) else {
         return 0;
     };

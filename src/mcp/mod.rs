@@ -419,15 +419,15 @@ impl GholaServer {
                 backend.as_ref(),
                 &flag,
                 &mut |r, done, total| {
-                    let state = match (&r.answer, r.has_context) {
-                        (None, _) => "failed",
-                        (Some(_), true) => "has context",
-                        (Some(_), false) => "no context",
-                    };
                     let _ = tx.send((
                         done,
                         total,
-                        format!("session {} window {}: {state}", r.session_id, r.window),
+                        format!(
+                            "session {} window {}: {}",
+                            r.session_id,
+                            r.window,
+                            r.status()
+                        ),
                     ));
                 },
             )

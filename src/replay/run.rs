@@ -118,6 +118,15 @@ pub struct WindowResult {
 }
 
 impl WindowResult {
+    /// One word for progress lines: `failed`, `has context` or `no context`.
+    pub fn status(&self) -> &'static str {
+        match (&self.answer, self.has_context) {
+            (None, _) => "failed",
+            (Some(_), true) => "has context",
+            (Some(_), false) => "no context",
+        }
+    }
+
     /// The window type's name in the query log.
     pub fn window_type_name(&self) -> &'static str {
         match self.window_type {
@@ -156,13 +165,13 @@ fn iso(t: Option<chrono::DateTime<chrono::Utc>>) -> Option<String> {
     t.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
 }
 
-/// Rebuilds and asks one target.
+/// Rebuilds and asks one target; `None` when the batch was cancelled before it got an answer.
 fn ask_one(
     t: &Target,
     req: &QueryRequest,
     backend: &dyn Backend,
     cancel: &AtomicBool,
-) -> WindowResult {
+) -> Option<WindowResult> {
     let started = Instant::now();
     let mut r = WindowResult {
         session_id: t.session_id.clone(),
@@ -197,7 +206,7 @@ fn ask_one(
         Ok(c) => c,
         Err(e) => {
             r.error = Some(e.to_string());
-            return r;
+            return Some(r);
         }
     };
     r.window = conv.window;
@@ -230,10 +239,11 @@ fn ask_one(
             r.tokens = a.usage;
             r.model = a.model;
         }
+        Err(BackendError::Cancelled) => return None,
         Err(e) => r.error = Some(e.to_string()),
     }
     r.latency_ms = started.elapsed().as_millis() as u64;
-    r
+    Some(r)
 }
 
 /// The short system prompt of a replay: what this is, where and when it happened.
@@ -298,7 +308,10 @@ pub fn query(
                     }
                     let i = next.fetch_add(1, Ordering::SeqCst);
                     let Some(t) = targets.get(i) else { break };
-                    if tx.send((i, ask_one(t, req, backend, cancel))).is_err() {
+                    let Some(r) = ask_one(t, req, backend, cancel) else {
+                        continue;
+                    };
+                    if tx.send((i, r)).is_err() {
                         break;
                     }
                 }
@@ -306,11 +319,6 @@ pub fn query(
         }
         drop(tx);
         for (i, r) in rx {
-            let cancelled =
-                matches!(&r.error, Some(e) if e == &BackendError::Cancelled.to_string());
-            if cancelled {
-                continue;
-            }
             super::log::append(
                 &log_path,
                 &batch_id,

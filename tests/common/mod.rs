@@ -1,2 +1,29 @@
+//! Helpers shared by the integration tests.
+
+#![allow(dead_code)]
+
 pub mod mcp_client;
 pub mod standin;
+
+use std::path::{Path, PathBuf};
+
+/// The Claude Code CLI: `$GHOLA_CLAUDE_BIN`, else the one `.ci/run` installs. `None` outside CI when it is
+/// missing (the caller skips); under `CI=true` a missing CLI fails the test.
+pub fn claude_bin() -> Option<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let found = [
+        std::env::var_os("GHOLA_CLAUDE_BIN").map(PathBuf::from),
+        Some(root.join(".ci/npm/node_modules/.bin/claude")),
+    ]
+    .into_iter()
+    .flatten()
+    .find(|p| p.is_file());
+    if found.is_none() {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "CI=true but the Claude Code CLI is missing"
+        );
+    }
+    found
+}

@@ -153,22 +153,8 @@ impl Backend for HeadlessClaude {
             .spawn()
             .map_err(|e| BackendError::Setup(format!("cannot run {}: {e}", self.bin.display())))?;
         // Drain the pipes on threads so a chatty child never blocks.
-        let mut out_pipe = child.stdout.take();
-        let mut err_pipe = child.stderr.take();
-        let out_reader = std::thread::spawn(move || {
-            let mut s = String::new();
-            if let Some(p) = out_pipe.as_mut() {
-                let _ = std::io::Read::read_to_string(p, &mut s);
-            }
-            s
-        });
-        let err_reader = std::thread::spawn(move || {
-            let mut s = String::new();
-            if let Some(p) = err_pipe.as_mut() {
-                let _ = std::io::Read::read_to_string(p, &mut s);
-            }
-            s
-        });
+        let out_reader = drain(child.stdout.take());
+        let err_reader = drain(child.stderr.take());
         let started = Instant::now();
         let status = loop {
             if let Ok(Some(status)) = child.try_wait() {
@@ -210,6 +196,17 @@ impl Backend for HeadlessClaude {
             ))
         })
     }
+}
+
+/// Reads a child's pipe to the end on its own thread.
+fn drain<R: std::io::Read + Send + 'static>(pipe: Option<R>) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut s = String::new();
+        if let Some(mut p) = pipe {
+            let _ = p.read_to_string(&mut s);
+        }
+        s
+    })
 }
 
 /// Reads `claude -p --output-format json`: `structured_output` holds the validated answer.
