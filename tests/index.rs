@@ -59,10 +59,8 @@ fn update(idx: &Path, claude: &Path) -> index::UpdateSummary {
 
 fn live(idx: &Path) -> Vec<(String, String)> {
     let snap = Snapshot::open(idx).unwrap();
-    let mut v: Vec<_> = snap
-        .messages
-        .iter()
-        .map(|m| (m.uuid.clone(), m.content.clone()))
+    let mut v: Vec<_> = (0..snap.messages.len())
+        .map(|i| (snap.uuid(i).to_string(), snap.content(i).into_owned()))
         .collect();
     v.sort();
     v
@@ -256,7 +254,9 @@ fn kill_9_at_any_point_loses_nothing_published() {
     assert_eq!(st["messages"], 600);
     assert_eq!(st["pending_files"], 0);
     let snap = Snapshot::open(&idx).unwrap();
-    let mut uuids: Vec<_> = snap.messages.iter().map(|m| m.uuid.clone()).collect();
+    let mut uuids: Vec<_> = (0..snap.messages.len())
+        .map(|i| snap.uuid(i).to_string())
+        .collect();
     uuids.sort();
     uuids.dedup();
     assert_eq!(uuids.len(), 600, "every message exactly once");
@@ -301,4 +301,181 @@ fn damaged_files_are_detected_set_aside_and_rebuilt() {
     let s = update(&idx, &claude);
     assert!(s.lexical_rebuilt);
     assert!(Snapshot::open(&idx).unwrap().lexical.is_some());
+}
+
+fn append(p: &Path, text: &str) {
+    let mut f = fs::OpenOptions::new().append(true).open(p).unwrap();
+    f.write_all(text.as_bytes()).unwrap();
+}
+
+/// A line of an assistant reply continuing message `id` (Claude Code writes one line per content block).
+fn continuation(session: &str, uuid: &str, id: &str, text: &str) -> String {
+    let v = json!({"type": "assistant", "uuid": uuid, "sessionId": session, "cwd": "/work/proj",
+        "timestamp": "2025-03-01T10:59:30Z",
+        "message": {"id": id, "role": "assistant", "content": [{"type":"text","text": text}]}});
+    format!("{v}\n")
+}
+
+fn content_of(idx: &Path, uuid: &str) -> Vec<String> {
+    live(idx)
+        .into_iter()
+        .filter(|(u, _)| u == uuid)
+        .map(|(_, c)| c)
+        .collect()
+}
+
+#[test]
+fn an_append_parses_only_the_appended_bytes_and_never_opens_the_index() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
+    write_session(&claude, "a1", 10);
+    write_session(&claude, "a2", 6);
+    assert!(update(&idx, &claude).full_update, "a first build is full");
+    let p = session_path(&claude, "a1");
+    // The last line is an assistant reply: reading resumes at its start, since more of it may follow.
+    let last_line = line("a1", 9, "message 9 of a1 about topic2").len() as u64;
+    let added = line("a1", 10, "a question appended") + &line("a1", 11, "an answer appended");
+    append(&p, &added);
+    let s = update(&idx, &claude);
+    assert!(!s.full_update, "{s:?}");
+    assert_eq!(s.messages_added, 2, "{s:?}");
+    assert_eq!(s.bytes_read, last_line + added.len() as u64, "{s:?}");
+    assert_eq!(live(&idx).len(), 18);
+
+    // The reply continues on a new line (same API message id): it merges into the message, which supersedes
+    // its indexed version; nothing else is re-read.
+    let more = continuation("a1", "a1-m11-b", "msg-a1-11", "and a second block");
+    append(&p, &more);
+    let s = update(&idx, &claude);
+    assert!(!s.full_update, "{s:?}");
+    assert_eq!(
+        (s.messages_added, s.bytes_read),
+        (
+            1,
+            (line("a1", 11, "an answer appended").len() + more.len()) as u64
+        ),
+        "{s:?}"
+    );
+    assert_eq!(
+        content_of(&idx, "a1-m11"),
+        vec!["an answer appended\nand a second block".to_string()]
+    );
+    assert_eq!(live(&idx).len(), 18);
+
+    // A uuid written twice: the first occurrence is the message, whichever path reads it.
+    append(&p, &line("a1", 4, "a later copy under an old uuid"));
+    let s = update(&idx, &claude);
+    assert!(!s.full_update, "{s:?}");
+    assert_eq!(
+        content_of(&idx, "a1-m4"),
+        vec!["message 4 of a1 about topic4".to_string()]
+    );
+    assert_eq!(
+        (update(&idx, &claude).messages_added, live(&idx).len()),
+        (0, 18)
+    );
+
+    // A subagent file appears for an existing session: read whole, nothing else.
+    let sub = claude.join("projects/-work-proj/a2/subagents/agent-x1.jsonl");
+    fs::create_dir_all(sub.parent().unwrap()).unwrap();
+    let sub_line = {
+        let v = json!({"type": "user", "uuid": "x1-0", "sessionId": "a2", "agentId": "x1", "isSidechain": true,
+            "cwd": "/work/proj", "timestamp": "2025-03-01T11:00:00Z",
+            "message": {"role": "user", "content": "subagent task text"}});
+        format!("{v}\n")
+    };
+    fs::write(&sub, &sub_line).unwrap();
+    let s = update(&idx, &claude);
+    assert!(!s.full_update, "{s:?}");
+    assert_eq!(
+        (s.messages_added, s.bytes_read),
+        (1, sub_line.len() as u64),
+        "{s:?}"
+    );
+    assert_eq!(live(&idx).len(), 19);
+
+    // The same history indexed from scratch in one go holds the same messages with the same text.
+    let fresh = tmp.path().join("fresh");
+    update(&fresh, &claude);
+    assert_eq!(live(&fresh), live(&idx));
+}
+
+#[test]
+fn small_segments_are_merged_and_superseded_versions_dropped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
+    write_session(&claude, "m1", 2);
+    update(&idx, &claude);
+    let p = session_path(&claude, "m1");
+    let mut merges = 0;
+    for i in 2..40 {
+        append(&p, &line("m1", i, &format!("appended message number {i}")));
+        let s = update(&idx, &claude);
+        assert!(!s.full_update && s.messages_added >= 1, "{s:?}");
+        merges += s.merges;
+    }
+    let snap = Snapshot::open(&idx).unwrap();
+    assert_eq!(snap.messages.len(), 40);
+    assert!(merges >= 5, "{merges} merges");
+    // At most MERGE_FACTOR - 1 segments per size class.
+    assert!(
+        snap.manifest.segments.len() <= 6,
+        "{:?}",
+        snap.manifest.segments
+    );
+    // Every file on disk belongs to a named segment.
+    let named: Vec<u64> = snap.manifest.segments.iter().map(|s| s.id).collect();
+    for e in fs::read_dir(idx.join("segments")).unwrap() {
+        let name = e.unwrap().file_name().into_string().unwrap();
+        let id: u64 = name.split('.').next().unwrap().parse().unwrap();
+        assert!(named.contains(&id), "{name} left behind");
+    }
+    let mut seqs: Vec<u32> = snap.messages.iter().map(|m| m.seq).collect();
+    seqs.sort();
+    assert_eq!(seqs, (0..40).collect::<Vec<u32>>());
+}
+
+/// A session of `n` messages on `day` (2025-03-`day`).
+fn dated_session(claude: &Path, session: &str, n: usize, day: u32) {
+    let p = session_path(claude, session);
+    fs::create_dir_all(p.parent().unwrap()).unwrap();
+    let body: String = (0..n)
+        .map(|i| {
+            let v = json!({"type": "user", "uuid": format!("{session}-{i}"), "sessionId": session,
+                "cwd": "/work/proj", "timestamp": format!("2025-03-{day:02}T10:{i:02}:00Z"),
+                "message": {"role": "user", "content": format!("{session} says {i} about the weather")}});
+            format!("{v}\n")
+        })
+        .collect();
+    fs::write(p, body).unwrap();
+}
+
+#[test]
+fn the_memory_limit_leaves_out_the_oldest_sessions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
+    for (s, day) in [("old", 1), ("middle", 2), ("new", 3)] {
+        dated_session(&claude, s, 5, day);
+    }
+    update(&idx, &claude);
+    let all = Snapshot::open_with(&idx, u64::MAX, false).unwrap();
+    assert_eq!((all.messages.len(), all.excluded_sessions), (15, 0));
+    // Room for two sessions: the oldest is left out and counted.
+    let one = index::snapshot::message_bytes(40, 1);
+    let two = Snapshot::open_with(&idx, one * 11, false).unwrap();
+    assert_eq!(two.excluded_sessions, 1);
+    let kept: std::collections::BTreeSet<&str> =
+        (0..two.messages.len()).map(|i| two.session_id(i)).collect();
+    assert_eq!(kept.into_iter().collect::<Vec<_>>(), vec!["middle", "new"]);
+    // Through the environment, as users set it: status reports the excluded sessions.
+    let out = ghola(&claude, &idx)
+        .args(["status", "--json"])
+        .env("GHOLA_MEMORY_LIMIT_MB", "0")
+        .output()
+        .unwrap();
+    let st: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (st["excluded_sessions"].as_u64(), st["messages"].as_u64()),
+        (Some(3), Some(0))
+    );
 }

@@ -6,7 +6,8 @@ use std::io::Write;
 use std::path::Path;
 
 /// Version of every ghola index file format; bump it when a layout changes.
-pub const FORMAT_VERSION: u32 = 1;
+/// (1: content inside the segment metadata; 2: compact metadata, separate text and hash files.)
+pub const FORMAT_VERSION: u32 = 2;
 /// Bytes before the payload: magic (8), version (4), payload length (8), crc32 (4).
 pub const HEADER_LEN: usize = 24;
 
@@ -42,8 +43,9 @@ pub fn write_framed(path: &Path, magic: &[u8; 8], payload: &[u8]) -> std::io::Re
     f.sync_all()
 }
 
-/// Checks the frame of `bytes` and returns the payload.
-pub fn check_framed<'a>(
+/// Checks magic, version and payload length of `bytes`, not the checksum (for large memory-mapped files whose
+/// checksum is verified on a schedule; see `segment::Verify`); returns the length-checked payload.
+pub fn check_header<'a>(
     name: &str,
     bytes: &'a [u8],
     magic: &[u8; 8],
@@ -61,9 +63,23 @@ pub fn check_framed<'a>(
         return Err(FormatError::Version(name.into(), version));
     }
     let len = u64::from_le_bytes(bytes[12..20].try_into().unwrap());
-    let crc = u32::from_le_bytes(bytes[20..24].try_into().unwrap());
     let payload = &bytes[HEADER_LEN..];
-    if payload.len() as u64 != len || crc32fast::hash(payload) != crc {
+    if payload.len() as u64 != len {
+        return Err(FormatError::Damaged(name.into()));
+    }
+    Ok(payload)
+}
+
+/// Checks the whole frame of `bytes` (header and checksum) and returns the payload.
+pub fn check_framed<'a>(
+    name: &str,
+    bytes: &'a [u8],
+    magic: &[u8; 8],
+    what: &'static str,
+) -> Result<&'a [u8], FormatError> {
+    let payload = check_header(name, bytes, magic, what)?;
+    let crc = u32::from_le_bytes(bytes[20..24].try_into().unwrap());
+    if crc32fast::hash(payload) != crc {
         return Err(FormatError::Damaged(name.into()));
     }
     Ok(payload)

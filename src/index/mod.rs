@@ -4,14 +4,17 @@
 
 pub mod format;
 pub mod lexical;
+mod merge;
 pub mod records;
+pub mod render;
 pub mod segment;
 pub mod snapshot;
 pub mod terms;
 pub mod update;
+mod writer;
 
 pub use records::{ChunkKind, FileState, Manifest, StoredMessage};
-pub use snapshot::{LiveChunk, Snapshot};
+pub use snapshot::{LiveChunk, MessageRow, NO_AGENT, Snapshot};
 pub use update::{Progress, UpdateOptions, UpdateSummary, update};
 
 use crate::embed::{EmbedError, Embedder, Vector};
@@ -147,18 +150,15 @@ pub fn pending_files(snap: &Snapshot, claude_dir: &Path) -> usize {
 /// Reports on the index of `index_dir` against the transcripts of `claude_dir`.
 pub fn status(index_dir: &Path, claude_dir: &Path) -> Result<Status, IndexError> {
     let snap = Snapshot::open(index_dir)?;
-    let sessions: std::collections::HashSet<&str> = snap
-        .messages
-        .iter()
-        .map(|m| m.session_id.as_str())
-        .collect();
-    let projects: std::collections::HashSet<&str> =
-        snap.messages.iter().map(|m| m.project.as_str()).collect();
+    let sessions: std::collections::HashSet<u32> =
+        snap.messages.iter().map(|m| m.session).collect();
+    let projects: std::collections::HashSet<u32> =
+        snap.messages.iter().map(|m| m.project).collect();
     let vectors_bytes = snap
         .manifest
         .segments
         .iter()
-        .map(|s| std::fs::metadata(segment::paths(index_dir, s.id).1).map_or(0, |m| m.len()))
+        .map(|s| std::fs::metadata(segment::paths(index_dir, s.id).vectors).map_or(0, |m| m.len()))
         .sum();
     Ok(Status {
         projects: projects.len(),

@@ -1,5 +1,9 @@
 //! What the index stores: messages (with their readable text, so the archive outlives the transcripts),
 //! chunks (which message and which kind each embedding came from), source-file fingerprints, the manifest.
+//!
+//! [`StoredMessage`] is a message as callers see it; on disk a segment keeps the compact [`MessageMeta`] (strings
+//! interned in a per-segment table, the text in a separate memory-mapped file) so that opening an index decodes
+//! only what ranking and filtering need.
 
 use serde::{Deserialize, Serialize};
 
@@ -69,6 +73,31 @@ impl StoredMessage {
     }
 }
 
+/// A message as a segment stores it: strings are indices into the segment's string table, the readable text is
+/// a byte range of the segment's text file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MessageMeta {
+    pub gid: u64,
+    pub uuid: String,
+    pub session: u32,
+    pub agent: Option<u32>,
+    pub project: u32,
+    pub cwd: Option<u32>,
+    pub git_branch: Option<u32>,
+    pub role: u32,
+    pub model: Option<u32>,
+    pub timestamp_ms: Option<i64>,
+    pub window: u32,
+    pub is_compact_summary: bool,
+    pub kind: u32,
+    pub seq: u32,
+    pub content_hash: u64,
+    pub source: u32,
+    /// Byte offset of the readable text in the segment's text file.
+    pub text_start: u64,
+    pub text_len: u32,
+}
+
 /// One embedded chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChunkRecord {
@@ -94,6 +123,30 @@ pub struct FileState {
     pub head_hash: u64,
     /// The file is gone from disk; its messages stay searchable.
     pub deleted: bool,
+    /// Where reading resumes when the file grows; `None` when it cannot resume (the file is then re-read whole).
+    pub resume: Option<Resume>,
+}
+
+/// The reader's and the writer's state at the point where a grown file is read again, so an append costs the
+/// parsing and embedding of the appended lines, not of the whole file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Resume {
+    /// Byte offset reading restarts from: the start of the last message when more entries may still merge into
+    /// it (an assistant reply split over several lines), else the end of the last complete line.
+    pub offset: u64,
+    /// Compaction windows begun before `offset` (main transcripts).
+    pub window: u32,
+    /// Times (ms since the epoch) of the compactions before `offset` (main transcripts), to place subagents.
+    pub boundaries: Vec<Option<i64>>,
+    /// Position of the first message read from `offset` in its conversation.
+    pub seq: u32,
+    /// The neighbour context for that message (the tail of the previous message's text).
+    pub prev_text: String,
+    /// The message that starts at `offset`, if reading restarts inside one: (uuid, gid, content hash). Read
+    /// again unchanged it is skipped; grown, it supersedes its old version.
+    pub last: Option<(String, u64, u64)>,
+    /// The session's project, as first determined.
+    pub project: String,
 }
 
 /// A segment as the manifest names it.

@@ -1,83 +1,240 @@
-//! An immutable segment: `<id>.meta` (messages and chunk records, bincode) and `<id>.vec` (a raw little-endian
-//! f32 matrix, one row per chunk, memory-mapped by readers). Written once, fsynced, never modified.
+//! An immutable segment, four files written once, fsynced, never modified:
+//! - `<id>.meta`: the compact message records and chunk records (bincode), decoded whole by readers;
+//! - `<id>.txt`: every message's readable text, concatenated (memory-mapped; read only for displayed hits);
+//! - `<id>.vec`: a raw little-endian f32 matrix, one row per chunk (memory-mapped);
+//! - `<id>.hash`: (text hash, first row, rows) records sorted by hash, so a writer finds a stored vector for an
+//!   identical text by binary search instead of loading every segment's metadata.
 
 use super::format::{self, FormatError, HEADER_LEN};
-use super::records::{ChunkRecord, StoredMessage};
+use super::records::{ChunkKind, ChunkRecord, MessageMeta, StoredMessage};
 use crate::embed::DIM;
 use memmap2::Mmap;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 const META_MAGIC: &[u8; 8] = b"GHOLASGM";
 const VEC_MAGIC: &[u8; 8] = b"GHOLAVEC";
+const TEXT_MAGIC: &[u8; 8] = b"GHOLATXT";
+const HASH_MAGIC: &[u8; 8] = b"GHOLAHSH";
+/// Bytes of one hash record: text hash (8), first row (4), rows (4).
+const HASH_RECORD: usize = 16;
 
 /// The metadata half of a segment.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct SegmentMeta {
-    pub messages: Vec<StoredMessage>,
+    /// Interned strings (sessions, projects, roles, kinds, branches, models, sources).
+    pub strings: Vec<String>,
+    pub messages: Vec<MessageMeta>,
     pub chunks: Vec<ChunkRecord>,
 }
 
-/// Paths of a segment's two files.
-pub fn paths(dir: &Path, id: u64) -> (PathBuf, PathBuf) {
-    let base = dir.join("segments");
-    (
-        base.join(format!("{id:08}.meta")),
-        base.join(format!("{id:08}.vec")),
-    )
+/// The files of a segment.
+pub struct SegmentPaths {
+    pub meta: PathBuf,
+    pub vectors: PathBuf,
+    pub text: PathBuf,
+    pub hashes: PathBuf,
 }
 
-/// Writes both files of a segment (fsynced). Vectors are `rows × DIM` floats.
-pub fn write(dir: &Path, id: u64, meta: &SegmentMeta, vectors: &[f32]) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir.join("segments"))?;
-    let (meta_path, vec_path) = paths(dir, id);
-    let mut bytes = Vec::with_capacity(vectors.len() * 4);
-    for v in vectors {
-        bytes.extend_from_slice(&v.to_le_bytes());
+impl SegmentPaths {
+    /// All four, for deleting a merged segment or damaging one in a test.
+    pub fn all(&self) -> [&Path; 4] {
+        [&self.meta, &self.vectors, &self.text, &self.hashes]
     }
-    format::write_framed(&vec_path, VEC_MAGIC, &bytes)?;
-    format::write_framed(&meta_path, META_MAGIC, &format::encode(meta))?;
-    format::sync_dir(&dir.join("segments"))
 }
 
-/// A segment opened for reading: metadata decoded, vectors mapped.
-pub struct OpenSegment {
-    pub meta: SegmentMeta,
-    vectors: Mmap,
+/// Paths of a segment's files.
+pub fn paths(dir: &Path, id: u64) -> SegmentPaths {
+    let base = dir.join("segments");
+    SegmentPaths {
+        meta: base.join(format!("{id:08}.meta")),
+        vectors: base.join(format!("{id:08}.vec")),
+        text: base.join(format!("{id:08}.txt")),
+        hashes: base.join(format!("{id:08}.hash")),
+    }
 }
 
-impl OpenSegment {
-    /// Opens and verifies a segment (magic, version, length and checksum of both files).
-    pub fn open(dir: &Path, id: u64) -> Result<Self, FormatError> {
-        let (meta_path, vec_path) = paths(dir, id);
-        let meta_name = meta_path.display().to_string();
-        let meta: SegmentMeta = format::decode(
-            &meta_name,
-            &format::read_framed(&meta_path, META_MAGIC, "segment")?,
-        )?;
-        let vec_name = vec_path.display().to_string();
-        let file = File::open(&vec_path).map_err(|e| FormatError::Io(vec_name.clone(), e))?;
-        // SAFETY: segment files are immutable once published (written under a new name, never modified); the
-        // map is read-only.
-        let vectors =
-            unsafe { Mmap::map(&file) }.map_err(|e| FormatError::Io(vec_name.clone(), e))?;
-        let payload = format::check_framed(&vec_name, &vectors, VEC_MAGIC, "vector")?;
-        let rows = meta
-            .chunks
-            .iter()
-            .map(|c| c.row as usize + 1)
-            .max()
-            .unwrap_or(0);
-        if payload.len() % (DIM * 4) != 0 || payload.len() / (DIM * 4) < rows {
-            return Err(FormatError::Damaged(vec_name));
+/// How much of a memory-mapped file (text, vectors, hashes) to check on open. The metadata and the manifest are
+/// always checksummed (they are read whole anyway); checksumming hundreds of megabytes of vectors on every
+/// search would cost more than the search, so readers check magic, version and length always, and the checksum
+/// when the file was modified at or after the manifest was published — published files are never modified, so
+/// a newer one was touched by something else. The writer's full update checks everything.
+#[derive(Debug, Clone, Copy)]
+pub enum Verify {
+    Always,
+    /// Checksum files whose mtime is at or after this (the manifest's publish time).
+    IfTouchedSince(SystemTime),
+}
+
+impl Verify {
+    fn checksum(self, file: &File) -> bool {
+        match self {
+            Verify::Always => true,
+            Verify::IfTouchedSince(t) => file
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .is_none_or(|m| m >= t),
         }
-        Ok(Self { meta, vectors })
+    }
+}
+
+/// Maps a framed file and checks it per `verify`; returns the map (payload at `HEADER_LEN..`).
+fn map_framed(
+    path: &Path,
+    magic: &[u8; 8],
+    what: &'static str,
+    verify: Verify,
+) -> Result<Mmap, FormatError> {
+    let name = path.display().to_string();
+    let file = File::open(path).map_err(|e| FormatError::Io(name.clone(), e))?;
+    // SAFETY: segment files are immutable once published (written under a new name, never modified); the map is
+    // read-only. A file damaged behind our back yields wrong bytes, never undefined behaviour: every access is
+    // bounds-checked against the length checked here.
+    let map = unsafe { Mmap::map(&file) }.map_err(|e| FormatError::Io(name.clone(), e))?;
+    if verify.checksum(&file) {
+        format::check_framed(&name, &map, magic, what)?;
+    } else {
+        format::check_header(&name, &map, magic, what)?;
+    }
+    Ok(map)
+}
+
+/// Collects a segment's messages, chunks and vectors, interning strings, and writes its files.
+#[derive(Default)]
+pub struct SegmentBuilder {
+    meta: SegmentMeta,
+    text: Vec<u8>,
+    vectors: Vec<f32>,
+    syms: HashMap<String, u32>,
+}
+
+impl SegmentBuilder {
+    fn sym(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.syms.get(s) {
+            return i;
+        }
+        let i = self.meta.strings.len() as u32;
+        self.meta.strings.push(s.to_string());
+        self.syms.insert(s.to_string(), i);
+        i
+    }
+
+    /// Adds a message; returns its index in the segment (for [`SegmentBuilder::push_chunk`]).
+    pub fn push_message(&mut self, m: &StoredMessage) -> u32 {
+        let text_start = self.text.len() as u64;
+        self.text.extend_from_slice(m.content.as_bytes());
+        let meta = MessageMeta {
+            gid: m.gid,
+            uuid: m.uuid.clone(),
+            session: self.sym(&m.session_id),
+            agent: m.agent_id.as_deref().map(|a| self.sym(a)),
+            project: self.sym(&m.project),
+            cwd: m.cwd.as_deref().map(|c| self.sym(c)),
+            git_branch: m.git_branch.as_deref().map(|b| self.sym(b)),
+            role: self.sym(&m.role),
+            model: m.model.as_deref().map(|x| self.sym(x)),
+            timestamp_ms: m.timestamp_ms,
+            window: m.window,
+            is_compact_summary: m.is_compact_summary,
+            kind: self.sym(&m.kind),
+            seq: m.seq,
+            content_hash: m.content_hash,
+            source: self.sym(&m.source),
+            text_start,
+            text_len: m.content.len() as u32,
+        };
+        self.meta.messages.push(meta);
+        (self.meta.messages.len() - 1) as u32
+    }
+
+    /// Adds one chunk vector of message `message`.
+    pub fn push_chunk(&mut self, message: u32, kind: ChunkKind, text_hash: u64, vector: &[f32]) {
+        self.meta.chunks.push(ChunkRecord {
+            message,
+            kind,
+            row: (self.vectors.len() / DIM) as u32,
+            text_hash,
+        });
+        self.vectors.extend_from_slice(vector);
+    }
+
+    /// Messages added so far.
+    pub fn messages(&self) -> usize {
+        self.meta.messages.len()
+    }
+
+    /// Chunks added so far.
+    pub fn chunks(&self) -> usize {
+        self.meta.chunks.len()
+    }
+
+    /// Writes the segment's files (fsynced) under `dir/segments`.
+    pub fn write(self, dir: &Path, id: u64) -> std::io::Result<()> {
+        std::fs::create_dir_all(dir.join("segments"))?;
+        let p = paths(dir, id);
+        let mut bytes = Vec::with_capacity(self.vectors.len() * 4);
+        for v in &self.vectors {
+            bytes.extend_from_slice(&v.to_le_bytes());
+        }
+        format::write_framed(&p.vectors, VEC_MAGIC, &bytes)?;
+        drop(bytes);
+        format::write_framed(&p.text, TEXT_MAGIC, &self.text)?;
+        format::write_framed(&p.hashes, HASH_MAGIC, &hash_records(&self.meta.chunks))?;
+        format::write_framed(&p.meta, META_MAGIC, &format::encode(&self.meta))?;
+        format::sync_dir(&dir.join("segments"))
+    }
+}
+
+/// The sorted (text hash, first row, rows) records of a segment's chunks: the chunks of one text in one message
+/// are consecutive rows.
+fn hash_records(chunks: &[ChunkRecord]) -> Vec<u8> {
+    let mut runs: Vec<(u64, u32, u32)> = Vec::new();
+    let mut prev: Option<(u32, u64)> = None;
+    for c in chunks {
+        if prev == Some((c.message, c.text_hash))
+            && let Some(last) = runs.last_mut()
+            && last.1 + last.2 == c.row
+        {
+            last.2 += 1;
+        } else {
+            runs.push((c.text_hash, c.row, 1));
+        }
+        prev = Some((c.message, c.text_hash));
+    }
+    runs.sort_by_key(|r| r.0);
+    runs.dedup_by_key(|r| r.0);
+    let mut out = Vec::with_capacity(runs.len() * HASH_RECORD);
+    for (h, first, n) in runs {
+        out.extend_from_slice(&h.to_le_bytes());
+        out.extend_from_slice(&first.to_le_bytes());
+        out.extend_from_slice(&n.to_le_bytes());
+    }
+    out
+}
+
+/// A segment's vectors, memory-mapped.
+pub struct Vectors(Mmap);
+
+impl Vectors {
+    /// Maps and checks `<id>.vec`; `rows` is how many rows the metadata refers to.
+    pub fn open(dir: &Path, id: u64, rows: usize, verify: Verify) -> Result<Self, FormatError> {
+        let path = paths(dir, id).vectors;
+        let map = map_framed(&path, VEC_MAGIC, "vector", verify)?;
+        let payload = map.len() - HEADER_LEN;
+        if !payload.is_multiple_of(DIM * 4) || payload / (DIM * 4) < rows {
+            return Err(FormatError::Damaged(path.display().to_string()));
+        }
+        Ok(Self(map))
     }
 
     /// All rows as one slice of floats (`rows × DIM`).
-    pub fn vectors(&self) -> &[f32] {
-        let bytes = &self.vectors[HEADER_LEN..];
+    pub fn all(&self) -> &[f32] {
+        let bytes = &self.0[HEADER_LEN..];
         if cfg!(target_endian = "little") {
             // SAFETY: the map is page-aligned and HEADER_LEN is a multiple of 4, so the payload is aligned for
             // f32; any bit pattern is a valid f32; the length was checked to be a multiple of DIM * 4.
@@ -89,9 +246,149 @@ impl OpenSegment {
         &[]
     }
 
-    /// One chunk's vector.
+    /// One row.
     pub fn row(&self, row: u32) -> &[f32] {
         let start = row as usize * DIM;
-        &self.vectors()[start..start + DIM]
+        self.all().get(start..start + DIM).unwrap_or(&[])
+    }
+}
+
+/// A segment's hash records, memory-mapped, for the writer's reuse of identical texts' vectors.
+pub struct Hashes(Mmap);
+
+impl Hashes {
+    /// Maps and checks `<id>.hash`.
+    pub fn open(dir: &Path, id: u64, verify: Verify) -> Result<Self, FormatError> {
+        let path = paths(dir, id).hashes;
+        let map = map_framed(&path, HASH_MAGIC, "hash", verify)?;
+        if !(map.len() - HEADER_LEN).is_multiple_of(HASH_RECORD) {
+            return Err(FormatError::Damaged(path.display().to_string()));
+        }
+        Ok(Self(map))
+    }
+
+    fn record(&self, i: usize) -> (u64, u32, u32) {
+        let r = &self.0[HEADER_LEN + i * HASH_RECORD..HEADER_LEN + (i + 1) * HASH_RECORD];
+        (
+            u64::from_le_bytes(r[..8].try_into().unwrap()),
+            u32::from_le_bytes(r[8..12].try_into().unwrap()),
+            u32::from_le_bytes(r[12..16].try_into().unwrap()),
+        )
+    }
+
+    /// The rows (first, count) holding the vectors of a text with this hash.
+    pub fn lookup(&self, hash: u64) -> Option<(u32, u32)> {
+        let (mut lo, mut hi) = (0, (self.0.len() - HEADER_LEN) / HASH_RECORD);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            let (h, first, n) = self.record(mid);
+            match h.cmp(&hash) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some((first, n)),
+            }
+        }
+        None
+    }
+}
+
+/// A segment opened for reading: metadata decoded, text and vectors mapped.
+pub struct OpenSegment {
+    pub id: u64,
+    pub meta: SegmentMeta,
+    pub vectors: Vectors,
+    /// Mapped and checked with the rest, so a damaged hash file is found by readers too.
+    pub hashes: Hashes,
+    text: Mmap,
+}
+
+impl OpenSegment {
+    /// Opens a segment: the metadata is checksummed and decoded; the mapped files are checked per `verify`; every
+    /// message's text range and every chunk's row must lie inside them.
+    pub fn open(dir: &Path, id: u64, verify: Verify) -> Result<Self, FormatError> {
+        let p = paths(dir, id);
+        let meta_name = p.meta.display().to_string();
+        let meta: SegmentMeta = format::decode(
+            &meta_name,
+            &format::read_framed(&p.meta, META_MAGIC, "segment")?,
+        )?;
+        let rows = meta
+            .chunks
+            .iter()
+            .map(|c| c.row as usize + 1)
+            .max()
+            .unwrap_or(0);
+        let vectors = Vectors::open(dir, id, rows, verify)?;
+        let text = map_framed(&p.text, TEXT_MAGIC, "text", verify)?;
+        let hashes = Hashes::open(dir, id, verify)?;
+        let text_len = (text.len() - HEADER_LEN) as u64;
+        let strings = meta.strings.len() as u32;
+        let sym_ok = |s: u32| s < strings;
+        let consistent = meta.messages.iter().all(|m| {
+            m.text_start + m.text_len as u64 <= text_len
+                && [m.session, m.project, m.role, m.kind, m.source]
+                    .into_iter()
+                    .chain(
+                        [m.agent, m.cwd, m.git_branch, m.model]
+                            .into_iter()
+                            .flatten(),
+                    )
+                    .all(sym_ok)
+        }) && meta
+            .chunks
+            .iter()
+            .all(|c| (c.message as usize) < meta.messages.len());
+        if !consistent {
+            return Err(FormatError::Damaged(meta_name));
+        }
+        Ok(Self {
+            id,
+            meta,
+            vectors,
+            hashes,
+            text,
+        })
+    }
+
+    /// An interned string.
+    pub fn str(&self, sym: u32) -> &str {
+        &self.meta.strings[sym as usize]
+    }
+
+    /// The readable text of message `mi` (lossy if the text file was damaged behind our back).
+    pub fn content(&self, mi: usize) -> Cow<'_, str> {
+        let m = &self.meta.messages[mi];
+        let start = HEADER_LEN + m.text_start as usize;
+        String::from_utf8_lossy(&self.text[start..start + m.text_len as usize])
+    }
+
+    /// Message `mi` as callers see it.
+    pub fn stored(&self, mi: usize) -> StoredMessage {
+        let m = &self.meta.messages[mi];
+        let opt = |s: Option<u32>| s.map(|s| self.str(s).to_string());
+        StoredMessage {
+            gid: m.gid,
+            uuid: m.uuid.clone(),
+            session_id: self.str(m.session).to_string(),
+            agent_id: opt(m.agent),
+            project: self.str(m.project).to_string(),
+            cwd: opt(m.cwd),
+            git_branch: opt(m.git_branch),
+            role: self.str(m.role).to_string(),
+            model: opt(m.model),
+            timestamp_ms: m.timestamp_ms,
+            window: m.window,
+            is_compact_summary: m.is_compact_summary,
+            kind: self.str(m.kind).to_string(),
+            seq: m.seq,
+            content: self.content(mi).into_owned(),
+            content_hash: m.content_hash,
+            source: self.str(m.source).to_string(),
+        }
+    }
+
+    /// One chunk's vector.
+    pub fn row(&self, row: u32) -> &[f32] {
+        self.vectors.row(row)
     }
 }

@@ -1,18 +1,25 @@
 //! A reader's view of the index: the manifest it opened and everything that manifest names, consistent for
 //! as long as the reader keeps it, whatever writers publish meanwhile.
+//!
+//! Opening decodes only the compact message records; texts are read from the mapped text files when a hit is
+//! displayed, vectors from the mapped vector files when a query is ranked.
 
 use super::IndexError;
 use super::format::{self, FormatError};
 use super::lexical::Lexical;
-use super::records::{ChunkKind, Manifest, StoredMessage};
-use super::segment::OpenSegment;
-use std::collections::{HashMap, HashSet};
+use super::records::{ChunkKind, Manifest, MessageMeta, StoredMessage};
+use super::segment::{OpenSegment, Verify};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::borrow::Cow;
+use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 
 pub(crate) const MANIFEST_MAGIC: &[u8; 8] = b"GHOLAMAN";
 pub(crate) const MANIFEST: &str = "manifest.bin";
 /// Written by a reader that found a damaged file; the next update then verifies and rebuilds.
 pub(crate) const DAMAGE_SEEN: &str = "damage-seen";
+/// [`MessageRow::agent`] of a main-conversation message.
+pub const NO_AGENT: u32 = u32::MAX;
 
 /// A live chunk: where its vector is and which message it belongs to.
 #[derive(Debug, Clone, Copy)]
@@ -25,15 +32,35 @@ pub struct LiveChunk {
     pub text_hash: u64,
 }
 
+/// A live message as ranking and filtering see it: fixed-size, strings as symbols of [`Snapshot::sym`].
+#[derive(Debug, Clone, Copy)]
+pub struct MessageRow {
+    pub gid: u64,
+    /// Where its record is: segment (index into the snapshot's segments) and position in it.
+    pub segment: u32,
+    pub index: u32,
+    pub session: u32,
+    /// [`NO_AGENT`] for the main conversation.
+    pub agent: u32,
+    pub project: u32,
+    pub window: u32,
+    pub seq: u32,
+    pub timestamp_ms: Option<i64>,
+}
+
 /// A consistent, read-only view of one published index generation.
 pub struct Snapshot {
     pub dir: PathBuf,
     pub manifest: Manifest,
-    /// Live messages (superseded and dead ones left out), grouped by session.
-    pub messages: Vec<StoredMessage>,
+    /// Live messages (superseded and dead ones left out), grouped by session, conversation and order.
+    pub messages: Vec<MessageRow>,
     pub chunks: Vec<LiveChunk>,
     segments: Vec<OpenSegment>,
-    by_gid: HashMap<u64, u32>,
+    /// Strings of every segment, interned once: [`MessageRow`] refers to sessions, agents and projects by index.
+    syms: Vec<String>,
+    /// Per segment, its string-table index → global symbol.
+    local_syms: Vec<Vec<u32>>,
+    by_gid: FxHashMap<u64, u32>,
     /// Sessions left out of the in-memory search set by the memory limit (oldest first).
     pub excluded_sessions: usize,
     pub lexical: Option<(Lexical, tantivy::IndexReader)>,
@@ -67,6 +94,11 @@ pub fn memory_limit_bytes() -> u64 {
     total_kb * 1024 / 3
 }
 
+/// What one message costs the search set: its record and text, plus its vectors.
+pub fn message_bytes(text_len: u32, chunks: u64) -> u64 {
+    (text_len as u64 + 128) + chunks * (crate::embed::DIM as u64 * 4 + 24)
+}
+
 impl Snapshot {
     /// An empty view (no index yet).
     pub fn empty(dir: &Path) -> Self {
@@ -86,7 +118,9 @@ impl Snapshot {
             messages: Vec::new(),
             chunks: Vec::new(),
             segments: Vec::new(),
-            by_gid: HashMap::new(),
+            syms: Vec::new(),
+            local_syms: Vec::new(),
+            by_gid: FxHashMap::default(),
             excluded_sessions: 0,
             lexical: None,
         }
@@ -95,16 +129,17 @@ impl Snapshot {
     /// Opens the published index of `dir`. A damaged or foreign file is an error naming it (the writer sets it
     /// aside and rebuilds); a missing index is an empty snapshot.
     pub fn open(dir: &Path) -> Result<Self, IndexError> {
-        Self::open_with_limit(dir, memory_limit_bytes())
+        Self::open_with(dir, memory_limit_bytes(), false)
     }
 
-    /// [`Snapshot::open`] with an explicit memory limit for the search set.
-    pub fn open_with_limit(dir: &Path, limit: u64) -> Result<Self, IndexError> {
+    /// [`Snapshot::open`] with an explicit memory limit for the search set, checksumming every file when
+    /// `verify_all` (else see [`Verify`]).
+    pub fn open_with(dir: &Path, limit: u64, verify_all: bool) -> Result<Self, IndexError> {
         // A writer may merge segments between our reading the manifest and opening them: read again.
         let mut attempt = 0;
         loop {
-            match Self::open_once(dir, limit) {
-                Err(IndexError::Format(super::format::FormatError::Io(_, e)))
+            match Self::open_once(dir, limit, verify_all) {
+                Err(IndexError::Format(FormatError::Io(_, e)))
                     if e.kind() == std::io::ErrorKind::NotFound && attempt < 3 =>
                 {
                     attempt += 1;
@@ -119,13 +154,20 @@ impl Snapshot {
         }
     }
 
-    fn open_once(dir: &Path, limit: u64) -> Result<Self, IndexError> {
+    fn open_once(dir: &Path, limit: u64, verify_all: bool) -> Result<Self, IndexError> {
+        // The publish time is read before the manifest: a newer manifest renamed in between only makes more
+        // files count as touched (more checking, never less).
+        let published = std::fs::metadata(dir.join(MANIFEST)).and_then(|m| m.modified());
         let Some(manifest) = read_manifest(dir)? else {
             return Ok(Self::empty(dir));
         };
+        let verify = match published {
+            Ok(t) if !verify_all => Verify::IfTouchedSince(t),
+            _ => Verify::Always,
+        };
         let mut segments = Vec::with_capacity(manifest.segments.len());
         for s in &manifest.segments {
-            segments.push(OpenSegment::open(dir, s.id)?);
+            segments.push(OpenSegment::open(dir, s.id, verify)?);
         }
         let mut snap = Self::empty(dir);
         snap.manifest = manifest;
@@ -139,76 +181,137 @@ impl Snapshot {
         Ok(snap)
     }
 
-    /// Picks the live version of every message (later segments supersede earlier ones; dead gids are out) and
-    /// applies the memory limit by leaving out the oldest sessions.
+    /// Interns every segment's strings, picks the live version of every message and applies the memory limit by leaving out the oldest
+    /// sessions.
     fn build_live(&mut self, limit: u64) {
-        let dead: HashSet<u64> = self.manifest.dead.iter().copied().collect();
-        // (segment, index) of the live version of each key.
-        let mut latest: HashMap<(&str, Option<&str>, &str), (usize, usize)> = HashMap::new();
+        let mut index: FxHashMap<&str, u32> = FxHashMap::default();
+        let mut syms: Vec<String> = Vec::new();
+        let mut local_syms = Vec::with_capacity(self.segments.len());
+        for seg in &self.segments {
+            local_syms.push(
+                seg.meta
+                    .strings
+                    .iter()
+                    .map(|s| {
+                        *index.entry(s.as_str()).or_insert_with(|| {
+                            syms.push(s.clone());
+                            (syms.len() - 1) as u32
+                        })
+                    })
+                    .collect::<Vec<u32>>(),
+            );
+        }
+        drop(index);
+        let dead: FxHashSet<u64> = self.manifest.dead.iter().copied().collect();
+        // A superseded version's gid is dead. What remains with the same (session, agent, uuid) is a uuid written
+        // twice into a transcript, and the first occurrence (lowest gid) is the message, as when a file is read
+        // whole.
+        // Rows, with duplicates of a key resolved to the lowest gid. Keys are compared by a 64-bit hash first
+        // and by value on a hit, so a collision keeps both rather than hiding one.
+        let mut rows: Vec<MessageRow> = Vec::new();
+        let mut by_key: FxHashMap<u64, u32> = FxHashMap::default();
+        let key_of = |r: &MessageRow, m: &MessageMeta| {
+            let mut h = rustc_hash::FxHasher::default();
+            (r.session, r.agent, m.uuid.as_str()).hash(&mut h);
+            h.finish()
+        };
         for (si, seg) in self.segments.iter().enumerate() {
+            let local = &local_syms[si];
             for (mi, m) in seg.meta.messages.iter().enumerate() {
-                if !dead.contains(&m.gid) {
-                    latest.insert(
-                        (
-                            m.session_id.as_str(),
-                            m.agent_id.as_deref(),
-                            m.uuid.as_str(),
-                        ),
-                        (si, mi),
-                    );
+                if dead.contains(&m.gid) {
+                    continue;
+                }
+                let row = MessageRow {
+                    gid: m.gid,
+                    segment: si as u32,
+                    index: mi as u32,
+                    session: local[m.session as usize],
+                    agent: m.agent.map_or(NO_AGENT, |a| local[a as usize]),
+                    project: local[m.project as usize],
+                    window: m.window,
+                    seq: m.seq,
+                    timestamp_ms: m.timestamp_ms,
+                };
+                let k = key_of(&row, m);
+                match by_key.get(&k) {
+                    Some(&at) => {
+                        let old = rows[at as usize];
+                        let old_meta =
+                            &self.segments[old.segment as usize].meta.messages[old.index as usize];
+                        if (old.session, old.agent, old_meta.uuid.as_str())
+                            == (row.session, row.agent, m.uuid.as_str())
+                        {
+                            if row.gid < old.gid {
+                                rows[at as usize] = row;
+                            }
+                        } else {
+                            rows.push(row);
+                        }
+                    }
+                    None => {
+                        by_key.insert(k, rows.len() as u32);
+                        rows.push(row);
+                    }
                 }
             }
         }
-        let mut picks: Vec<(usize, usize)> = latest.into_values().collect();
-        // Memory: per session, its text plus its vectors; newest sessions are kept first.
-        let mut per_session: HashMap<&str, (i64, u64)> = HashMap::new();
-        let mut chunk_count: HashMap<(usize, usize), u64> = HashMap::new();
+        drop(by_key);
+        // Chunks per message, for the memory estimate.
+        let mut chunk_counts: Vec<Vec<u32>> = self
+            .segments
+            .iter()
+            .map(|s| vec![0u32; s.meta.messages.len()])
+            .collect();
         for (si, seg) in self.segments.iter().enumerate() {
             for c in &seg.meta.chunks {
-                *chunk_count.entry((si, c.message as usize)).or_default() += 1;
+                chunk_counts[si][c.message as usize] += 1;
             }
         }
-        for &(si, mi) in &picks {
-            let m = &self.segments[si].meta.messages[mi];
-            let e = per_session
-                .entry(m.session_id.as_str())
-                .or_insert((i64::MIN, 0));
-            e.0 = e.0.max(m.timestamp_ms.unwrap_or(i64::MIN));
-            e.1 += (m.content.len() + 256) as u64
-                + chunk_count.get(&(si, mi)).copied().unwrap_or(0)
-                    * (crate::embed::DIM as u64 * 4 + 16);
+        // Memory: per session, its records, texts and vectors; newest sessions are kept first.
+        let mut per_session: FxHashMap<u32, (i64, u64)> = FxHashMap::default();
+        for r in &rows {
+            let m = &self.segments[r.segment as usize].meta.messages[r.index as usize];
+            let e = per_session.entry(r.session).or_insert((i64::MIN, 0));
+            e.0 = e.0.max(r.timestamp_ms.unwrap_or(i64::MIN));
+            e.1 += message_bytes(
+                m.text_len,
+                chunk_counts[r.segment as usize][r.index as usize] as u64,
+            );
         }
-        let mut sessions: Vec<(&str, i64, u64)> =
+        let mut sessions: Vec<(u32, i64, u64)> =
             per_session.iter().map(|(s, (t, b))| (*s, *t, *b)).collect();
-        sessions.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        sessions.sort_by(|a, b| {
+            b.1.cmp(&a.1)
+                .then(syms[a.0 as usize].cmp(&syms[b.0 as usize]))
+        });
         let mut used = 0u64;
-        let mut excluded: HashSet<String> = HashSet::new();
+        let mut excluded: FxHashSet<u32> = FxHashSet::default();
         for (s, _, bytes) in sessions {
             used += bytes;
             if used > limit {
-                excluded.insert(s.to_string());
+                excluded.insert(s);
             }
         }
         self.excluded_sessions = excluded.len();
-        picks.retain(|&(si, mi)| {
-            !excluded.contains(&self.segments[si].meta.messages[mi].session_id)
-        });
+        if !excluded.is_empty() {
+            rows.retain(|r| !excluded.contains(&r.session));
+        }
         // Group by session, then conversation, then order, so context is a contiguous neighbourhood.
-        picks.sort_by(|&(a, b), &(c, d)| {
-            let x = &self.segments[a].meta.messages[b];
-            let y = &self.segments[c].meta.messages[d];
-            (&x.session_id, &x.agent_id, x.seq).cmp(&(&y.session_id, &y.agent_id, y.seq))
-        });
-        let mut index_of: HashMap<(usize, usize), u32> = HashMap::with_capacity(picks.len());
-        for (i, &(si, mi)) in picks.iter().enumerate() {
-            index_of.insert((si, mi), i as u32);
-            let m = self.segments[si].meta.messages[mi].clone();
-            self.by_gid.insert(m.gid, i as u32);
-            self.messages.push(m);
+        rows.sort_unstable_by_key(|r| (r.session, r.agent, r.seq, r.gid));
+        let mut live_index: Vec<Vec<u32>> = self
+            .segments
+            .iter()
+            .map(|s| vec![u32::MAX; s.meta.messages.len()])
+            .collect();
+        self.by_gid.reserve(rows.len());
+        for (i, r) in rows.iter().enumerate() {
+            live_index[r.segment as usize][r.index as usize] = i as u32;
+            self.by_gid.insert(r.gid, i as u32);
         }
         for (si, seg) in self.segments.iter().enumerate() {
             for c in &seg.meta.chunks {
-                if let Some(&message) = index_of.get(&(si, c.message as usize)) {
+                let message = live_index[si][c.message as usize];
+                if message != u32::MAX {
                     self.chunks.push(LiveChunk {
                         message,
                         kind: c.kind,
@@ -219,6 +322,74 @@ impl Snapshot {
                 }
             }
         }
+        self.messages = rows;
+        self.syms = syms;
+        self.local_syms = local_syms;
+    }
+
+    /// A global symbol's string (sessions, agents, projects of [`MessageRow`]).
+    pub fn sym(&self, sym: u32) -> &str {
+        self.syms.get(sym as usize).map_or("", String::as_str)
+    }
+
+    /// The symbol of a string, if any message uses it.
+    pub fn sym_of(&self, s: &str) -> Option<u32> {
+        self.syms.iter().position(|x| x == s).map(|i| i as u32)
+    }
+
+    /// How many symbols there are (for per-symbol tables, e.g. which projects pass a filter).
+    pub fn sym_count(&self) -> usize {
+        self.syms.len()
+    }
+
+    /// The stored record of live message `i`.
+    pub fn meta(&self, i: usize) -> &MessageMeta {
+        let r = &self.messages[i];
+        &self.segments[r.segment as usize].meta.messages[r.index as usize]
+    }
+
+    /// A string of live message `i`'s segment table, resolved.
+    fn local(&self, i: usize, sym: u32) -> &str {
+        let r = &self.messages[i];
+        self.sym(self.local_syms[r.segment as usize][sym as usize])
+    }
+
+    /// The uuid of live message `i`.
+    pub fn uuid(&self, i: usize) -> &str {
+        &self.meta(i).uuid
+    }
+
+    /// The session id of live message `i`.
+    pub fn session_id(&self, i: usize) -> &str {
+        self.sym(self.messages[i].session)
+    }
+
+    /// The agent id of live message `i` (subagent messages only).
+    pub fn agent_id(&self, i: usize) -> Option<&str> {
+        let a = self.messages[i].agent;
+        (a != NO_AGENT).then(|| self.sym(a))
+    }
+
+    /// The project of live message `i`.
+    pub fn project(&self, i: usize) -> &str {
+        self.sym(self.messages[i].project)
+    }
+
+    /// The source transcript of live message `i`.
+    pub fn source(&self, i: usize) -> &str {
+        self.local(i, self.meta(i).source)
+    }
+
+    /// The readable text of live message `i`.
+    pub fn content(&self, i: usize) -> Cow<'_, str> {
+        let r = &self.messages[i];
+        self.segments[r.segment as usize].content(r.index as usize)
+    }
+
+    /// Live message `i` with every field, for display.
+    pub fn stored(&self, i: usize) -> StoredMessage {
+        let r = &self.messages[i];
+        self.segments[r.segment as usize].stored(r.index as usize)
     }
 
     /// The vector of a live chunk.
@@ -229,16 +400,5 @@ impl Snapshot {
     /// Index into `messages` of a gid, if live.
     pub fn message_by_gid(&self, gid: u64) -> Option<u32> {
         self.by_gid.get(&gid).copied()
-    }
-
-    /// Every stored message (all segments, live or not) with its chunks' (kind, text hash, vector), for the
-    /// writer: to diff against re-read sessions and reuse vectors of identical text.
-    pub(crate) fn all_segments(&self) -> &[OpenSegment] {
-        &self.segments
-    }
-
-    /// Adds a segment the writer just wrote (its messages are not added to the live set).
-    pub(crate) fn push_segment(&mut self, s: OpenSegment) {
-        self.segments.push(s);
     }
 }

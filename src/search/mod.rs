@@ -8,9 +8,10 @@ pub use params::{Fusion, SearchParams, parse_bound};
 pub use response::{SearchHit, SearchResponse};
 
 use crate::embed::Embedder;
-use crate::index::{Snapshot, StoredMessage};
+use crate::index::{MessageRow, NO_AGENT, Snapshot};
 use crate::transcript::is_within;
 use response::{BODY_CHARS, ContextMessage, IndexInfo, MatchedMessage, Scores, cut_around};
+use rustc_hash::FxHashMap;
 use std::collections::HashMap;
 
 /// Lexical candidates fetched before filtering.
@@ -25,8 +26,8 @@ fn iso(ms: Option<i64>) -> Option<String> {
         .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
 }
 
-/// A session window of one conversation: (session id, agent id, window).
-type WindowKey<'a> = (&'a str, Option<&'a str>, u32);
+/// A session window of one conversation: (session, agent, window) symbols.
+type WindowKey = (u32, u32, u32);
 
 /// A ranked message before merging.
 #[derive(Debug, Clone, Copy)]
@@ -40,29 +41,40 @@ struct Scored {
 /// Messages that pass the filters.
 fn eligible(snap: &Snapshot, p: &SearchParams) -> Vec<bool> {
     // The excluded session's latest window.
-    let latest_window = p.exclude_session.as_ref().map(|id| {
+    let excluded = p.exclude_session.as_deref().and_then(|id| snap.sym_of(id));
+    let latest_window = excluded.map(|sym| {
         snap.messages
             .iter()
-            .filter(|m| &m.session_id == id)
+            .filter(|m| m.session == sym)
             .map(|m| m.window)
             .max()
             .unwrap_or(0)
     });
     let after = p.after.map(|t| t.timestamp_millis());
     let before = p.before.map(|t| t.timestamp_millis());
+    // Whether each project symbol passes the project filter, decided once per project (0: not yet known).
+    let mut project_ok = vec![0u8; snap.sym_count()];
     snap.messages
         .iter()
         .map(|m| {
-            if let Some(project) = &p.project
-                && !is_within(&m.project, project)
-            {
+            if let Some(project) = &p.project {
+                let known = &mut project_ok[m.project as usize];
+                if *known == 0 {
+                    *known = if is_within(snap.sym(m.project), project) {
+                        1
+                    } else {
+                        2
+                    };
+                }
+                if *known == 2 {
+                    return false;
+                }
+            }
+            if !p.include_subagents && m.agent != NO_AGENT {
                 return false;
             }
-            if !p.include_subagents && m.agent_id.is_some() {
-                return false;
-            }
-            if let (Some(id), Some(w)) = (&p.exclude_session, latest_window)
-                && &m.session_id == id
+            if let (Some(sym), Some(w)) = (excluded, latest_window)
+                && m.session == sym
                 && m.window == w
             {
                 return false;
@@ -78,23 +90,67 @@ fn eligible(snap: &Snapshot, p: &SearchParams) -> Vec<bool> {
         .collect()
 }
 
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
+/// Dot product written so the compiler vectorises it: eight independent accumulators.
+#[inline(always)]
+fn dot_lanes(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0f32; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = ca
+        .remainder()
+        .iter()
+        .zip(cb.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    for (x, y) in ca.zip(cb) {
+        for i in 0..8 {
+            acc[i] += x[i] * y[i];
+        }
+    }
+    acc.iter().sum::<f32>() + tail
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn best_scores_avx2(snap: &Snapshot, q: &[f32], ok: &[bool], best: &mut [f32]) {
+    best_scores_generic(snap, q, ok, best)
+}
+
+#[inline(always)]
+fn best_scores_generic(snap: &Snapshot, q: &[f32], ok: &[bool], best: &mut [f32]) {
+    for c in &snap.chunks {
+        let m = c.message as usize;
+        if ok[m] {
+            let s = dot_lanes(q, snap.vector(c));
+            if s > best[m] {
+                best[m] = s;
+            }
+        }
+    }
+}
+
+/// Each eligible message's best chunk cosine (vectors are unit length), `-inf` for the rest: the scan over
+/// every vector, with AVX2/FMA when the CPU has them.
+fn best_scores(snap: &Snapshot, q: &[f32], ok: &[bool]) -> Vec<f32> {
+    let mut best = vec![f32::NEG_INFINITY; snap.messages.len()];
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        // SAFETY: the CPU supports the features the function was compiled for (checked just above).
+        unsafe { best_scores_avx2(snap, q, ok, &mut best) };
+        return best;
+    }
+    best_scores_generic(snap, q, ok, &mut best);
+    best
 }
 
 /// Ranks eligible messages for the query; returns them best first.
 fn rank(snap: &Snapshot, p: &SearchParams, query_vec: Option<&[f32]>, ok: &[bool]) -> Vec<Scored> {
-    let mut semantic: HashMap<u32, f32> = HashMap::new();
-    if let Some(q) = query_vec {
-        for c in &snap.chunks {
-            if ok[c.message as usize] {
-                let s = dot(q, snap.vector(c));
-                let e = semantic.entry(c.message).or_insert(f32::MIN);
-                *e = e.max(s);
-            }
-        }
-    }
-    let mut lexical: HashMap<u32, f32> = HashMap::new();
+    let semantic = match query_vec {
+        Some(q) => best_scores(snap, q, ok),
+        None => Vec::new(),
+    };
+    let sem = |m: u32| semantic.get(m as usize).copied().filter(|s| s.is_finite());
+    let mut lexical: FxHashMap<u32, f32> = FxHashMap::default();
+    let mut lex_sorted: Vec<(u32, f32)> = Vec::new();
     if let Some((lex, reader)) = &snap.lexical {
         for (gid, score) in lex
             .search(reader, &p.query, LEXICAL_CANDIDATES)
@@ -102,30 +158,47 @@ fn rank(snap: &Snapshot, p: &SearchParams, query_vec: Option<&[f32]>, ok: &[bool
         {
             if let Some(i) = snap.message_by_gid(gid)
                 && ok[i as usize]
+                && lexical.insert(i, score).is_none()
             {
-                lexical.insert(i, score);
+                lex_sorted.push((i, score));
             }
         }
     }
-    // Candidates: every lexical match, plus the best semantic ones above the threshold.
-    let mut sem_sorted: Vec<(u32, f32)> = semantic.iter().map(|(k, v)| (*k, *v)).collect();
-    sem_sorted.sort_by(|a, b| b.1.total_cmp(&a.1));
-    let sem_rank: HashMap<u32, usize> = sem_sorted
+    lex_sorted.sort_by(|a, b| b.1.total_cmp(&a.1));
+    // The best semantic candidates, without sorting every message.
+    let mut sem_top: Vec<(u32, f32)> = semantic
         .iter()
         .enumerate()
-        .map(|(r, (m, _))| (*m, r))
+        .filter(|(_, s)| s.is_finite())
+        .map(|(m, s)| (m as u32, *s))
         .collect();
-    let mut lex_sorted: Vec<(u32, f32)> = lexical.iter().map(|(k, v)| (*k, *v)).collect();
-    lex_sorted.sort_by(|a, b| b.1.total_cmp(&a.1));
-    let lex_rank: HashMap<u32, usize> = lex_sorted
+    let by_score = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+    // Rank fusion needs every message's semantic rank; the other fusions only the best few.
+    let sem_rank: FxHashMap<u32, usize> = if p.fusion == Fusion::Rrf {
+        sem_top.sort_by(by_score);
+        sem_top
+            .iter()
+            .enumerate()
+            .map(|(r, (m, _))| (*m, r))
+            .collect()
+    } else {
+        if sem_top.len() > SEMANTIC_CANDIDATES {
+            sem_top.select_nth_unstable_by(SEMANTIC_CANDIDATES, by_score);
+            sem_top.truncate(SEMANTIC_CANDIDATES);
+        }
+        sem_top.sort_by(by_score);
+        FxHashMap::default()
+    };
+    let lex_rank: FxHashMap<u32, usize> = lex_sorted
         .iter()
         .enumerate()
         .map(|(r, (m, _))| (*m, r))
         .collect();
     let max_lex = lex_sorted.first().map_or(1.0, |x| x.1).max(1e-6);
-    let mut candidates: Vec<u32> = lexical.keys().copied().collect();
+    // Candidates: every lexical match, plus the best semantic ones above the threshold.
+    let mut candidates: Vec<u32> = lex_sorted.iter().map(|(m, _)| *m).collect();
     candidates.extend(
-        sem_sorted
+        sem_top
             .iter()
             .take(SEMANTIC_CANDIDATES)
             .filter(|(m, s)| *s >= p.threshold && !lexical.contains_key(m))
@@ -134,7 +207,7 @@ fn rank(snap: &Snapshot, p: &SearchParams, query_vec: Option<&[f32]>, ok: &[bool
     let mut out: Vec<Scored> = candidates
         .into_iter()
         .filter_map(|m| {
-            let s = semantic.get(&m).copied().unwrap_or(0.0).max(0.0);
+            let s = sem(m).unwrap_or(0.0).max(0.0);
             let l = lexical.get(&m).copied().unwrap_or(0.0);
             let score = match p.fusion {
                 Fusion::Weighted => p.lexical_weight * (l / max_lex) + (1.0 - p.lexical_weight) * s,
@@ -178,8 +251,8 @@ fn rank(snap: &Snapshot, p: &SearchParams, query_vec: Option<&[f32]>, ok: &[bool
 }
 
 /// Same conversation (session, agent) and same window.
-fn same_window(a: &StoredMessage, b: &StoredMessage) -> bool {
-    a.session_id == b.session_id && a.agent_id == b.agent_id && a.window == b.window
+fn same_window(a: &MessageRow, b: &MessageRow) -> bool {
+    a.session == b.session && a.agent == b.agent && a.window == b.window
 }
 
 /// The context range (indices into `snap.messages`) around message `i`: up to `n` neighbours each side within
@@ -228,7 +301,7 @@ pub fn search_with_vector(
         let i = s.message as usize;
         let m = &snap.messages[i];
         let range = context_range(snap, i, p.context);
-        let key = (m.session_id.as_str(), m.agent_id.as_deref(), m.window);
+        let key = (m.session, m.agent, m.window);
         let ranges = ranges_by_window.entry(key).or_default();
         if ranges
             .iter()
@@ -255,10 +328,10 @@ pub fn search_with_vector(
         .take(p.max_results)
         .map(|(s, (lo, hi))| {
             let i = s.message as usize;
-            let m = &snap.messages[i];
+            let m = snap.stored(i);
             let context = (*lo..=*hi)
                 .map(|j| {
-                    let c = &snap.messages[j];
+                    let c = if j == i { m.clone() } else { snap.stored(j) };
                     ContextMessage {
                         uuid: c.uuid.clone(),
                         role: c.role.clone(),

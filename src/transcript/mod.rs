@@ -16,7 +16,9 @@ pub use discover::{
 pub use lookup::{LookupError, resolve_session_id};
 pub use message::{Message, Part, Role};
 pub use reader::{EntryAt, FileReport, ReadOutcome, read_entries, stream_entries, stream_lines};
-pub use session::{FileStatus, Session, Subagent, load_session, parse_time};
+pub use session::{
+    FileStatus, ReadPlan, Session, Start, Subagent, load_session, load_session_from, parse_time,
+};
 
 use rayon::prelude::*;
 use std::path::Path;

@@ -23,6 +23,9 @@ pub struct Subagent {
 #[derive(Debug, Clone, Serialize)]
 pub struct FileStatus {
     pub path: PathBuf,
+    /// Where reading started (0 unless resumed).
+    #[serde(skip)]
+    pub start: u64,
     pub consumed: u64,
     #[serde(flatten)]
     pub report: FileReport,
@@ -77,35 +80,82 @@ impl Session {
     }
 }
 
+/// Where a resumed read of a file starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Start {
+    pub offset: u64,
+    /// Compaction windows begun before `offset` (main transcripts).
+    pub window: u32,
+}
+
+/// How to read a session's files: whole (the default), or each from where an earlier read left off, so that an
+/// append costs the appended bytes. Files the plan does not name are read whole.
+#[derive(Debug, Clone, Default)]
+pub struct ReadPlan {
+    /// Per file: `Some(start)` to resume there, `None` to skip the file (it has not changed).
+    pub starts: HashMap<PathBuf, Option<Start>>,
+    /// The session's project, when an earlier read determined it.
+    pub project: Option<String>,
+    /// Compactions before the main transcript's start (they place subagent messages in windows).
+    pub boundaries: Vec<Option<DateTime<Utc>>>,
+}
+
 /// Reads and assembles one session. Never fails: unreadable files show up in `files[].report`.
 pub fn load_session(files: &SessionFiles) -> Session {
+    load_session_from(files, &ReadPlan::default())
+}
+
+/// Reads what `plan` asks of one session's files: a resumed read yields the messages that start at or after each
+/// file's start offset, with windows and boundaries continuing from the plan's.
+pub fn load_session_from(files: &SessionFiles, plan: &ReadPlan) -> Session {
+    let start_of = |p: &Path| -> Option<Start> {
+        match plan.starts.get(p) {
+            Some(s) => *s,
+            None => Some(Start {
+                offset: 0,
+                window: 0,
+            }),
+        }
+    };
     let mut statuses = Vec::new();
     let mut main_entries = Vec::new();
-    if let Some(path) = &files.main {
-        let (entries, outcome) = read_entries(path, 0);
+    let mut window = 0u32;
+    if let Some(path) = &files.main
+        && let Some(start) = start_of(path)
+    {
+        let (entries, outcome) = read_entries(path, start.offset);
         main_entries = entries;
+        window = start.window;
         statuses.push(FileStatus {
             path: path.clone(),
+            start: start.offset,
             consumed: outcome.consumed,
             report: outcome.report,
         });
     }
+    let main_read = !statuses.is_empty();
     let mut sub_entries = Vec::new();
     for sub in &files.subagents {
-        let (entries, outcome) = read_entries(&sub.path, 0);
+        let Some(start) = start_of(&sub.path) else {
+            continue;
+        };
+        let (entries, outcome) = read_entries(&sub.path, start.offset);
         statuses.push(FileStatus {
             path: sub.path.clone(),
+            start: start.offset,
             consumed: outcome.consumed,
             report: outcome.report,
         });
         sub_entries.push((sub, entries));
     }
 
-    let project = main_entries
-        .iter()
-        .chain(sub_entries.iter().flat_map(|(_, e)| e.iter()))
-        .find_map(|e| e.entry.cwd.clone().filter(|c| !c.is_empty()))
-        .unwrap_or_else(|| dir_name(&files.project_dir));
+    let project = plan.project.clone().unwrap_or_else(|| {
+        main_entries
+            .iter()
+            .chain(sub_entries.iter().flat_map(|(_, e)| e.iter()))
+            .find_map(|e| e.entry.cwd.clone().filter(|c| !c.is_empty()))
+            .unwrap_or_else(|| dir_name(&files.project_dir))
+    });
 
     let ctx = Context {
         session_id: &files.session_id,
@@ -115,8 +165,7 @@ pub fn load_session(files: &SessionFiles) -> Session {
     let mut main = Builder::default();
     let mut inline: Vec<(String, Builder)> = Vec::new();
     let mut inline_owner: HashMap<String, usize> = HashMap::new();
-    let mut boundaries = Vec::new();
-    let mut window = 0u32;
+    let mut boundaries = plan.boundaries.clone();
     let mut title = Title::default();
     for EntryAt { offset, entry } in &main_entries {
         match entry.kind.as_str() {
@@ -154,7 +203,7 @@ pub fn load_session(files: &SessionFiles) -> Session {
             _ => {}
         }
     }
-    if let Some(first) = statuses.first_mut().filter(|_| files.main.is_some()) {
+    if let Some(first) = statuses.first_mut().filter(|_| main_read) {
         first.report.unknown_blocks += report_sink.unknown_blocks;
     }
 
@@ -176,7 +225,7 @@ pub fn load_session(files: &SessionFiles) -> Session {
                 b.push(*offset, entry, w, Some(&sub.agent_id), &ctx, &mut sink);
             }
         }
-        let status_index = i + usize::from(files.main.is_some());
+        let status_index = i + usize::from(main_read);
         statuses[status_index].report.unknown_blocks += sink.unknown_blocks;
         subagents.push(Subagent {
             agent_id: sub.agent_id.clone(),

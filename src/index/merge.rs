@@ -1,0 +1,143 @@
+//! Size-tiered merging: every append publishes a small segment; once [`MERGE_FACTOR`] segments of one size class
+//! pile up they are rewritten as one (vectors copied, nothing re-embedded), dropping dead and superseded
+//! messages. Each message is rewritten about log₄(index size) times over its life, and an append never waits
+//! for a rewrite of everything.
+
+use super::IndexError;
+use super::records::SegmentInfo;
+use super::segment::{self, OpenSegment, SegmentBuilder, Verify};
+use super::writer::Writer;
+use std::collections::{HashMap, HashSet};
+
+/// Segments of one size class merged together once there are this many of them.
+pub const MERGE_FACTOR: usize = 4;
+
+/// A segment's size class: ⌊log₄ messages⌋.
+fn class(s: &SegmentInfo) -> u32 {
+    s.messages.max(1).ilog(MERGE_FACTOR as u32)
+}
+
+/// The segments to merge next: all of the smallest class that has [`MERGE_FACTOR`] or more.
+pub fn next_merge(segments: &[SegmentInfo]) -> Option<Vec<u64>> {
+    let mut by_class: HashMap<u32, Vec<u64>> = HashMap::new();
+    for s in segments {
+        by_class.entry(class(s)).or_default().push(s.id);
+    }
+    let mut classes: Vec<_> = by_class
+        .into_iter()
+        .filter(|(_, ids)| ids.len() >= MERGE_FACTOR)
+        .collect();
+    classes.sort_by_key(|(c, _)| *c);
+    classes.into_iter().next().map(|(_, ids)| ids)
+}
+
+impl Writer<'_> {
+    /// Merges while some size class is full.
+    pub fn merge_while_needed(&mut self) -> Result<(), IndexError> {
+        while let Some(ids) = next_merge(&self.manifest.segments) {
+            self.merge(&ids)?;
+        }
+        Ok(())
+    }
+
+    /// Rewrites segments `ids` as one, publishes, then deletes their files. Readers holding an older manifest keep
+    /// their mapped files (unlinked files stay readable) or, opening late, read the manifest again.
+    fn merge(&mut self, ids: &[u64]) -> Result<(), IndexError> {
+        let dead: HashSet<u64> = self.manifest.dead.iter().copied().collect();
+        let mut segs = Vec::with_capacity(ids.len());
+        for &id in ids {
+            segs.push(OpenSegment::open(self.dir, id, Verify::Always)?);
+        }
+        // Within the merged set, the lowest live gid of each (session, agent, uuid) stays (see
+        // `Snapshot::build_live`).
+        let mut best: HashMap<(&str, Option<&str>, &str), u64> = HashMap::new();
+        for seg in &segs {
+            for m in &seg.meta.messages {
+                if dead.contains(&m.gid) {
+                    continue;
+                }
+                let key = (
+                    seg.str(m.session),
+                    m.agent.map(|a| seg.str(a)),
+                    m.uuid.as_str(),
+                );
+                let e = best.entry(key).or_insert(m.gid);
+                *e = (*e).min(m.gid);
+            }
+        }
+        let keep: HashSet<u64> = best.into_values().collect();
+        let mut gone = HashSet::new();
+        let mut superseded = Vec::new();
+        let mut builder = SegmentBuilder::default();
+        for seg in &segs {
+            let mut chunks_of: Vec<Vec<usize>> = vec![Vec::new(); seg.meta.messages.len()];
+            for (ci, c) in seg.meta.chunks.iter().enumerate() {
+                chunks_of[c.message as usize].push(ci);
+            }
+            for (mi, m) in seg.meta.messages.iter().enumerate() {
+                gone.insert(m.gid);
+                if !keep.contains(&m.gid) {
+                    if !dead.contains(&m.gid) {
+                        superseded.push(m.gid);
+                    }
+                    continue;
+                }
+                let new = builder.push_message(&seg.stored(mi));
+                for &ci in &chunks_of[mi] {
+                    let c = seg.meta.chunks[ci];
+                    builder.push_chunk(new, c.kind, c.text_hash, seg.row(c.row));
+                }
+            }
+        }
+        let id = self.manifest.next_segment;
+        let info = SegmentInfo {
+            id,
+            messages: builder.messages() as u32,
+            chunks: builder.chunks() as u32,
+        };
+        builder.write(self.dir, id)?;
+        drop(segs);
+        self.manifest.next_segment += 1;
+        self.manifest.segments.retain(|s| !ids.contains(&s.id));
+        self.manifest.segments.push(info);
+        self.manifest.dead.retain(|g| !gone.contains(g));
+        for gid in superseded {
+            self.lexical.delete(&self.lex_writer, gid);
+        }
+        self.commit()?;
+        self.forget_segments(ids);
+        for &old in ids {
+            for p in segment::paths(self.dir, old).all() {
+                let _ = std::fs::remove_file(p);
+            }
+        }
+        self.summary.merges += 1;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seg(id: u64, messages: u32) -> SegmentInfo {
+        SegmentInfo {
+            id,
+            messages,
+            chunks: messages,
+        }
+    }
+
+    #[test]
+    fn merges_the_smallest_full_class_only() {
+        assert_eq!(next_merge(&[seg(1, 5000), seg(2, 3), seg(3, 2)]), None);
+        let small: Vec<SegmentInfo> = (0..4).map(|i| seg(10 + i, 2)).collect();
+        let mut all = vec![seg(1, 5000)];
+        all.extend(small);
+        assert_eq!(next_merge(&all), Some(vec![10, 11, 12, 13]));
+        // Four big ones and four small ones: the small ones first.
+        let mut both: Vec<SegmentInfo> = (0..4).map(|i| seg(i, 5000)).collect();
+        both.extend((0..4).map(|i| seg(20 + i, 10)));
+        assert_eq!(next_merge(&both), Some(vec![20, 21, 22, 23]));
+    }
+}

@@ -1,0 +1,100 @@
+//! What of a message gets stored and embedded: its readable text (for display and the lexical index) and, per
+//! kind, the texts to embed, each kind capped.
+
+use super::records::ChunkKind;
+use crate::transcript::{Message, Part};
+
+/// How many chunks of each kind a message may have embedded. Text is what people search for, so it gets the
+/// most; a tool result is represented by its first chunk (a 50 KB log must not cost fifty embeddings; its whole
+/// text is still in the lexical index).
+pub fn chunk_cap(kind: ChunkKind) -> usize {
+    match kind {
+        ChunkKind::Text => 4,
+        ChunkKind::Thinking => 2,
+        ChunkKind::ToolUse | ChunkKind::ToolResult => 1,
+    }
+}
+
+/// Stored content is cut here (display cuts at 2,000 characters; the rest only feeds the lexical index).
+const MAX_CONTENT_BYTES: usize = 32 * 1024;
+
+/// Characters of the previous message's text prepended to a message's text before embedding: a reply ("yes,
+/// the second one") means little without what it answers. Chosen on the LoCoMo dev set (see the README).
+pub static NEIGHBOUR_CHARS: std::sync::LazyLock<usize> = std::sync::LazyLock::new(|| {
+    crate::config::non_empty_env("GHOLA_NEIGHBOUR_CHARS")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300)
+});
+
+/// The last `n` characters of `s`.
+pub fn tail_chars(s: &str, n: usize) -> String {
+    let count = s.chars().count();
+    s.chars().skip(count.saturating_sub(n)).collect()
+}
+
+/// The readable text of a message, what it mostly is ("text", "summary", "tool_use", "tool_result",
+/// "thinking"), and the texts to embed, by kind.
+pub fn render(m: &Message) -> (String, &'static str, Vec<(ChunkKind, String)>) {
+    let mut content = String::new();
+    let mut by_kind: Vec<(ChunkKind, String)> = Vec::new();
+    let mut add = |kind: ChunkKind, text: &str| {
+        if let Some(e) = by_kind.iter_mut().find(|(k, _)| *k == kind) {
+            e.1.push('\n');
+            e.1.push_str(text);
+        } else {
+            by_kind.push((kind, text.to_string()));
+        }
+    };
+    for p in &m.parts {
+        let line = match p {
+            Part::Text { text } => {
+                add(ChunkKind::Text, text);
+                text.clone()
+            }
+            Part::Thinking { text } => {
+                add(ChunkKind::Thinking, text);
+                format!("[thinking] {text}")
+            }
+            Part::ToolUse { name, summary, .. } => {
+                let l = format!("{name}: {summary}");
+                add(ChunkKind::ToolUse, &l);
+                format!("[tool] {l}")
+            }
+            Part::ToolResult { text, is_error, .. } => {
+                add(ChunkKind::ToolResult, text);
+                format!(
+                    "[{}] {text}",
+                    if *is_error {
+                        "tool error"
+                    } else {
+                        "tool result"
+                    }
+                )
+            }
+        };
+        if !content.is_empty() {
+            content.push('\n');
+        }
+        content.push_str(&line);
+    }
+    by_kind.retain(|(_, t)| !t.trim().is_empty());
+    if content.len() > MAX_CONTENT_BYTES {
+        let mut cut = MAX_CONTENT_BYTES;
+        while !content.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        content.truncate(cut);
+    }
+    let kind = if m.is_compact_summary {
+        "summary"
+    } else if by_kind.iter().any(|(k, _)| *k == ChunkKind::Text) {
+        "text"
+    } else if by_kind.iter().any(|(k, _)| *k == ChunkKind::ToolResult) {
+        "tool_result"
+    } else if by_kind.iter().any(|(k, _)| *k == ChunkKind::ToolUse) {
+        "tool_use"
+    } else {
+        "thinking"
+    };
+    (content, kind, by_kind)
+}

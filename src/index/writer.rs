@@ -1,0 +1,545 @@
+//! The writer's working state between publishes: turns re-read sessions into pending messages, embeds what is
+//! new (each distinct text once, reusing stored vectors found through the segments' hash files), writes a
+//! segment, updates the lexical index and publishes a manifest.
+
+use super::format::{self, sync_dir};
+use super::lexical::Lexical;
+use super::records::{ChunkKind, FileState, Manifest, Resume, SegmentInfo, StoredMessage};
+use super::render::{NEIGHBOUR_CHARS, chunk_cap, render, tail_chars};
+use super::segment::{Hashes, SegmentBuilder, Vectors, Verify};
+use super::snapshot::{MANIFEST, MANIFEST_MAGIC};
+use super::{ChunkEmbedder, IndexError, UpdateSummary};
+use crate::embed::Vector;
+use crate::transcript::{Message, Role, Session, SessionFiles, SubagentLayout};
+use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
+use std::path::Path;
+
+/// Identity of a message: (session id, agent id, uuid).
+pub(super) type MessageKey = (String, Option<String>, String);
+
+/// What a full update knows of every live message: to tell changed messages from unchanged ones, and to drop
+/// the messages a rewritten file no longer has.
+#[derive(Default)]
+pub(super) struct Live {
+    pub by_key: HashMap<MessageKey, (u64, u64)>,
+    pub by_source: HashMap<String, Vec<(u64, MessageKey)>>,
+}
+
+/// A new or changed message waiting to be published, with the texts to embed.
+struct Pending {
+    msg: StoredMessage,
+    chunks: Vec<(ChunkKind, String)>,
+}
+
+/// Stable 64-bit hash (std's SipHash with fixed keys) of byte strings.
+pub(super) fn hash64(parts: &[&[u8]]) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for p in parts {
+        p.hash(&mut h);
+    }
+    h.finish()
+}
+
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// Writes the manifest under a temporary name, fsyncs it, renames it into place and fsyncs the directory.
+pub(super) fn publish_manifest(dir: &Path, m: &Manifest) -> std::io::Result<()> {
+    let tmp = dir.join(format!("{MANIFEST}.tmp"));
+    format::write_framed(&tmp, MANIFEST_MAGIC, &format::encode(m))?;
+    std::fs::rename(&tmp, dir.join(MANIFEST))?;
+    sync_dir(dir)
+}
+
+/// The writer's state.
+pub(super) struct Writer<'a> {
+    pub dir: &'a Path,
+    pub manifest: Manifest,
+    pub lexical: Lexical,
+    pub lex_writer: tantivy::IndexWriter,
+    /// Set on the full path only; the append path never loads the whole index.
+    pub live: Option<Live>,
+    /// Published segments' hash and vector files, opened on first need (`None`: unreadable, not reused).
+    stores: HashMap<u64, Option<(Hashes, Vectors)>>,
+    verify: Verify,
+    /// Text hash → vectors embedded during this update and not yet in a segment.
+    fresh: HashMap<u64, Vec<Vector>>,
+    pending: Vec<Pending>,
+    pending_files: Vec<FileState>,
+    pending_dead: Vec<u64>,
+    pub summary: UpdateSummary,
+}
+
+/// What a stream (one conversation in one file) continues from.
+struct StreamEnd {
+    seq: u32,
+    prev_text: String,
+    last: Option<LastMessage>,
+}
+
+/// The last message a stream read, where a resumed read may start again.
+struct LastMessage {
+    offset: u64,
+    role: Role,
+    window: u32,
+    seq: u32,
+    uuid: String,
+    /// Its live version's gid and content hash.
+    gid: u64,
+    hash: u64,
+    /// The neighbour text in front of it.
+    prev_text: String,
+}
+
+impl<'a> Writer<'a> {
+    pub fn new(
+        dir: &'a Path,
+        manifest: Manifest,
+        lexical: Lexical,
+        lex_writer: tantivy::IndexWriter,
+        live: Option<Live>,
+        verify: Verify,
+        summary: UpdateSummary,
+    ) -> Self {
+        Self {
+            dir,
+            manifest,
+            lexical,
+            lex_writer,
+            live,
+            stores: HashMap::new(),
+            verify,
+            fresh: HashMap::new(),
+            pending: Vec::new(),
+            pending_files: Vec::new(),
+            pending_dead: Vec::new(),
+            summary,
+        }
+    }
+
+    /// Messages queued since the last publish.
+    pub fn pending_messages(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Whether anything awaits publishing.
+    pub fn has_pending(&self) -> bool {
+        !self.pending.is_empty() || !self.pending_files.is_empty() || !self.pending_dead.is_empty()
+    }
+
+    /// Queues the new and changed messages of a (re-)read session and the fingerprints of the files read, each
+    /// with where a later read resumes. `resumes` holds the resume state of files read from a resume point;
+    /// `states` the fingerprints of the files read (consumed and resume are filled in here). Returns how many
+    /// messages were queued.
+    pub fn add_session(
+        &mut self,
+        files: &SessionFiles,
+        s: &Session,
+        resumes: &HashMap<String, Resume>,
+        mut states: Vec<FileState>,
+        rewritten: bool,
+    ) -> usize {
+        let main_path = files.main.as_ref().map(|p| p.display().to_string());
+        let mut seen = HashSet::new();
+        let mut count = 0;
+        let mut ends: HashMap<String, StreamEnd> = HashMap::new();
+        let mut inline = false;
+        let streams = std::iter::once((None, &s.messages, main_path.clone())).chain(
+            s.subagents.iter().map(|a| {
+                let path = match a.layout {
+                    SubagentLayout::Inline => {
+                        inline = true;
+                        main_path.clone()
+                    }
+                    _ => files
+                        .subagents
+                        .iter()
+                        .find(|f| f.agent_id == a.agent_id)
+                        .map(|f| f.path.display().to_string()),
+                };
+                (Some(a.agent_id.clone()), &a.messages, path)
+            }),
+        );
+        let streams: Vec<_> = streams.collect();
+        for (agent, messages, path) in streams {
+            let source = path.clone().unwrap_or_default();
+            let start = resumes.get(&source);
+            let end = self.add_stream(s, agent, messages, &source, start, &mut seen, &mut count);
+            if path.is_some() {
+                ends.insert(source, end);
+            }
+        }
+        if rewritten && let Some(live) = &mut self.live {
+            // A rewritten file: messages it no longer has are gone for real.
+            for st in &states {
+                for (gid, key) in live.by_source.get(&st.path).cloned().unwrap_or_default() {
+                    if !seen.contains(&key) && live.by_key.get(&key).is_some_and(|(g, _)| *g == gid)
+                    {
+                        live.by_key.remove(&key);
+                        self.pending_dead.push(gid);
+                        self.summary.messages_removed += 1;
+                    }
+                }
+            }
+        }
+        for st in states.iter_mut() {
+            let Some(status) = s
+                .files
+                .iter()
+                .find(|f| f.path.display().to_string() == st.path)
+            else {
+                continue;
+            };
+            st.consumed = status.consumed;
+            self.summary.files_read += 1;
+            self.summary.bytes_read += status.consumed.saturating_sub(status.start);
+            let is_main = main_path.as_deref() == Some(st.path.as_str());
+            st.resume = if is_main && inline {
+                None
+            } else {
+                Some(resume_of(
+                    s,
+                    is_main,
+                    status.consumed,
+                    ends.remove(&st.path),
+                    resumes.get(&st.path),
+                ))
+            };
+        }
+        self.pending_files.extend(states);
+        self.summary.sessions_updated += 1;
+        count
+    }
+
+    /// Queues one conversation's messages; returns where it ends.
+    #[allow(clippy::too_many_arguments)]
+    fn add_stream(
+        &mut self,
+        s: &Session,
+        agent: Option<String>,
+        messages: &[Message],
+        source: &str,
+        start: Option<&Resume>,
+        seen: &mut HashSet<MessageKey>,
+        count: &mut usize,
+    ) -> StreamEnd {
+        let first_seq = start.map_or(0, |r| r.seq);
+        let mut previous_text = start.map(|r| r.prev_text.clone()).unwrap_or_default();
+        let mut last = None;
+        for (i, m) in messages.iter().enumerate() {
+            let seq = first_seq + i as u32;
+            let prev_before = previous_text.clone();
+            let (content, kind, mut chunks) = render(m);
+            let own_text = chunks
+                .iter()
+                .find(|(k, _)| *k == ChunkKind::Text)
+                .map(|(_, t)| t.clone());
+            if *NEIGHBOUR_CHARS > 0 && !previous_text.is_empty() {
+                for (k, t) in chunks.iter_mut() {
+                    if *k == ChunkKind::Text {
+                        *t = format!("{previous_text}\n{t}");
+                    }
+                }
+            }
+            if let Some(t) = own_text {
+                previous_text = tail_chars(&t, *NEIGHBOUR_CHARS);
+            }
+            let timestamp_ms = m.timestamp.map(|t| t.timestamp_millis());
+            let content_hash = hash64(&[
+                content.as_bytes(),
+                &m.window.to_le_bytes(),
+                &seq.to_le_bytes(),
+                &[m.is_compact_summary as u8],
+                &timestamp_ms.unwrap_or(0).to_le_bytes(),
+                m.git_branch.as_deref().unwrap_or("").as_bytes(),
+                s.project.as_bytes(),
+            ]);
+            let key = (s.session_id.clone(), agent.clone(), m.uuid.clone());
+            // A uuid written twice in one read (Claude Code does, on some resumes) is one message: the first.
+            if !seen.insert(key.clone()) {
+                continue;
+            }
+            let old = match &self.live {
+                Some(live) => live.by_key.get(&key).copied(),
+                None => start
+                    .and_then(|r| r.last.as_ref())
+                    .filter(|(uuid, _, _)| i == 0 && *uuid == m.uuid)
+                    .map(|(_, gid, hash)| (*gid, *hash)),
+            };
+            let gid = match old {
+                Some((gid, h)) if h == content_hash => gid,
+                old => {
+                    if let Some((gid, _)) = old {
+                        self.pending_dead.push(gid);
+                    }
+                    let gid = self.manifest.next_gid;
+                    self.manifest.next_gid += 1;
+                    if let Some(live) = &mut self.live {
+                        live.by_key.insert(key, (gid, content_hash));
+                    }
+                    let msg = StoredMessage {
+                        gid,
+                        uuid: m.uuid.clone(),
+                        session_id: s.session_id.clone(),
+                        agent_id: agent.clone(),
+                        project: s.project.clone(),
+                        cwd: m.cwd.clone(),
+                        git_branch: m.git_branch.clone(),
+                        role: m.role.as_str().to_string(),
+                        model: m.model.clone(),
+                        timestamp_ms,
+                        window: m.window,
+                        is_compact_summary: m.is_compact_summary,
+                        kind: kind.to_string(),
+                        seq,
+                        content,
+                        content_hash,
+                        source: source.to_string(),
+                    };
+                    self.pending.push(Pending { msg, chunks });
+                    *count += 1;
+                    gid
+                }
+            };
+            last = Some(LastMessage {
+                offset: m.offset,
+                role: m.role,
+                window: m.window,
+                seq,
+                uuid: m.uuid.clone(),
+                gid,
+                hash: content_hash,
+                prev_text: prev_before,
+            });
+        }
+        StreamEnd {
+            seq: first_seq + messages.len() as u32,
+            prev_text: previous_text,
+            last,
+        }
+    }
+
+    /// Vectors already computed for a text hash: embedded in this update, or stored in a published segment.
+    fn known(&mut self, hash: u64) -> Option<Vec<Vector>> {
+        if let Some(v) = self.fresh.get(&hash) {
+            return Some(v.clone());
+        }
+        for id in self
+            .manifest
+            .segments
+            .iter()
+            .rev()
+            .map(|s| s.id)
+            .collect::<Vec<_>>()
+        {
+            let (dir, verify) = (self.dir, self.verify);
+            let store = self.stores.entry(id).or_insert_with(|| {
+                let hashes = Hashes::open(dir, id, verify);
+                let vectors = Vectors::open(dir, id, 0, verify);
+                match (hashes, vectors) {
+                    (Ok(h), Ok(v)) => Some((h, v)),
+                    (Err(e), _) | (_, Err(e)) => {
+                        tracing::warn!("not reusing vectors of segment {id}: {e}");
+                        None
+                    }
+                }
+            });
+            if let Some((h, v)) = store
+                && let Some((first, n)) = h.lookup(hash)
+            {
+                let rows: Vec<Vector> = (first..first + n)
+                    .filter_map(|r| v.row(r).try_into().ok())
+                    .collect();
+                if rows.len() == n as usize {
+                    return Some(rows);
+                }
+            }
+        }
+        None
+    }
+
+    /// Forgets the opened files of segments that are gone (merged).
+    pub fn forget_segments(&mut self, ids: &[u64]) {
+        for id in ids {
+            self.stores.remove(id);
+        }
+    }
+
+    /// Embeds what is pending, writes a segment, updates the lexical index and publishes a new manifest.
+    pub fn publish(&mut self, embedder: &dyn ChunkEmbedder) -> Result<(), IndexError> {
+        let pending = std::mem::take(&mut self.pending);
+        // Hash every chunk source; embed each distinct unknown one once.
+        let mut hashes = Vec::new();
+        let mut to_embed: Vec<(u64, ChunkKind, &str)> = Vec::new();
+        let mut queued = HashSet::new();
+        let mut reusable: HashMap<u64, Vec<Vector>> = HashMap::new();
+        for p in &pending {
+            for (kind, text) in &p.chunks {
+                let h = hash64(&[text.as_bytes(), &[*kind as u8]]);
+                hashes.push(h);
+                if reusable.contains_key(&h) || queued.contains(&h) {
+                    continue;
+                }
+                match self.known(h) {
+                    Some(v) => {
+                        reusable.insert(h, v);
+                    }
+                    None => {
+                        queued.insert(h);
+                        to_embed.push((h, *kind, text.as_str()));
+                    }
+                }
+            }
+        }
+        for kind in [
+            ChunkKind::Text,
+            ChunkKind::Thinking,
+            ChunkKind::ToolUse,
+            ChunkKind::ToolResult,
+        ] {
+            let group: Vec<&(u64, ChunkKind, &str)> =
+                to_embed.iter().filter(|(_, k, _)| *k == kind).collect();
+            if group.is_empty() {
+                continue;
+            }
+            let texts: Vec<&str> = group.iter().map(|(_, _, t)| *t).collect();
+            let vectors = embedder.embed_chunked(&texts, chunk_cap(kind))?;
+            for ((h, _, _), v) in group.into_iter().zip(vectors) {
+                self.summary.chunks_embedded += v.len();
+                reusable.insert(*h, v);
+            }
+        }
+        let mut builder = SegmentBuilder::default();
+        let mut hi = 0;
+        for p in &pending {
+            let mi = builder.push_message(&p.msg);
+            for (kind, _) in &p.chunks {
+                let h = hashes[hi];
+                hi += 1;
+                let rows = reusable.get(&h).map(Vec::as_slice).unwrap_or_default();
+                // The first use of a freshly embedded text was counted as embedded; every other use is a reuse.
+                if !queued.remove(&h) {
+                    self.summary.chunks_reused += rows.len();
+                }
+                for row in rows {
+                    builder.push_chunk(mi, *kind, h, row);
+                }
+            }
+        }
+        self.summary.messages_added += pending.len();
+        if !pending.is_empty() {
+            let id = self.manifest.next_segment;
+            let (messages, chunks) = (builder.messages() as u32, builder.chunks() as u32);
+            builder.write(self.dir, id)?;
+            self.fresh.clear();
+            self.manifest.next_segment += 1;
+            self.manifest.segments.push(SegmentInfo {
+                id,
+                messages,
+                chunks,
+            });
+        }
+        let dead = std::mem::take(&mut self.pending_dead);
+        for gid in &dead {
+            self.lexical.delete(&self.lex_writer, *gid);
+        }
+        for p in &pending {
+            self.lexical
+                .add(&self.lex_writer, p.msg.gid, &p.msg.content)?;
+            if let Some(live) = &mut self.live {
+                live.by_source
+                    .entry(p.msg.source.clone())
+                    .or_default()
+                    .push((p.msg.gid, p.msg.key()));
+            }
+        }
+        self.manifest.dead.extend(dead);
+        let mut at: HashMap<String, usize> = self
+            .manifest
+            .files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.path.clone(), i))
+            .collect();
+        for st in std::mem::take(&mut self.pending_files) {
+            match at.get(&st.path) {
+                Some(&i) => self.manifest.files[i] = st,
+                None => {
+                    at.insert(st.path.clone(), self.manifest.files.len());
+                    self.manifest.files.push(st);
+                }
+            }
+        }
+        self.commit()
+    }
+
+    /// Commits the lexical index and publishes the manifest under the next generation.
+    pub fn commit(&mut self) -> Result<(), IndexError> {
+        self.manifest.generation += 1;
+        self.manifest.updated_at_ms = now_ms();
+        // Lexical first (its payload names the new generation), then the manifest: a crash in between leaves
+        // a lexical index that does not match the manifest, which the next writer rebuilds.
+        self.lexical
+            .commit(&mut self.lex_writer, self.manifest.generation)?;
+        publish_manifest(self.dir, &self.manifest)?;
+        self.summary.publishes += 1;
+        Ok(())
+    }
+}
+
+/// Where reading `file` resumes: at the start of its last message when that is an assistant reply (later lines
+/// of the same reply merge into it), else at the end of what was consumed.
+fn resume_of(
+    s: &Session,
+    is_main: bool,
+    consumed: u64,
+    end: Option<StreamEnd>,
+    before: Option<&Resume>,
+) -> Resume {
+    let ms = |b: &Option<chrono::DateTime<chrono::Utc>>| b.map(|t| t.timestamp_millis());
+    let all_boundaries: Vec<Option<i64>> = if is_main {
+        s.boundaries.iter().map(ms).collect()
+    } else {
+        Vec::new()
+    };
+    let end_window = if is_main { s.windows - 1 } else { 0 };
+    let at_end = |seq: u32, prev_text: String| Resume {
+        offset: consumed,
+        window: end_window,
+        boundaries: all_boundaries.clone(),
+        seq,
+        prev_text,
+        last: None,
+        project: s.project.clone(),
+    };
+    match end {
+        Some(StreamEnd {
+            last: Some(last), ..
+        }) if last.role == Role::Assistant => Resume {
+            offset: last.offset,
+            window: if is_main { last.window } else { 0 },
+            boundaries: all_boundaries
+                .iter()
+                .take(if is_main { last.window as usize } else { 0 })
+                .copied()
+                .collect(),
+            seq: last.seq,
+            prev_text: last.prev_text,
+            last: Some((last.uuid, last.gid, last.hash)),
+            project: s.project.clone(),
+        },
+        Some(StreamEnd {
+            last: Some(_),
+            seq,
+            prev_text,
+        }) => at_end(seq, prev_text),
+        // Nothing read: continue from the earlier state, past what was consumed.
+        _ => match before {
+            Some(b) if b.last.is_some() => b.clone(),
+            Some(b) => at_end(b.seq, b.prev_text.clone()),
+            None => at_end(0, String::new()),
+        },
+    }
+}
