@@ -132,6 +132,38 @@ impl Snapshot {
         Self::open_with(dir, memory_limit_bytes(), false)
     }
 
+    /// The published index of `dir`, shared: a long-lived process (the MCP server) reopens it only when a writer
+    /// has published since (the manifest file's inode, size and mtime tell), instead of decoding every segment's
+    /// metadata on every call.
+    pub fn shared(dir: &Path) -> Result<std::sync::Arc<Self>, IndexError> {
+        type Cache = std::sync::Mutex<FxHashMap<PathBuf, ([u8; 24], std::sync::Arc<Snapshot>)>>;
+        static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
+        // The manifest's header holds its payload's length and checksum: a new generation changes it.
+        let key = {
+            use std::io::Read;
+            let mut h = [0u8; 24];
+            std::fs::File::open(dir.join(MANIFEST))
+                .and_then(|mut f| f.read_exact(&mut h))
+                .ok()
+                .map(|_| h)
+        };
+        let cache = CACHE.get_or_init(Default::default);
+        if let Some(key) = key
+            && let Some((k, snap)) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(dir)
+            && *k == key
+        {
+            return Ok(snap.clone());
+        }
+        let snap = std::sync::Arc::new(Self::open(dir)?);
+        if let Some(key) = key {
+            cache
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(dir.to_path_buf(), (key, snap.clone()));
+        }
+        Ok(snap)
+    }
+
     /// [`Snapshot::open`] with an explicit memory limit for the search set, checksumming every file when
     /// `verify_all` (else see [`Verify`]).
     pub fn open_with(dir: &Path, limit: u64, verify_all: bool) -> Result<Self, IndexError> {

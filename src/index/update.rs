@@ -248,35 +248,6 @@ fn scan<'a>(
     (changed, on_disk)
 }
 
-/// The fast path of a freshness check: when the manifest's fingerprints match every transcript on disk (one
-/// `stat` each), the model is the same and the lexical index belongs to the manifest, nothing needs opening.
-/// Returns the number of files checked, or `None` when an update must run.
-fn unchanged(dir: &Path, claude_dir: &Path, embedder: &dyn ChunkEmbedder) -> Option<usize> {
-    let manifest = read_manifest(dir).ok()??;
-    if !index_is_sound(dir, &manifest, embedder) {
-        return None;
-    }
-    let by_path: HashMap<&str, &FileState> = manifest
-        .files
-        .iter()
-        .map(|f| (f.path.as_str(), f))
-        .collect();
-    let mut seen = 0;
-    for s in &transcript::discover(claude_dir).sessions {
-        for path in s.all_files() {
-            seen += 1;
-            let meta = std::fs::metadata(path).ok()?;
-            let old = by_path.get(path.display().to_string().as_str())?;
-            if old.deleted || old.size != meta.len() || old.mtime_ns != mtime_ns(&meta) {
-                return None;
-            }
-        }
-    }
-    // A file that vanished must be marked as source-deleted by an update.
-    let live_files = manifest.files.iter().filter(|f| !f.deleted).count();
-    (live_files == seen).then_some(seen)
-}
-
 /// Brings the index in `dir` up to date with the transcripts under `claude_dir`.
 pub fn update(
     dir: &Path,
@@ -289,17 +260,14 @@ pub fn update(
     std::fs::create_dir_all(dir)?;
     let _lock = lock(dir, opts.wait)?;
     let mut summary = UpdateSummary::default();
-    if let Some(files_seen) = unchanged(dir, claude_dir, embedder) {
-        summary.files_seen = files_seen;
-        summary.seconds = started.elapsed().as_secs_f64();
-        return Ok(summary);
-    }
+    // One discovery, one manifest read and one soundness check serve the freshness check and the update.
     let found = transcript::discover(claude_dir);
     let manifest = read_manifest(dir)
         .ok()
         .flatten()
         .filter(|m| index_is_sound(dir, m, embedder));
-    // The append path needs a sound index and no file that must be re-read whole.
+    // The append path needs a sound index and no file that must be re-read whole. The same scan (one `stat`
+    // per transcript) is the freshness check: nothing changed or vanished means nothing to open.
     let appendable = manifest.as_ref().and_then(|m| {
         let mut scanned = UpdateSummary::default();
         let (changed, on_disk) = scan(&found.sessions, Some(m), &mut scanned);
@@ -310,6 +278,16 @@ pub fn update(
         });
         ok.then_some((changed, on_disk, scanned.files_seen))
     });
+    if let (Some((changed, on_disk, files_seen)), Some(m)) = (&appendable, &manifest)
+        && changed.is_empty()
+        && m.files
+            .iter()
+            .all(|f| f.deleted || on_disk.contains(&f.path))
+    {
+        summary.files_seen = *files_seen;
+        summary.seconds = started.elapsed().as_secs_f64();
+        return Ok(summary);
+    }
     let appending = appendable.is_some();
     let (mut w, changed, on_disk) = match (appendable, manifest) {
         (Some((changed, on_disk, files_seen)), Some(m)) => {
@@ -322,6 +300,11 @@ pub fn update(
             (w, changed, on_disk)
         }
     };
+    tracing::debug!(
+        "update: {} path, scanned {:?}",
+        if appending { "append" } else { "full" },
+        started.elapsed()
+    );
     // Sources that vanished: their messages stay, marked as such in the fingerprints.
     let mut marked_deleted = false;
     for f in w.manifest.files.iter_mut() {
@@ -394,13 +377,16 @@ pub fn update(
             messages_indexed: indexed,
         });
     }
+    tracing::debug!("update: sessions read {:?}", started.elapsed());
     if w.has_pending() || marked_deleted {
         w.publish(embedder)?;
     }
+    tracing::debug!("update: published {:?}", started.elapsed());
     w.merge_while_needed()?;
     if w.summary.publishes > 0 {
         remove_unreferenced(dir, &w.manifest);
     }
+    tracing::debug!("update: done {:?}", started.elapsed());
     w.summary.seconds = started.elapsed().as_secs_f64();
     Ok(w.summary)
 }

@@ -429,6 +429,7 @@ impl<'a> Writer<'a> {
             }
         }
         self.summary.messages_added += pending.len();
+        tracing::debug!("publish: embedded {} chunk texts", queued.len());
         if !pending.is_empty() {
             let id = self.manifest.next_segment;
             let (messages, chunks) = (builder.messages() as u32, builder.chunks() as u32);
@@ -481,9 +482,12 @@ impl<'a> Writer<'a> {
         self.manifest.updated_at_ms = now_ms();
         // Lexical first (its payload names the new generation), then the manifest: a crash in between leaves
         // a lexical index that does not match the manifest, which the next writer rebuilds.
+        let t = std::time::Instant::now();
         self.lexical
             .commit(&mut self.lex_writer, self.manifest.generation)?;
+        tracing::debug!("publish: lexical commit {:?}", t.elapsed());
         publish_manifest(self.dir, &self.manifest)?;
+        tracing::debug!("publish: lexical + manifest {:?}", t.elapsed());
         self.summary.publishes += 1;
         Ok(())
     }

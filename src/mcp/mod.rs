@@ -193,7 +193,7 @@ impl GholaServer {
         };
         let me = self.clone();
         let out = tokio::task::spawn_blocking(move || -> Result<String, String> {
-            let snap = Snapshot::open(&me.cfg.index_dir).map_err(|e| e.to_string())?;
+            let snap = Snapshot::shared(&me.cfg.index_dir).map_err(|e| e.to_string())?;
             let embedder = me.embedder.get();
             let mut resp = search::search(&snap, embedder, &p)?;
             resp.index.pending_files = index::pending_files(&snap, &me.cfg.claude_dir);

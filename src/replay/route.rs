@@ -199,7 +199,7 @@ pub fn route(req: &QueryRequest, ctx: &RouteContext) -> Result<(Vec<Target>, Vec
     };
     let targets = match req.mode {
         super::Mode::Search => {
-            let snap = Snapshot::open(ctx.index_dir)
+            let snap = Snapshot::shared(ctx.index_dir)
                 .map_err(|e| format!("the index cannot be opened ({e}); run `ghola index`"))?;
             let mut p = SearchParams::new(&req.question);
             p.project = project_scope();
