@@ -150,9 +150,21 @@ fn identical_text_is_embedded_once_and_model_change_reembeds() {
             ChunkEmbedder::embed_chunked(embedder(), t, m)
         }
     }
+    // A second session whose transcript is then deleted: only the index holds it.
+    write_session(&claude, "d2", 2);
+    update(&idx, &claude);
+    fs::remove_file(session_path(&claude, "d2")).unwrap();
+    update(&idx, &claude);
     let s = index::update(&idx, &claude, &Other, UpdateOptions::default(), &mut |_| {}).unwrap();
-    assert_eq!(s.messages_added, 6, "a new model re-embeds everything");
-    assert_eq!(live(&idx).len(), 6);
+    assert_eq!(
+        s.messages_added, 8,
+        "a new model re-embeds everything, the archive from its stored text"
+    );
+    assert_eq!(live(&idx).len(), 8);
+    assert_eq!(
+        index::status(&idx, &claude).unwrap().source_deleted_files,
+        1
+    );
     assert!(
         Snapshot::open(&idx)
             .unwrap()
@@ -478,4 +490,111 @@ fn the_memory_limit_leaves_out_the_oldest_sessions() {
         (st["excluded_sessions"].as_u64(), st["messages"].as_u64()),
         (Some(3), Some(0))
     );
+}
+
+#[test]
+fn an_index_of_the_previous_format_is_upgraded_and_keeps_its_archive() {
+    use ghola::index::format::{encode, write_framed_version};
+    use ghola::index::migrate::v1;
+    use ghola::index::records::{ChunkKind, ChunkRecord, SegmentInfo, StoredMessage};
+    let tmp = tempfile::tempdir().unwrap();
+    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
+    write_session(&claude, "still-here", 4);
+    // A format-1 index holding a session whose transcript Claude Code has since deleted.
+    let texts = ["we chose zebra stripes for the dashboard", "zebra it is"];
+    let vectors = embedder().embed(&texts).unwrap();
+    let messages: Vec<StoredMessage> = texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| StoredMessage {
+            gid: i as u64,
+            uuid: format!("gone-{i}"),
+            session_id: "gone".into(),
+            agent_id: None,
+            project: "/work/proj".into(),
+            cwd: Some("/work/proj".into()),
+            git_branch: None,
+            role: if i == 0 { "user" } else { "assistant" }.into(),
+            model: None,
+            timestamp_ms: Some(1_700_000_000_000 + i as i64),
+            window: 0,
+            is_compact_summary: false,
+            kind: "text".into(),
+            seq: i as u32,
+            content: t.to_string(),
+            content_hash: i as u64,
+            source: "/deleted/gone.jsonl".into(),
+        })
+        .collect();
+    let meta = v1::SegmentMeta {
+        chunks: (0..2)
+            .map(|i| ChunkRecord {
+                message: i,
+                kind: ChunkKind::Text,
+                row: i,
+                text_hash: 100 + i as u64,
+            })
+            .collect(),
+        messages,
+    };
+    fs::create_dir_all(idx.join("segments")).unwrap();
+    let (meta_path, vec_path) = v1::paths(&idx, 7);
+    let floats: Vec<u8> = vectors
+        .iter()
+        .flatten()
+        .flat_map(|f| f.to_le_bytes())
+        .collect();
+    write_framed_version(&vec_path, b"GHOLAVEC", 1, &floats).unwrap();
+    write_framed_version(&meta_path, b"GHOLASGM", 1, &encode(&meta)).unwrap();
+    let manifest = v1::Manifest {
+        generation: 3,
+        model_id: format!("{}+prev300", ghola::embed::MODEL_ID),
+        weights_sha256: ChunkEmbedder::weights_sha256(embedder(), &idx).unwrap(),
+        segments: vec![SegmentInfo {
+            id: 7,
+            messages: 2,
+            chunks: 2,
+        }],
+        files: vec![v1::FileState {
+            path: "/deleted/gone.jsonl".into(),
+            session_id: "gone".into(),
+            size: 10,
+            mtime_ns: 1,
+            consumed: 10,
+            head_hash: 0,
+            deleted: true,
+        }],
+        next_gid: 2,
+        next_segment: 8,
+        updated_at_ms: 1,
+        dead: vec![],
+    };
+    write_framed_version(
+        &idx.join("manifest.bin"),
+        b"GHOLAMAN",
+        1,
+        &encode(&manifest),
+    )
+    .unwrap();
+    assert!(Snapshot::open(&idx).is_err(), "format 1 is not read as is");
+
+    let s = update(&idx, &claude);
+    assert!(s.upgraded && s.set_aside.is_empty(), "{s:?}");
+    assert_eq!(
+        s.messages_added, 4,
+        "only the transcript on disk is read: {s:?}"
+    );
+    assert!(
+        !idx.join("segments/00000007.meta").exists(),
+        "old files removed"
+    );
+    let all = live(&idx);
+    assert_eq!(all.len(), 6);
+    assert!(all.contains(&("gone-0".to_string(), texts[0].to_string())));
+    let snap = Snapshot::open(&idx).unwrap();
+    let mut p = ghola::search::SearchParams::new("zebra stripes dashboard");
+    p.project = None;
+    let r = ghola::search::search(&snap, Some(embedder()), &p).unwrap();
+    assert_eq!(r.results[0].matched_message.uuid, "gone-0");
+    assert!(r.results[0].scores.semantic > 0.5, "vectors carried over");
 }

@@ -26,10 +26,10 @@ pub enum FormatError {
     Decode(String, String),
 }
 
-fn header(magic: &[u8; 8], payload: &[u8]) -> [u8; HEADER_LEN] {
+fn header(magic: &[u8; 8], version: u32, payload: &[u8]) -> [u8; HEADER_LEN] {
     let mut h = [0u8; HEADER_LEN];
     h[..8].copy_from_slice(magic);
-    h[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+    h[8..12].copy_from_slice(&version.to_le_bytes());
     h[12..20].copy_from_slice(&(payload.len() as u64).to_le_bytes());
     h[20..24].copy_from_slice(&crc32fast::hash(payload).to_le_bytes());
     h
@@ -37,8 +37,18 @@ fn header(magic: &[u8; 8], payload: &[u8]) -> [u8; HEADER_LEN] {
 
 /// Writes `payload` framed to `path` and fsyncs it (the caller renames it into place).
 pub fn write_framed(path: &Path, magic: &[u8; 8], payload: &[u8]) -> std::io::Result<()> {
+    write_framed_version(path, magic, FORMAT_VERSION, payload)
+}
+
+/// [`write_framed`] with an explicit format version (tests write old formats to exercise upgrades).
+pub fn write_framed_version(
+    path: &Path,
+    magic: &[u8; 8],
+    version: u32,
+    payload: &[u8],
+) -> std::io::Result<()> {
     let mut f = File::create(path)?;
-    f.write_all(&header(magic, payload))?;
+    f.write_all(&header(magic, version, payload))?;
     f.write_all(payload)?;
     f.sync_all()
 }
@@ -51,6 +61,17 @@ pub fn check_header<'a>(
     magic: &[u8; 8],
     what: &'static str,
 ) -> Result<&'a [u8], FormatError> {
+    check_header_version(name, bytes, magic, what, FORMAT_VERSION)
+}
+
+/// [`check_header`] for a given format version (the upgrade reads older files).
+fn check_header_version<'a>(
+    name: &str,
+    bytes: &'a [u8],
+    magic: &[u8; 8],
+    what: &'static str,
+    expected: u32,
+) -> Result<&'a [u8], FormatError> {
     if bytes.len() < HEADER_LEN || &bytes[..8] != magic {
         return Err(if bytes.len() < 8 {
             FormatError::Damaged(name.into())
@@ -59,7 +80,7 @@ pub fn check_header<'a>(
         });
     }
     let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap());
-    if version != FORMAT_VERSION {
+    if version != expected {
         return Err(FormatError::Version(name.into(), version));
     }
     let len = u64::from_le_bytes(bytes[12..20].try_into().unwrap());
@@ -91,10 +112,35 @@ pub fn read_framed(
     magic: &[u8; 8],
     what: &'static str,
 ) -> Result<Vec<u8>, FormatError> {
+    read_framed_version(path, magic, what, FORMAT_VERSION)
+}
+
+/// [`read_framed`] for a given format version (the upgrade reads older files).
+pub fn read_framed_version(
+    path: &Path,
+    magic: &[u8; 8],
+    what: &'static str,
+    version: u32,
+) -> Result<Vec<u8>, FormatError> {
     let name = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| FormatError::Io(name.clone(), e))?;
-    check_framed(&name, &bytes, magic, what)?;
-    Ok(bytes[HEADER_LEN..].to_vec())
+    let mut bytes = std::fs::read(path).map_err(|e| FormatError::Io(name.clone(), e))?;
+    let payload = check_header_version(&name, &bytes, magic, what, version)?;
+    let crc = u32::from_le_bytes(bytes[20..24].try_into().unwrap());
+    if crc32fast::hash(payload) != crc {
+        return Err(FormatError::Damaged(name));
+    }
+    bytes.drain(..HEADER_LEN);
+    Ok(bytes)
+}
+
+/// The format version in a framed file's header, if it has this magic.
+pub fn version_of(path: &Path, magic: &[u8; 8]) -> Option<u32> {
+    use std::io::Read;
+    let mut h = [0u8; 12];
+    File::open(path)
+        .and_then(|mut f| f.read_exact(&mut h))
+        .ok()?;
+    (&h[..8] == magic).then(|| u32::from_le_bytes(h[8..12].try_into().unwrap()))
 }
 
 /// bincode 2 (serde mode, standard config): compact, and pinned to the 2.0.x line.

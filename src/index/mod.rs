@@ -5,6 +5,7 @@
 pub mod format;
 pub mod lexical;
 mod merge;
+pub mod migrate;
 pub mod records;
 pub mod render;
 pub mod segment;

@@ -16,8 +16,8 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-const META_MAGIC: &[u8; 8] = b"GHOLASGM";
-const VEC_MAGIC: &[u8; 8] = b"GHOLAVEC";
+pub(crate) const META_MAGIC: &[u8; 8] = b"GHOLASGM";
+pub(crate) const VEC_MAGIC: &[u8; 8] = b"GHOLAVEC";
 const TEXT_MAGIC: &[u8; 8] = b"GHOLATXT";
 const HASH_MAGIC: &[u8; 8] = b"GHOLAHSH";
 /// Bytes of one hash record: text hash (8), first row (4), rows (4).

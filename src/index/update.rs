@@ -66,6 +66,8 @@ pub struct UpdateSummary {
     /// The full path ran: the whole index was opened and verified.
     pub full_update: bool,
     pub lexical_rebuilt: bool,
+    /// An index of an older format was upgraded in place.
+    pub upgraded: bool,
     pub set_aside: Vec<String>,
     pub seconds: f64,
 }
@@ -260,6 +262,11 @@ pub fn update(
     std::fs::create_dir_all(dir)?;
     let _lock = lock(dir, opts.wait)?;
     let mut summary = UpdateSummary::default();
+    match super::migrate::upgrade(dir) {
+        Ok(upgraded) => summary.upgraded = upgraded,
+        // A damaged old index goes the way of any damaged index: set aside by the full path, rebuilt.
+        Err(e) => tracing::warn!("cannot upgrade the index: {e}"),
+    }
     // One discovery, one manifest read and one soundness check serve the freshness check and the update.
     let found = transcript::discover(claude_dir);
     let manifest = read_manifest(dir)
@@ -462,14 +469,37 @@ fn full_writer<'a>(
     };
     let model_id = indexed_model_id(embedder);
     let weights = embedder.weights_sha256(dir)?;
+    let mut archived = Vec::new();
     if !snapshot.manifest.segments.is_empty()
         && (snapshot.manifest.model_id != model_id || snapshot.manifest.weights_sha256 != weights)
     {
         tracing::warn!("the embedding model changed; re-embedding everything");
+        // Messages whose transcript is gone exist only here: they are re-embedded from their stored text.
+        let mut on_disk: HashMap<&str, bool> = HashMap::new();
+        archived = (0..snapshot.messages.len())
+            .filter(|&i| {
+                !*on_disk
+                    .entry(snapshot.source(i))
+                    .or_insert_with_key(|p| Path::new(p).is_file())
+            })
+            .map(|i| snapshot.stored(i))
+            .collect();
+        let deleted_files: Vec<FileState> = snapshot
+            .manifest
+            .files
+            .iter()
+            .filter(|f| f.deleted || !Path::new(&f.path).is_file())
+            .map(|f| FileState {
+                deleted: true,
+                resume: None,
+                ..f.clone()
+            })
+            .collect();
         let (next_segment, next_gid) = (snapshot.manifest.next_segment, snapshot.manifest.next_gid);
         snapshot = Snapshot::empty(dir);
         snapshot.manifest.next_segment = next_segment;
         snapshot.manifest.next_gid = next_gid;
+        snapshot.manifest.files = deleted_files;
     }
     let mut manifest = snapshot.manifest.clone();
     manifest.model_id = model_id;
@@ -509,7 +539,7 @@ fn full_writer<'a>(
             .push((gid, key));
     }
     // Reusing stored vectors goes through the hash files, all verified by the open above.
-    Ok(Writer::new(
+    let mut w = Writer::new(
         dir,
         manifest,
         lexical,
@@ -517,5 +547,9 @@ fn full_writer<'a>(
         Some(live),
         super::segment::Verify::IfTouchedSince(SystemTime::UNIX_EPOCH),
         summary,
-    ))
+    );
+    for m in archived {
+        w.requeue(m);
+    }
+    Ok(w)
 }

@@ -119,6 +119,19 @@ impl<'a> Writer<'a> {
         }
     }
 
+    /// Queues a stored message to be embedded again from its stored text (its transcript is gone, the model
+    /// changed): one chunk source of the kind it mostly is.
+    pub fn requeue(&mut self, msg: StoredMessage) {
+        let kind = match msg.kind.as_str() {
+            "thinking" => ChunkKind::Thinking,
+            "tool_use" => ChunkKind::ToolUse,
+            "tool_result" => ChunkKind::ToolResult,
+            _ => ChunkKind::Text,
+        };
+        let chunks = vec![(kind, msg.content.clone())];
+        self.pending.push(Pending { msg, chunks });
+    }
+
     /// Messages queued since the last publish.
     pub fn pending_messages(&self) -> usize {
         self.pending.len()
