@@ -598,3 +598,32 @@ fn an_index_of_the_previous_format_is_upgraded_and_keeps_its_archive() {
     assert_eq!(r.results[0].matched_message.uuid, "gone-0");
     assert!(r.results[0].scores.semantic > 0.5, "vectors carried over");
 }
+
+#[test]
+fn an_update_before_a_query_can_defer_merging() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
+    write_session(&claude, "q1", 2);
+    update(&idx, &claude);
+    let p = session_path(&claude, "q1");
+    let deferred = UpdateOptions {
+        merge: false,
+        ..UpdateOptions::default()
+    };
+    for i in 2..10 {
+        append(&p, &line("q1", i, &format!("deferred {i}")));
+        let s = index::update(&idx, &claude, embedder(), deferred, &mut |_| {}).unwrap();
+        assert_eq!((s.messages_added, s.merges), (1, 0), "{s:?}");
+    }
+    assert_eq!(Snapshot::open(&idx).unwrap().manifest.segments.len(), 9);
+    append(&p, &line("q1", 10, "merged now"));
+    let s = update(&idx, &claude);
+    assert!(s.merges >= 1, "{s:?}");
+    let snap = Snapshot::open(&idx).unwrap();
+    assert!(
+        snap.manifest.segments.len() <= 4,
+        "{:?}",
+        snap.manifest.segments
+    );
+    assert_eq!(snap.messages.len(), 11);
+}

@@ -7,13 +7,15 @@ use ghola::search::{self, Fusion, SearchParams};
 use std::io::IsTerminal;
 use std::path::Path;
 
-/// Updates the index with a progress bar on a terminal (plain lines otherwise), returning the summary.
+/// Updates the index with a progress bar on a terminal (plain lines otherwise), returning the summary. `merge`
+/// false defers merging small segments (an update before a query should not make the query wait for it).
 pub fn run_update(
     index_dir: &Path,
     claude_dir: &Path,
     embedder: &Embedder,
     wait: bool,
     quiet: bool,
+    merge: bool,
 ) -> Result<UpdateSummary> {
     let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
         let b = indicatif::ProgressBar::new(0);
@@ -43,6 +45,7 @@ pub fn run_update(
     };
     let opts = UpdateOptions {
         wait,
+        merge,
         ..UpdateOptions::default()
     };
     let summary = index::update(index_dir, claude_dir, embedder, opts, &mut progress)?;
@@ -53,6 +56,9 @@ pub fn run_update(
         eprintln!(
             "ghola: the index was damaged; it was set aside in {p} and rebuilt from the transcripts"
         );
+    }
+    if summary.upgraded {
+        eprintln!("ghola: the index was upgraded from an older format (nothing re-embedded)");
     }
     Ok(summary)
 }
@@ -66,12 +72,12 @@ pub fn index_cmd(
     json: bool,
 ) -> Result<()> {
     let embedder = Embedder::from_default_location(model_dir)?;
-    let s = run_update(index_dir, claude_dir, &embedder, !no_wait, json)?;
+    let s = run_update(index_dir, claude_dir, &embedder, !no_wait, json, true)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&s)?);
     } else {
         println!(
-            "files: {} seen, {} read ({:.1} MB) · sessions updated: {} · messages: {} added, {} removed · chunks: {} embedded, {} reused · {} publishes · {:.1}s",
+            "files: {} seen, {} read ({:.1} MB) · sessions updated: {} · messages: {} added, {} removed · chunks: {} embedded, {} reused · {} publishes, {} merges · {} · {:.1}s",
             s.files_seen,
             s.files_read,
             s.bytes_read as f64 / 1e6,
@@ -81,6 +87,14 @@ pub fn index_cmd(
             s.chunks_embedded,
             s.chunks_reused,
             s.publishes,
+            s.merges,
+            if s.files_read == 0 && s.publishes == 0 {
+                "nothing changed"
+            } else if s.full_update {
+                "full update"
+            } else {
+                "append path"
+            },
             s.seconds
         );
     }
@@ -197,7 +211,7 @@ pub fn search_cmd(
     p.validate().map_err(|e| anyhow!(e))?;
     let embedder = Embedder::from_default_location(model_dir)?;
     if !a.no_update {
-        run_update(index_dir, claude_dir, &embedder, true, true)
+        run_update(index_dir, claude_dir, &embedder, true, true, false)
             .context("updating the index (use --no-update to skip)")?;
     }
     let snap = Snapshot::open(index_dir)?;

@@ -109,7 +109,8 @@ fn map_framed(
 pub struct SegmentBuilder {
     meta: SegmentMeta,
     text: Vec<u8>,
-    vectors: Vec<f32>,
+    /// Little-endian f32 rows, as written (no second copy at write time).
+    vectors: Vec<u8>,
     syms: HashMap<String, u32>,
 }
 
@@ -157,10 +158,12 @@ impl SegmentBuilder {
         self.meta.chunks.push(ChunkRecord {
             message,
             kind,
-            row: (self.vectors.len() / DIM) as u32,
+            row: (self.vectors.len() / (DIM * 4)) as u32,
             text_hash,
         });
-        self.vectors.extend_from_slice(vector);
+        for v in vector {
+            self.vectors.extend_from_slice(&v.to_le_bytes());
+        }
     }
 
     /// Messages added so far.
@@ -177,12 +180,7 @@ impl SegmentBuilder {
     pub fn write(self, dir: &Path, id: u64) -> std::io::Result<()> {
         std::fs::create_dir_all(dir.join("segments"))?;
         let p = paths(dir, id);
-        let mut bytes = Vec::with_capacity(self.vectors.len() * 4);
-        for v in &self.vectors {
-            bytes.extend_from_slice(&v.to_le_bytes());
-        }
-        format::write_framed(&p.vectors, VEC_MAGIC, &bytes)?;
-        drop(bytes);
+        format::write_framed(&p.vectors, VEC_MAGIC, &self.vectors)?;
         format::write_framed(&p.text, TEXT_MAGIC, &self.text)?;
         format::write_framed(&p.hashes, HASH_MAGIC, &hash_records(&self.meta.chunks))?;
         format::write_framed(&p.meta, META_MAGIC, &format::encode(&self.meta))?;

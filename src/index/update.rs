@@ -26,7 +26,13 @@ pub struct UpdateOptions {
     pub wait: bool,
     /// Publish after this many new or changed messages.
     pub publish_every: usize,
+    /// Merge small segments after publishing (false: only past [`MAX_UNMERGED`] segments, so an update made
+    /// just before a query does not keep it waiting; the server and `ghola index` merge).
+    pub merge: bool,
 }
+
+/// Segments beyond which even an update that defers merging merges (readers open every segment).
+pub const MAX_UNMERGED: usize = 48;
 
 impl Default for UpdateOptions {
     fn default() -> Self {
@@ -37,6 +43,7 @@ impl Default for UpdateOptions {
         Self {
             wait: true,
             publish_every,
+            merge: true,
         }
     }
 }
@@ -376,7 +383,9 @@ pub fn update(
         indexed += w.add_session(c.files, &session, &resumes, states, rewritten);
         if w.pending_messages() >= opts.publish_every {
             w.publish(embedder)?;
-            w.merge_while_needed()?;
+            if opts.merge || w.manifest.segments.len() > MAX_UNMERGED {
+                w.merge_while_needed()?;
+            }
         }
         progress(Progress {
             sessions_done: done + 1,
@@ -389,7 +398,9 @@ pub fn update(
         w.publish(embedder)?;
     }
     tracing::debug!("update: published {:?}", started.elapsed());
-    w.merge_while_needed()?;
+    if opts.merge || w.manifest.segments.len() > MAX_UNMERGED {
+        w.merge_while_needed()?;
+    }
     if w.summary.publishes > 0 {
         remove_unreferenced(dir, &w.manifest);
     }
