@@ -98,7 +98,18 @@ pub fn check_framed<'a>(
     magic: &[u8; 8],
     what: &'static str,
 ) -> Result<&'a [u8], FormatError> {
-    let payload = check_header(name, bytes, magic, what)?;
+    check_framed_version(name, bytes, magic, what, FORMAT_VERSION)
+}
+
+/// [`check_framed`] for a given format version.
+fn check_framed_version<'a>(
+    name: &str,
+    bytes: &'a [u8],
+    magic: &[u8; 8],
+    what: &'static str,
+    version: u32,
+) -> Result<&'a [u8], FormatError> {
+    let payload = check_header_version(name, bytes, magic, what, version)?;
     let crc = u32::from_le_bytes(bytes[20..24].try_into().unwrap());
     if crc32fast::hash(payload) != crc {
         return Err(FormatError::Damaged(name.into()));
@@ -124,11 +135,7 @@ pub fn read_framed_version(
 ) -> Result<Vec<u8>, FormatError> {
     let name = path.display().to_string();
     let mut bytes = std::fs::read(path).map_err(|e| FormatError::Io(name.clone(), e))?;
-    let payload = check_header_version(&name, &bytes, magic, what, version)?;
-    let crc = u32::from_le_bytes(bytes[20..24].try_into().unwrap());
-    if crc32fast::hash(payload) != crc {
-        return Err(FormatError::Damaged(name));
-    }
+    check_framed_version(&name, &bytes, magic, what, version)?;
     bytes.drain(..HEADER_LEN);
     Ok(bytes)
 }
