@@ -627,3 +627,43 @@ fn an_update_before_a_query_can_defer_merging() {
     );
     assert_eq!(snap.messages.len(), 11);
 }
+
+#[test]
+fn verify_finds_damage_that_kept_its_mtime() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
+    many_sessions(&claude, 3, 5);
+    update(&idx, &claude);
+    let vec = fs::read_dir(idx.join("segments"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "vec"))
+        .unwrap();
+    // Bit rot: a flipped byte, the file's mtime as it was (before the manifest's).
+    let mtime = fs::metadata(&vec).unwrap().modified().unwrap();
+    let mut bytes = fs::read(&vec).unwrap();
+    let at = bytes.len() - 7;
+    bytes[at] ^= 0x10;
+    fs::write(&vec, bytes).unwrap();
+    fs::File::options()
+        .write(true)
+        .open(&vec)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    // Readers check magic, version and length of mapped files, and checksum only touched ones.
+    assert!(Snapshot::open(&idx).is_ok());
+    let out = ghola(&claude, &idx)
+        .args(["index", "--verify", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(s["full_update"], true);
+    assert_eq!(s["set_aside"].as_array().unwrap().len(), 1, "{s}");
+    assert_eq!(live(&idx).len(), 15);
+}

@@ -91,7 +91,13 @@ pub fn query_cmd(
     let embedder = if req.mode == Mode::Search {
         let e = Embedder::from_default_location(model_dir)?;
         if !a.no_update {
-            super::recall::run_update(index_dir, claude_dir, &e, true, true, false)?;
+            super::recall::run_update(
+                index_dir,
+                claude_dir,
+                &e,
+                ghola::index::UpdateOptions::before_query(),
+                true,
+            )?;
         }
         Some(e)
     } else {

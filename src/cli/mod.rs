@@ -67,6 +67,10 @@ pub enum Command {
         /// Return at once if another ghola is updating the index (default: wait for it).
         #[arg(long)]
         no_wait: bool,
+        /// Open and checksum every index file (readers checksum the large mapped files only when they were
+        /// touched since publishing); a damaged index is set aside and rebuilt.
+        #[arg(long)]
+        verify: bool,
         /// Print the summary as JSON.
         #[arg(long)]
         json: bool,
@@ -166,11 +170,16 @@ pub fn run(cli: Cli) -> Result<()> {
             subagents,
             json,
         } => history::show(&claude_dir, &session, window, subagents, json),
-        Command::Index { no_wait, json } => recall::index_cmd(
+        Command::Index {
+            no_wait,
+            verify,
+            json,
+        } => recall::index_cmd(
             &index_dir,
             &claude_dir,
             cli.model_dir.as_deref(),
             no_wait,
+            verify,
             json,
         ),
         Command::Status { json } => recall::status_cmd(&index_dir, &claude_dir, json),

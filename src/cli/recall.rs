@@ -7,15 +7,13 @@ use ghola::search::{self, Fusion, SearchParams};
 use std::io::IsTerminal;
 use std::path::Path;
 
-/// Updates the index with a progress bar on a terminal (plain lines otherwise), returning the summary. `merge`
-/// false defers merging small segments (an update before a query should not make the query wait for it).
+/// Updates the index with a progress bar on a terminal (plain lines otherwise), returning the summary.
 pub fn run_update(
     index_dir: &Path,
     claude_dir: &Path,
     embedder: &Embedder,
-    wait: bool,
+    opts: UpdateOptions,
     quiet: bool,
-    merge: bool,
 ) -> Result<UpdateSummary> {
     let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
         let b = indicatif::ProgressBar::new(0);
@@ -43,11 +41,6 @@ pub fn run_update(
             );
         }
     };
-    let opts = UpdateOptions {
-        wait,
-        merge,
-        ..UpdateOptions::default()
-    };
     let summary = index::update(index_dir, claude_dir, embedder, opts, &mut progress)?;
     if let Some(b) = bar {
         b.finish_and_clear();
@@ -69,10 +62,16 @@ pub fn index_cmd(
     claude_dir: &Path,
     model_dir: Option<&Path>,
     no_wait: bool,
+    verify: bool,
     json: bool,
 ) -> Result<()> {
     let embedder = Embedder::from_default_location(model_dir)?;
-    let s = run_update(index_dir, claude_dir, &embedder, !no_wait, json, true)?;
+    let opts = UpdateOptions {
+        wait: !no_wait,
+        verify,
+        ..UpdateOptions::default()
+    };
+    let s = run_update(index_dir, claude_dir, &embedder, opts, json)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&s)?);
     } else {
@@ -211,8 +210,14 @@ pub fn search_cmd(
     p.validate().map_err(|e| anyhow!(e))?;
     let embedder = Embedder::from_default_location(model_dir)?;
     if !a.no_update {
-        run_update(index_dir, claude_dir, &embedder, true, true, false)
-            .context("updating the index (use --no-update to skip)")?;
+        run_update(
+            index_dir,
+            claude_dir,
+            &embedder,
+            UpdateOptions::before_query(),
+            true,
+        )
+        .context("updating the index (use --no-update to skip)")?;
     }
     let snap = Snapshot::open(index_dir)?;
     let mut resp = search::search(&snap, Some(&embedder), &p).map_err(|e| anyhow!(e))?;

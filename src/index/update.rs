@@ -29,6 +29,8 @@ pub struct UpdateOptions {
     /// Merge small segments after publishing (false: only past [`MAX_UNMERGED`] segments, so an update made
     /// just before a query does not keep it waiting; the server and `ghola index` merge).
     pub merge: bool,
+    /// Take the full path and checksum every file, whatever the fingerprints say.
+    pub verify: bool,
 }
 
 /// Segments beyond which even an update that defers merging merges (readers open every segment).
@@ -44,6 +46,17 @@ impl Default for UpdateOptions {
             wait: true,
             publish_every,
             merge: true,
+            verify: false,
+        }
+    }
+}
+
+impl UpdateOptions {
+    /// For the update made just before answering a query: waits for another writer, defers merging.
+    pub fn before_query() -> Self {
+        Self {
+            merge: false,
+            ..Self::default()
         }
     }
 }
@@ -279,7 +292,7 @@ pub fn update(
     let manifest = read_manifest(dir)
         .ok()
         .flatten()
-        .filter(|m| index_is_sound(dir, m, embedder));
+        .filter(|m| !opts.verify && index_is_sound(dir, m, embedder));
     // The append path needs a sound index and no file that must be re-read whole. The same scan (one `stat`
     // per transcript) is the freshness check: nothing changed or vanished means nothing to open.
     let appendable = manifest.as_ref().and_then(|m| {
