@@ -71,6 +71,16 @@ pub enum Verify {
 }
 
 impl Verify {
+    /// The rule for readers and the writer: checksum what was touched since the manifest of `dir` was published
+    /// (everything when there is no manifest to date it by). Read the time before the manifest itself: a newer
+    /// manifest renamed in between only makes more files count as touched (more checking, never less).
+    pub fn since_publish(dir: &Path) -> Self {
+        match std::fs::metadata(dir.join(super::snapshot::MANIFEST)).and_then(|m| m.modified()) {
+            Ok(t) => Verify::IfTouchedSince(t),
+            Err(_) => Verify::Always,
+        }
+    }
+
     fn checksum(self, file: &File) -> bool {
         match self {
             Verify::Always => true,

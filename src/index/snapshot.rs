@@ -187,15 +187,13 @@ impl Snapshot {
     }
 
     fn open_once(dir: &Path, limit: u64, verify_all: bool) -> Result<Self, IndexError> {
-        // The publish time is read before the manifest: a newer manifest renamed in between only makes more
-        // files count as touched (more checking, never less).
-        let published = std::fs::metadata(dir.join(MANIFEST)).and_then(|m| m.modified());
+        let verify = if verify_all {
+            Verify::Always
+        } else {
+            Verify::since_publish(dir)
+        };
         let Some(manifest) = read_manifest(dir)? else {
             return Ok(Self::empty(dir));
-        };
-        let verify = match published {
-            Ok(t) if !verify_all => Verify::IfTouchedSince(t),
-            _ => Verify::Always,
         };
         let mut segments = Vec::with_capacity(manifest.segments.len());
         for s in &manifest.segments {

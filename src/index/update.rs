@@ -455,17 +455,11 @@ fn append_writer(
     manifest: Manifest,
     summary: UpdateSummary,
 ) -> Result<Writer<'_>, IndexError> {
-    let published = std::fs::metadata(dir.join(MANIFEST)).and_then(|m| m.modified())?;
+    let verify = super::segment::Verify::since_publish(dir);
     let lexical = Lexical::open(&dir.join("lexical"))?;
     let lex_writer = lexical.writer()?;
     Ok(Writer::new(
-        dir,
-        manifest,
-        lexical,
-        lex_writer,
-        None,
-        super::segment::Verify::IfTouchedSince(published),
-        summary,
+        dir, manifest, lexical, lex_writer, None, verify, summary,
     ))
 }
 
@@ -562,14 +556,15 @@ fn full_writer<'a>(
             .or_default()
             .push((gid, key));
     }
-    // Reusing stored vectors goes through the hash files, all verified by the open above.
+    // Reusing stored vectors goes through the hash and vector files, all checksummed by the open above: only
+    // what is touched from now on is checked again.
     let mut w = Writer::new(
         dir,
         manifest,
         lexical,
         lex_writer,
         Some(live),
-        super::segment::Verify::IfTouchedSince(SystemTime::UNIX_EPOCH),
+        super::segment::Verify::since_publish(dir),
         summary,
     );
     for m in archived {

@@ -64,8 +64,6 @@ pub(super) struct Writer<'a> {
     /// Published segments' hash and vector files, opened on first need (`None`: unreadable, not reused).
     stores: HashMap<u64, Option<(Hashes, Vectors)>>,
     verify: Verify,
-    /// Text hash → vectors embedded during this update and not yet in a segment.
-    fresh: HashMap<u64, Vec<Vector>>,
     pending: Vec<Pending>,
     pending_files: Vec<FileState>,
     pending_dead: Vec<u64>,
@@ -111,7 +109,6 @@ impl<'a> Writer<'a> {
             live,
             stores: HashMap::new(),
             verify,
-            fresh: HashMap::new(),
             pending: Vec::new(),
             pending_files: Vec::new(),
             pending_dead: Vec::new(),
@@ -334,19 +331,11 @@ impl<'a> Writer<'a> {
         }
     }
 
-    /// Vectors already computed for a text hash: embedded in this update, or stored in a published segment.
+    /// Vectors already stored for a text hash in a published segment (what an earlier publish of this update
+    /// embedded included), newest segment first.
     fn known(&mut self, hash: u64) -> Option<Vec<Vector>> {
-        if let Some(v) = self.fresh.get(&hash) {
-            return Some(v.clone());
-        }
-        for id in self
-            .manifest
-            .segments
-            .iter()
-            .rev()
-            .map(|s| s.id)
-            .collect::<Vec<_>>()
-        {
+        for i in (0..self.manifest.segments.len()).rev() {
+            let id = self.manifest.segments[i].id;
             let (dir, verify) = (self.dir, self.verify);
             let store = self.stores.entry(id).or_insert_with(|| {
                 let hashes = Hashes::open(dir, id, verify);
@@ -447,7 +436,6 @@ impl<'a> Writer<'a> {
             let id = self.manifest.next_segment;
             let (messages, chunks) = (builder.messages() as u32, builder.chunks() as u32);
             builder.write(self.dir, id)?;
-            self.fresh.clear();
             self.manifest.next_segment += 1;
             self.manifest.segments.push(SegmentInfo {
                 id,

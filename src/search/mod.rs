@@ -313,11 +313,6 @@ pub fn search_with_vector(
         taken.push((s, range));
     }
     let total = taken.len();
-    let terms: Vec<String> = snap
-        .lexical
-        .as_ref()
-        .map(|(l, _)| l.query_terms(&p.query))
-        .unwrap_or_default();
     let raw_terms: Vec<String> = crate::index::terms::terms(&p.query)
         .into_iter()
         .map(|t| t.2)
@@ -383,7 +378,6 @@ pub fn search_with_vector(
         },
         note: None,
     };
-    let _ = terms;
     resp.bound(&raw_terms);
     Ok(resp)
 }
