@@ -1,6 +1,9 @@
 //! The index on a history written by the test: increments, rewrites, deletions, two writers, kill -9, damage,
 //! model change. Uses the real model (run `models/fetch` first).
 
+mod common;
+
+use common::{run_json, run_ok};
 use ghola::embed::Embedder;
 use ghola::index::{self, ChunkEmbedder, IndexError, Snapshot, UpdateOptions};
 use serde_json::{Value, json};
@@ -186,16 +189,7 @@ fn ghola(claude: &Path, idx: &Path) -> Command {
 }
 
 fn status(claude: &Path, idx: &Path) -> Value {
-    let out = ghola(claude, idx)
-        .args(["status", "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    run_json(ghola(claude, idx).args(["status", "--json"]))
 }
 
 fn many_sessions(claude: &Path, sessions: usize, per: usize) {
@@ -256,12 +250,7 @@ fn kill_9_at_any_point_loses_nothing_published() {
         let st = status(&claude, &idx);
         assert!(st["messages"].as_u64().unwrap() <= 600);
     }
-    let out = ghola(&claude, &idx).arg("index").output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_ok(ghola(&claude, &idx).arg("index"));
     let st = status(&claude, &idx);
     assert_eq!(st["messages"], 600);
     assert_eq!(st["pending_files"], 0);
@@ -480,12 +469,11 @@ fn the_memory_limit_leaves_out_the_oldest_sessions() {
         (0..two.messages.len()).map(|i| two.session_id(i)).collect();
     assert_eq!(kept.into_iter().collect::<Vec<_>>(), vec!["middle", "new"]);
     // Through the environment, as users set it: status reports the excluded sessions.
-    let out = ghola(&claude, &idx)
-        .args(["status", "--json"])
-        .env("GHOLA_MEMORY_LIMIT_MB", "0")
-        .output()
-        .unwrap();
-    let st: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let st = run_json(
+        ghola(&claude, &idx)
+            .args(["status", "--json"])
+            .env("GHOLA_MEMORY_LIMIT_MB", "0"),
+    );
     assert_eq!(
         (st["excluded_sessions"].as_u64(), st["messages"].as_u64()),
         (Some(3), Some(0))
@@ -653,16 +641,7 @@ fn verify_finds_damage_that_kept_its_mtime() {
         .unwrap();
     // Readers check magic, version and length of mapped files, and checksum only touched ones.
     assert!(Snapshot::open(&idx).is_ok());
-    let out = ghola(&claude, &idx)
-        .args(["index", "--verify", "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let s: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let s = run_json(ghola(&claude, &idx).args(["index", "--verify", "--json"]));
     assert_eq!(s["full_update"], true);
     assert_eq!(s["set_aside"].as_array().unwrap().len(), 1, "{s}");
     assert_eq!(live(&idx).len(), 15);

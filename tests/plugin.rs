@@ -182,22 +182,17 @@ fn claude_code_calls_the_search_tool_and_gets_the_past_session_back() {
         assert!(ok, "{out}");
     }
     // Index first, as the user's machine would have: the server then answers from it at once.
-    let out = Command::new(env!("CARGO_BIN_EXE_ghola"))
-        .args([
-            "--claude-dir",
-            home.path().join(".claude").to_str().unwrap(),
-        ])
-        .args([
-            "--index-dir",
-            home.path().join("ghola-index").to_str().unwrap(),
-            "index",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    common::run_ok(
+        Command::new(env!("CARGO_BIN_EXE_ghola"))
+            .args([
+                "--claude-dir",
+                home.path().join(".claude").to_str().unwrap(),
+            ])
+            .args([
+                "--index-dir",
+                home.path().join("ghola-index").to_str().unwrap(),
+                "index",
+            ]),
     );
 
     let standin = StandIn::start(4, Arc::new(script));

@@ -5,8 +5,8 @@
 
 mod common;
 
-use common::claude_bin;
 use common::standin::{Reply, StandIn, last_user_text};
+use common::{claude_bin, run_json};
 use ghola::replay::backend::api::MessagesApi;
 use ghola::replay::conversation::{ApiMessage, Block, Speaker, check};
 use ghola::replay::route::RouteContext;
@@ -951,34 +951,28 @@ fn ghola_query_searches_replays_and_reranks() {
         }),
     );
     let log = tmp.path().join("log.jsonl");
-    let out = ghola()
-        .args([
-            "--claude-dir",
-            claude.to_str().unwrap(),
-            "--index-dir",
-            tmp.path().join("idx").to_str().unwrap(),
-        ])
-        .args([
-            "query",
-            "retry policy for failed uploads backoff",
-            "--project",
-            "/w/app",
-            "--json",
-            "--backend",
-            "api",
-        ])
-        .env("ANTHROPIC_BASE_URL", &s.url)
-        .env("ANTHROPIC_API_KEY", "test-key")
-        .env("CLAUDE_CODE_SESSION_ID", S4)
-        .env("DUNCAN_LOG", &log)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let report = run_json(
+        ghola()
+            .args([
+                "--claude-dir",
+                claude.to_str().unwrap(),
+                "--index-dir",
+                tmp.path().join("idx").to_str().unwrap(),
+            ])
+            .args([
+                "query",
+                "retry policy for failed uploads backoff",
+                "--project",
+                "/w/app",
+                "--json",
+                "--backend",
+                "api",
+            ])
+            .env("ANTHROPIC_BASE_URL", &s.url)
+            .env("ANTHROPIC_API_KEY", "test-key")
+            .env("CLAUDE_CODE_SESSION_ID", S4)
+            .env("DUNCAN_LOG", &log),
     );
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let results = report["results"].as_array().unwrap();
     assert!(!results.is_empty());
     assert_eq!(results[0]["session_id"], S1, "{report:#}");

@@ -1,6 +1,8 @@
 //! Search over a fixture history written by the test: filters, date rules in two time zones, exclusion of the
 //! calling session's latest window, window merging, pagination, exact identifiers, the output bound.
 
+mod common;
+
 use serde_json::{Value, json};
 use std::fs;
 use std::path::Path;
@@ -115,15 +117,13 @@ fn setup() -> Env {
         idx: tmp.path().join("idx").display().to_string(),
         _tmp: tmp,
     };
-    let out = Command::new(env!("CARGO_BIN_EXE_ghola"))
-        .args(["--claude-dir", &e.claude, "--index-dir", &e.idx, "index"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::run_ok(Command::new(env!("CARGO_BIN_EXE_ghola")).args([
+        "--claude-dir",
+        &e.claude,
+        "--index-dir",
+        &e.idx,
+        "index",
+    ]));
     e
 }
 

@@ -1,5 +1,7 @@
 //! Each transcript rule on a synthetic Claude dir written by the test: layouts, merging, windows, stripping.
 
+mod common;
+
 use ghola::transcript::{self, Part, SubagentLayout};
 use serde_json::{Value, json};
 use std::fs;
@@ -194,23 +196,14 @@ fn layouts_windows_merging_and_stripping() {
 fn cli_sessions_json_and_id_validation() {
     let tmp = setup();
     let bin = env!("CARGO_BIN_EXE_ghola");
-    let out = std::process::Command::new(bin)
-        .args([
-            "--claude-dir",
-            tmp.path().to_str().unwrap(),
-            "sessions",
-            "--project",
-            "/work/app",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = common::run_json(std::process::Command::new(bin).args([
+        "--claude-dir",
+        tmp.path().to_str().unwrap(),
+        "sessions",
+        "--project",
+        "/work/app",
+        "--json",
+    ]));
     let s = v["sessions"]
         .as_array()
         .unwrap()
@@ -231,23 +224,15 @@ fn cli_sessions_json_and_id_validation() {
         assert!(!out.status.success(), "{bad} accepted");
         assert!(!out.stderr.is_empty());
     }
-    let out = std::process::Command::new(bin)
-        .args([
-            "--claude-dir",
-            tmp.path().to_str().unwrap(),
-            "show",
-            "1111",
-            "--window",
-            "1",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
+    let stdout = common::run_ok(std::process::Command::new(bin).args([
+        "--claude-dir",
+        tmp.path().to_str().unwrap(),
+        "show",
+        "1111",
+        "--window",
+        "1",
+    ]));
+    let text = String::from_utf8_lossy(&stdout);
     assert!(
         text.contains("now the docs") && !text.contains("Fix the retry loop"),
         "{text}"

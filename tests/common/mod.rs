@@ -6,6 +6,23 @@ pub mod mcp_client;
 pub mod standin;
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Runs a command that must succeed (its stderr in the failure message otherwise) and returns its stdout.
+pub fn run_ok(cmd: &mut Command) -> Vec<u8> {
+    let out = cmd.output().expect("the command starts");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// [`run_ok`], its stdout parsed as JSON.
+pub fn run_json(cmd: &mut Command) -> serde_json::Value {
+    serde_json::from_slice(&run_ok(cmd)).expect("JSON on stdout")
+}
 
 /// The Claude Code CLI: `$GHOLA_CLAUDE_BIN`, else the one `.ci/run` installs. `None` outside CI when it is
 /// missing (the caller skips); under `CI=true` a missing CLI fails the test.
