@@ -286,6 +286,91 @@ fn append_and_update(
     update(idx, claude)
 }
 
+/// What the two passes of a first index took.
+pub struct FirstPass {
+    pub messages: usize,
+    pub bytes: u64,
+    /// Until every message was searchable by its words (the keyword-first pass, published).
+    pub keyword_secs: f64,
+    /// The embedding pass after it.
+    pub embed_secs: f64,
+}
+
+/// Builds a fresh index of `claude` in `idx` the way the plugin's server does on first start: the keyword-first
+/// pass (everything deferred), then the embedding pass with `embedder`.
+pub fn first_pass(claude: &Path, idx: &Path, embedder: &dyn ChunkEmbedder) -> Result<FirstPass> {
+    let _ = std::fs::remove_dir_all(idx);
+    let opts = UpdateOptions {
+        defer_from: Some(1),
+        ..UpdateOptions::default()
+    };
+    let t = Instant::now();
+    let s = index::update_with(idx, claude, Some(embedder), opts, &mut |_| {})?;
+    let keyword_secs = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let e = index::embed_pending(idx, embedder, None, &|| false, &mut |_| {})?;
+    let embed_secs = t.elapsed().as_secs_f64();
+    anyhow::ensure!(
+        e.messages >= s.messages_deferred,
+        "embedded {} of {} deferred messages",
+        e.messages,
+        s.messages_deferred
+    );
+    Ok(FirstPass {
+        messages: s.messages_added,
+        bytes: s.bytes_read,
+        keyword_secs,
+        embed_secs,
+    })
+}
+
+fn print_first_pass(label: &str, f: &FirstPass, vectors: &str) {
+    println!(
+        "{label}: keyword-searchable after {:.2} s ({:.0} messages/s, {:.1} MB/s of transcripts); fully embedded \
+         after {:.1} s ({vectors})",
+        f.keyword_secs,
+        f.messages as f64 / f.keyword_secs,
+        f.bytes as f64 / 1e6 / f.keyword_secs,
+        f.keyword_secs + f.embed_secs
+    );
+}
+
+/// `ghola bench index --history DIR`: the first index of a real Claude dir, both passes, with the real model
+/// (or hash vectors with `--hash-vectors`).
+pub fn history_bench(
+    claude: &Path,
+    work: &Path,
+    model_dir: Option<&Path>,
+    hash: bool,
+) -> Result<()> {
+    std::fs::create_dir_all(work).with_context(|| format!("creating {}", work.display()))?;
+    println!(
+        "command: ghola bench index --history {} --work {}{}",
+        claude.display(),
+        work.display(),
+        if hash { " --hash-vectors" } else { "" }
+    );
+    let real;
+    let (embedder, label): (&dyn ChunkEmbedder, &str) = if hash {
+        (&HashEmbedder, "hash vectors")
+    } else {
+        real = ghola::embed::Embedder::from_default_location(model_dir)?;
+        (&real, "real model")
+    };
+    let f = first_pass(claude, &work.join("index-history"), embedder)?;
+    print_first_pass(&format!("{} messages", f.messages), &f, label);
+    if !hash {
+        println!(
+            "embedding pass: {:.0} messages/s",
+            f.messages as f64 / f.embed_secs
+        );
+    }
+    if let Some(peak) = peak_rss_mib() {
+        println!("peak RSS: {peak:.0} MiB");
+    }
+    Ok(())
+}
+
 /// `ghola bench index`: full build, no-change check, and a 10-line append at `messages/10` and `messages`.
 pub fn index_bench(work: &Path, messages: usize) -> Result<()> {
     std::fs::create_dir_all(work).with_context(|| format!("creating {}", work.display()))?;
@@ -294,6 +379,17 @@ pub fn index_bench(work: &Path, messages: usize) -> Result<()> {
         work.display()
     );
     println!("vectors: hash vectors (model cost excluded; see `ghola bench embed`)");
+    for n in [messages / 10, messages] {
+        let (claude, idx, _, _) = prepare(work, n)?;
+        let f = first_pass(
+            &claude,
+            &work.join(format!("index-words-{n}")),
+            &HashEmbedder,
+        )?;
+        print_first_pass(&format!("{n:>9} messages"), &f, "hash vectors");
+        let _ = std::fs::remove_dir_all(work.join(format!("index-words-{n}")));
+        drop(idx);
+    }
     for n in [messages / 10, messages] {
         let (claude, idx, files, built) = prepare(work, n)?;
         let snap = Snapshot::open(&idx)?;

@@ -1,7 +1,6 @@
 //! `ghola query`: duncan from the command line, a thin adapter over [`ghola::replay::query`].
 
 use anyhow::{Result, anyhow};
-use ghola::embed::Embedder;
 use ghola::replay::backend::{self, BackendChoice};
 use ghola::replay::route::RouteContext;
 use ghola::replay::{Mode, QueryRequest};
@@ -89,12 +88,12 @@ pub fn query_cmd(
     req.validate().map_err(|e| anyhow!(e))?;
     let backend = backend::choose(a.backend, claude_dir).map_err(|e| anyhow!(e))?;
     let embedder = if req.mode == Mode::Search {
-        let e = Embedder::from_default_location(model_dir)?;
+        let e = super::recall::obtain_model(model_dir, true)?;
         if !a.no_update {
             super::recall::run_update(
                 index_dir,
                 claude_dir,
-                &e,
+                Some(&e),
                 ghola::index::UpdateOptions::before_query(),
                 true,
             )?;

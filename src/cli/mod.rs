@@ -105,14 +105,22 @@ pub enum Command {
 /// What `ghola bench` measures.
 #[derive(Debug, Subcommand)]
 pub enum BenchKind {
-    /// The index on a synthetic history: full build, no-change check, a 10-line append, bytes/message, at
-    /// N/10 and N messages (hash vectors: the model's cost is `bench embed`'s).
+    /// The index on a synthetic history: first index in two passes (time to keyword-searchable, to fully
+    /// embedded), full build, no-change check, a 10-line append, bytes/message, at N/10 and N messages (hash
+    /// vectors: the model's cost is `bench embed`'s). With `--history DIR`: both passes of a first index of that
+    /// Claude dir, with the real model.
     Index {
         #[arg(long, default_value_t = 100_000)]
         messages: usize,
         /// Where the synthetic history and its indexes live (reused across runs).
         #[arg(long, default_value_os_t = std::env::temp_dir().join("ghola-bench"))]
         work: PathBuf,
+        /// A real Claude dir (e.g. ../shared/corpus/cc-2.1.330) to index from scratch instead.
+        #[arg(long, value_name = "DIR")]
+        history: Option<PathBuf>,
+        /// With --history: embed with hash vectors instead of the real model.
+        #[arg(long, requires = "history")]
+        hash_vectors: bool,
     },
     /// Search latency p50/p95 at N/10 and N messages, query embedding apart, and a cold `ghola search`.
     Search {
@@ -205,7 +213,15 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Embed => embed_stdin(cli.model_dir.as_deref()),
         Command::Bench { what } => match what {
             BenchKind::Read { secs } => bench::read(&claude_dir, secs),
-            BenchKind::Index { messages, work } => bench_scale::index_bench(&work, messages),
+            BenchKind::Index {
+                history: Some(history),
+                work,
+                hash_vectors,
+                ..
+            } => {
+                bench_scale::history_bench(&history, &work, cli.model_dir.as_deref(), hash_vectors)
+            }
+            BenchKind::Index { messages, work, .. } => bench_scale::index_bench(&work, messages),
             BenchKind::Search { messages, work } => {
                 bench_scale::search_bench(&work, messages, cli.model_dir.as_deref())
             }

@@ -7,24 +7,115 @@ use ghola::search::{self, Fusion, SearchParams};
 use std::io::IsTerminal;
 use std::path::Path;
 
-/// Updates the index with a progress bar on a terminal (plain lines otherwise), returning the summary.
+/// Messages `ghola search` embeds before answering when the first pass left them keyword-only (about half a
+/// minute on two cores); a bigger backlog is answered at once, partly by words, and left to `ghola index` or the
+/// plugin's server.
+pub const SEARCH_EMBEDS_UP_TO: usize = 2_000;
+
+/// A progress bar on stderr when it is a terminal and output is not quiet.
+fn bar(quiet: bool, template: &str) -> Option<indicatif::ProgressBar> {
+    (!quiet && std::io::stderr().is_terminal()).then(|| {
+        let b = indicatif::ProgressBar::new(0);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(template)
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b
+    })
+}
+
+/// Download progress: a byte bar on a terminal, a line per file otherwise.
+struct DownloadBar {
+    bar: Option<indicatif::ProgressBar>,
+    quiet: bool,
+}
+
+impl ghola::embed::download::DownloadProgress for DownloadBar {
+    fn start(&mut self, file: &str, total: u64) {
+        if let Some(b) = &self.bar {
+            b.set_length(total);
+            b.set_position(0);
+            b.set_message(file.to_string());
+        } else if !self.quiet {
+            eprintln!(
+                "ghola: downloading {file} of the embedding model ({:.1} MB, once)",
+                total as f64 / 1e6
+            );
+        }
+    }
+    fn advance(&mut self, bytes: u64) {
+        if let Some(b) = &self.bar {
+            b.inc(bytes);
+        }
+    }
+    fn finish(&mut self) {}
+}
+
+/// The embedding model, downloaded into the Hugging Face cache first if it is nowhere on this machine (with a
+/// progress bar on a terminal).
+pub fn obtain_model(model_dir: Option<&Path>, quiet: bool) -> Result<Embedder> {
+    let mut progress = DownloadBar {
+        bar: bar(
+            quiet,
+            "{spinner} downloading {msg} {wide_bar} {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+        ),
+        quiet,
+    };
+    let e = Embedder::obtain(model_dir, &mut progress);
+    if let Some(b) = progress.bar {
+        b.finish_and_clear();
+    }
+    Ok(e?)
+}
+
+/// Embeds what the keyword-first pass left (all of it, or nothing when more than `up_to` messages wait), with a
+/// progress bar on a terminal. Returns the messages still waiting.
+pub fn run_embedding(
+    index_dir: &Path,
+    embedder: &Embedder,
+    up_to: Option<usize>,
+    quiet: bool,
+) -> Result<index::EmbedSummary> {
+    let waiting = index::messages_waiting(index_dir);
+    if waiting == 0 || up_to.is_some_and(|n| waiting > n) {
+        return Ok(index::EmbedSummary {
+            messages_waiting: waiting,
+            ..Default::default()
+        });
+    }
+    let bar = bar(
+        quiet,
+        "{spinner} embedding {pos}/{len} messages {wide_bar} {per_sec} eta {eta}",
+    );
+    let mut last_line = std::time::Instant::now();
+    let s = index::embed_pending(index_dir, embedder, None, &|| false, &mut |p| {
+        if let Some(b) = &bar {
+            b.set_length(p.messages_total as u64);
+            b.set_position(p.messages_done as u64);
+        } else if !quiet && last_line.elapsed().as_secs() >= 5 {
+            last_line = std::time::Instant::now();
+            eprintln!("embedded {}/{} messages", p.messages_done, p.messages_total);
+        }
+    })?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    Ok(s)
+}
+
+/// Updates the index with a progress bar on a terminal (plain lines otherwise), returning the summary. Without
+/// a model, everything new is stored keyword-only.
 pub fn run_update(
     index_dir: &Path,
     claude_dir: &Path,
-    embedder: &Embedder,
+    embedder: Option<&Embedder>,
     opts: UpdateOptions,
     quiet: bool,
 ) -> Result<UpdateSummary> {
-    let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
-        let b = indicatif::ProgressBar::new(0);
-        b.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{spinner} indexing {pos}/{len} sessions {wide_bar} {per_sec} eta {eta} {msg}",
-            )
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        b
-    });
+    let bar = bar(
+        quiet,
+        "{spinner} indexing {pos}/{len} sessions {wide_bar} {per_sec} eta {eta} {msg}",
+    );
     let mut last_line = std::time::Instant::now();
     let mut progress = |p: index::Progress| {
         if let Some(b) = &bar {
@@ -41,7 +132,8 @@ pub fn run_update(
             );
         }
     };
-    let summary = index::update(index_dir, claude_dir, embedder, opts, &mut progress)?;
+    let embedder = embedder.map(|e| e as &dyn index::ChunkEmbedder);
+    let summary = index::update_with(index_dir, claude_dir, embedder, opts, &mut progress)?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -65,15 +157,19 @@ pub fn index_cmd(
     verify: bool,
     json: bool,
 ) -> Result<()> {
-    let embedder = Embedder::from_default_location(model_dir)?;
+    let embedder = obtain_model(model_dir, json)?;
     let opts = UpdateOptions {
         wait: !no_wait,
         verify,
         ..UpdateOptions::default()
-    };
-    let s = run_update(index_dir, claude_dir, &embedder, opts, json)?;
+    }
+    .words_first();
+    let s = run_update(index_dir, claude_dir, Some(&embedder), opts, json)?;
+    let e = run_embedding(index_dir, &embedder, None, json)?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&s)?);
+        let mut v = serde_json::to_value(&s)?;
+        v["embedding_pass"] = serde_json::to_value(&e)?;
+        println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         println!(
             "files: {} seen, {} read ({:.1} MB) · sessions updated: {} · messages: {} added, {} removed · chunks: {} embedded, {} reused · {} publishes, {} merges · {} · {:.1}s",
@@ -96,6 +192,12 @@ pub fn index_cmd(
             },
             s.seconds
         );
+        if e.segments > 0 {
+            println!(
+                "keyword-searchable after {:.1}s; embedding pass: {} messages, {} chunks embedded, {} reused · {:.1}s",
+                s.seconds, e.messages, e.chunks_embedded, e.chunks_reused, e.seconds
+            );
+        }
     }
     Ok(())
 }
@@ -208,25 +310,48 @@ pub fn search_cmd(
     p.fusion = a.fusion;
     p.lexical_weight = a.lexical_weight;
     p.validate().map_err(|e| anyhow!(e))?;
-    let embedder = Embedder::from_default_location(model_dir)?;
+    // Without the model (offline, download refused), the search still answers, by words.
+    let embedder = match obtain_model(model_dir, a.json) {
+        Ok(e) => Some(e),
+        Err(e) if a.fusion != Fusion::Semantic => {
+            eprintln!("ghola: {e:#}\nghola: searching by keywords only");
+            None
+        }
+        Err(e) => return Err(e),
+    };
     if !a.no_update {
         run_update(
             index_dir,
             claude_dir,
-            &embedder,
-            UpdateOptions::before_query(),
+            embedder.as_ref(),
+            UpdateOptions::before_query().words_first(),
             true,
         )
         .context("updating the index (use --no-update to skip)")?;
+        if let Some(e) = &embedder {
+            run_embedding(index_dir, e, Some(SEARCH_EMBEDS_UP_TO), a.json)
+                .context("embedding the index (use --no-update to skip)")?;
+        }
     }
     let snap = Snapshot::open(index_dir)?;
-    let mut resp = search::search(&snap, Some(&embedder), &p).map_err(|e| anyhow!(e))?;
+    let mut resp = search::search(&snap, embedder.as_ref(), &p).map_err(|e| anyhow!(e))?;
     if a.no_update {
         resp.index.pending_files = index::pending_files(&snap, claude_dir);
+    }
+    if embedder.is_none() {
+        resp.note = Some("ranking is keyword-only: the embedding model is unavailable".into());
+    } else if resp.index.embedded_messages < resp.index.messages {
+        resp.note = Some(format!(
+            "ranking is partly keyword-only: {} of {} messages are embedded; `ghola index` embeds the rest",
+            resp.index.embedded_messages, resp.index.messages
+        ));
     }
     if a.json {
         println!("{}", serde_json::to_string(&resp)?);
         return Ok(());
+    }
+    if let Some(note) = &resp.note {
+        eprintln!("ghola: {note}");
     }
     if resp.results.is_empty() {
         println!("no matches for {:?}", resp.query);

@@ -1,5 +1,5 @@
-//! Where the model's files are: a flag, `$GHOLA_MODEL_DIR`, the `models/` folder of the installation (found from
-//! the executable, so a plugin install works wherever it lives), then the Hugging Face cache.
+//! Where the model's files are: a flag, `$GHOLA_MODEL_DIR`, the `models/` folder of a checkout (found from the
+//! executable), then the Hugging Face cache, where [`super::download`] puts them when they are nowhere.
 
 use super::EmbedError;
 use std::path::{Path, PathBuf};
@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 pub const MODEL_ID: &str = "sentence-transformers/all-MiniLM-L6-v2";
 /// The folder name under `models/`.
 pub const MODEL_DIR_NAME: &str = "all-MiniLM-L6-v2";
-/// sha256 of the published `model.safetensors`; `models/fetch` refuses anything else.
+/// sha256 of the published `model.safetensors`; the download and `models/fetch` refuse anything else.
 pub const WEIGHTS_SHA256: &str = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db";
 
 /// The three files a model directory must hold.
@@ -33,9 +33,9 @@ impl ModelFiles {
 }
 
 /// Finds the model files, trying in order: `flag`, `$GHOLA_MODEL_DIR`, `models/all-MiniLM-L6-v2` beside the
-/// executable or up to four folders above it (`target/release/ghola` in a checkout, `bin/ghola` in a plugin),
-/// the source checkout this binary was built from, and the Hugging Face cache (`$HF_HUB_CACHE`, `$HF_HOME/hub`,
-/// `~/.cache/huggingface/hub`). The error lists every place tried and names `models/fetch`.
+/// executable or up to four folders above it (`target/release/ghola` in a checkout), and the Hugging Face cache
+/// (`$HF_HUB_CACHE`, `$HF_HOME/hub`, `~/.cache/huggingface/hub`). The error lists every place tried. (Not the
+/// folder the binary was compiled in: a release binary must behave the same on every machine.)
 pub fn resolve(flag: Option<&Path>) -> Result<ModelFiles, EmbedError> {
     let mut tried = Vec::new();
     let explicit = flag
@@ -52,11 +52,6 @@ pub fn resolve(flag: Option<&Path>) -> Result<ModelFiles, EmbedError> {
             candidates.push(dir.join("models").join(MODEL_DIR_NAME));
         }
     }
-    candidates.push(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("models")
-            .join(MODEL_DIR_NAME),
-    );
     candidates.extend(hf_cache_snapshot());
     for dir in candidates {
         if let Some(files) = ModelFiles::in_dir(&dir) {
@@ -69,12 +64,18 @@ pub fn resolve(flag: Option<&Path>) -> Result<ModelFiles, EmbedError> {
     Err(EmbedError::ModelNotFound { tried })
 }
 
-/// The snapshot `refs/main` points at in the Hugging Face cache, if the model was ever downloaded there.
-fn hf_cache_snapshot() -> Option<PathBuf> {
-    let hub = crate::config::non_empty_env("HF_HUB_CACHE")
+/// The Hugging Face cache: `$HF_HUB_CACHE`, else `$HF_HOME/hub`, else `~/.cache/huggingface/hub` (the rules of
+/// the Python `huggingface_hub`, which hf-hub follows only in part, so they are applied here for both).
+pub fn hf_hub_cache() -> PathBuf {
+    crate::config::non_empty_env("HF_HUB_CACHE")
         .map(PathBuf::from)
         .or_else(|| crate::config::non_empty_env("HF_HOME").map(|h| PathBuf::from(h).join("hub")))
-        .unwrap_or_else(|| crate::config::home_dir().join(".cache/huggingface/hub"));
+        .unwrap_or_else(|| crate::config::home_dir().join(".cache/huggingface/hub"))
+}
+
+/// The snapshot `refs/main` points at in the Hugging Face cache, if the model was ever downloaded there.
+fn hf_cache_snapshot() -> Option<PathBuf> {
+    let hub = hf_hub_cache();
     let repo = hub.join(format!("models--{}", MODEL_ID.replace('/', "--")));
     let rev = std::fs::read_to_string(repo.join("refs/main")).ok()?;
     let rev = rev.trim();
@@ -82,4 +83,28 @@ fn hf_cache_snapshot() -> Option<PathBuf> {
     rev.chars()
         .all(|c| c.is_ascii_alphanumeric())
         .then(|| repo.join("snapshots").join(rev))
+}
+
+/// Whether the user asked for no network use (`HF_HUB_OFFLINE=1`, as for every Hugging Face tool).
+pub fn offline() -> bool {
+    crate::config::non_empty_env("HF_HUB_OFFLINE").is_some_and(|v| v != "0" && v != "false")
+}
+
+/// [`resolve`], and when the files are nowhere (and no folder was named explicitly, and `HF_HUB_OFFLINE` is not
+/// set), downloads them into the Hugging Face cache with [`super::download::download`].
+pub fn resolve_or_download(
+    flag: Option<&Path>,
+    progress: &mut dyn super::download::DownloadProgress,
+) -> Result<ModelFiles, EmbedError> {
+    match resolve(flag) {
+        Err(EmbedError::ModelNotFound { tried })
+            if flag.is_none()
+                && crate::config::non_empty_env("GHOLA_MODEL_DIR").is_none()
+                && !offline() =>
+        {
+            tracing::debug!("model not found in {tried:?}; downloading");
+            super::download::download(progress)
+        }
+        other => other,
+    }
 }

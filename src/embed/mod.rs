@@ -7,10 +7,14 @@
 //! each product across threads, which spends its time waking and parking them.
 
 mod bert;
+pub mod download;
 mod files;
 mod gelu;
 
-pub use files::{MODEL_DIR_NAME, MODEL_ID, ModelFiles, WEIGHTS_SHA256, resolve};
+pub use files::{
+    MODEL_DIR_NAME, MODEL_ID, ModelFiles, WEIGHTS_SHA256, hf_hub_cache, offline, resolve,
+    resolve_or_download,
+};
 
 use bert::{Bert, BertConfig};
 use candle_core::{DType, Device};
@@ -53,11 +57,32 @@ pub type Vector = [f32; DIM];
 #[derive(Debug, thiserror::Error)]
 pub enum EmbedError {
     #[error(
-        "the embedding model was not found (looked in: {}). Run `models/fetch` in the ghola checkout, or point \
+        "the embedding model was not found (looked in: {}). ghola downloads it from the Hugging Face Hub unless \
+         HF_HUB_OFFLINE is set or a folder is named; otherwise run `models/fetch` in the ghola checkout, or point \
          --model-dir / $GHOLA_MODEL_DIR at a folder with config.json, tokenizer.json and model.safetensors",
         .tried.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
     )]
     ModelNotFound { tried: Vec<PathBuf> },
+    #[error(
+        "could not download {file} of the embedding model from {endpoint}: {reason}. Searches stay keyword-only \
+         until it is there: check the network (or HF_ENDPOINT for a mirror), or fetch it another way (`models/fetch` \
+         in a checkout, then --model-dir / $GHOLA_MODEL_DIR)"
+    )]
+    Download {
+        file: String,
+        endpoint: String,
+        reason: String,
+    },
+    #[error(
+        "refused {file} downloaded from {endpoint}: its sha256 is {have}, the pinned one is {want} (a proxy or \
+         mirror served something else; it was removed from the cache)"
+    )]
+    Tampered {
+        file: String,
+        endpoint: String,
+        have: String,
+        want: String,
+    },
     #[error("could not load the embedding model from {path}: {reason}")]
     Load { path: PathBuf, reason: String },
     #[error("tokenizer: {0}")]
@@ -166,6 +191,15 @@ impl Embedder {
     /// Resolves the model files (see [`resolve`]) and loads them.
     pub fn from_default_location(flag: Option<&std::path::Path>) -> Result<Self, EmbedError> {
         Self::load(&resolve(flag)?)
+    }
+
+    /// Resolves the model files, downloading them when they are nowhere (see [`resolve_or_download`]), and
+    /// loads them: what the commands that index and the server use.
+    pub fn obtain(
+        flag: Option<&std::path::Path>,
+        progress: &mut dyn download::DownloadProgress,
+    ) -> Result<Self, EmbedError> {
+        Self::load(&resolve_or_download(flag, progress)?)
     }
 
     /// The files this embedder was loaded from.

@@ -17,10 +17,11 @@ fn class(s: &SegmentInfo) -> u32 {
     s.messages.max(1).ilog(MERGE_FACTOR as u32)
 }
 
-/// The segments to merge next: all of the smallest class that has [`MERGE_FACTOR`] or more.
-pub fn next_merge(segments: &[SegmentInfo]) -> Option<Vec<u64>> {
+/// The segments to merge next: all of the smallest class that has [`MERGE_FACTOR`] or more. Segments that still
+/// await embedding (`pending`) are left out: the second pass replaces them first.
+pub fn next_merge(segments: &[SegmentInfo], pending: &HashSet<u64>) -> Option<Vec<u64>> {
     let mut by_class: HashMap<u32, Vec<u64>> = HashMap::new();
-    for s in segments {
+    for s in segments.iter().filter(|s| !pending.contains(&s.id)) {
         by_class.entry(class(s)).or_default().push(s.id);
     }
     let mut classes: Vec<_> = by_class
@@ -34,7 +35,14 @@ pub fn next_merge(segments: &[SegmentInfo]) -> Option<Vec<u64>> {
 impl Writer<'_> {
     /// Merges while some size class is full.
     pub fn merge_while_needed(&mut self) -> Result<(), IndexError> {
-        while let Some(ids) = next_merge(&self.manifest.segments) {
+        let pending: HashSet<u64> = self
+            .manifest
+            .segments
+            .iter()
+            .filter(|s| segment::awaits_embedding(self.dir, s.id))
+            .map(|s| s.id)
+            .collect();
+        while let Some(ids) = next_merge(&self.manifest.segments, &pending) {
             self.merge(&ids)?;
         }
         Ok(())
@@ -107,9 +115,7 @@ impl Writer<'_> {
         self.commit()?;
         self.forget_segments(ids);
         for &old in ids {
-            for p in segment::paths(self.dir, old).all() {
-                let _ = std::fs::remove_file(p);
-            }
+            segment::remove(self.dir, old);
         }
         self.summary.merges += 1;
         Ok(())
@@ -130,14 +136,21 @@ mod tests {
 
     #[test]
     fn merges_the_smallest_full_class_only() {
-        assert_eq!(next_merge(&[seg(1, 5000), seg(2, 3), seg(3, 2)]), None);
+        let none = HashSet::new();
+        assert_eq!(
+            next_merge(&[seg(1, 5000), seg(2, 3), seg(3, 2)], &none),
+            None
+        );
         let small: Vec<SegmentInfo> = (0..4).map(|i| seg(10 + i, 2)).collect();
         let mut all = vec![seg(1, 5000)];
         all.extend(small);
-        assert_eq!(next_merge(&all), Some(vec![10, 11, 12, 13]));
+        assert_eq!(next_merge(&all, &none), Some(vec![10, 11, 12, 13]));
+        // A segment awaiting embedding is not merged.
+        let pending: HashSet<u64> = [11].into_iter().collect();
+        assert_eq!(next_merge(&all, &pending), None);
         // Four big ones and four small ones: the small ones first.
         let mut both: Vec<SegmentInfo> = (0..4).map(|i| seg(i, 5000)).collect();
         both.extend((0..4).map(|i| seg(20 + i, 10)));
-        assert_eq!(next_merge(&both), Some(vec![20, 21, 22, 23]));
+        assert_eq!(next_merge(&both, &none), Some(vec![20, 21, 22, 23]));
     }
 }

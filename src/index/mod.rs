@@ -2,6 +2,7 @@
 //! named by a manifest that is swapped atomically; fingerprints of every source file; one writer at a time
 //! under a file lock, any number of readers on consistent snapshots.
 
+mod embed_pass;
 pub mod format;
 pub mod lexical;
 mod merge;
@@ -14,9 +15,12 @@ pub mod terms;
 pub mod update;
 mod writer;
 
+pub use embed_pass::{EmbedProgress, EmbedSummary, embed_pending, messages_waiting};
 pub use records::{ChunkKind, FileState, Manifest, StoredMessage};
 pub use snapshot::{LiveChunk, MessageRow, NO_AGENT, Snapshot};
-pub use update::{Progress, UpdateOptions, UpdateSummary, update};
+pub use update::{
+    DEFER_FROM, Progress, UpdateOptions, UpdateSummary, update, update_with, update_words_only,
+};
 
 use crate::embed::{EmbedError, Embedder, Vector};
 use serde::Serialize;

@@ -4,6 +4,10 @@
 //! - `<id>.vec`: a raw little-endian f32 matrix, one row per chunk (memory-mapped);
 //! - `<id>.hash`: (text hash, first row, rows) records sorted by hash, so a writer finds a stored vector for an
 //!   identical text by binary search instead of loading every segment's metadata.
+//!
+//! A segment published by the keyword-first pass has no vectors yet, and a fifth file, `<id>.todo`: the texts to
+//! embed (with their message and kind). The second pass embeds them and publishes a replacement segment with
+//! vectors; the `.todo` file goes with the segment it belongs to.
 
 use super::format::{self, FormatError, HEADER_LEN};
 use super::records::{ChunkKind, ChunkRecord, MessageMeta, StoredMessage};
@@ -20,6 +24,7 @@ pub(crate) const META_MAGIC: &[u8; 8] = b"GHOLASGM";
 pub(crate) const VEC_MAGIC: &[u8; 8] = b"GHOLAVEC";
 const TEXT_MAGIC: &[u8; 8] = b"GHOLATXT";
 const HASH_MAGIC: &[u8; 8] = b"GHOLAHSH";
+const TODO_MAGIC: &[u8; 8] = b"GHOLATDO";
 /// Bytes of one hash record: text hash (8), first row (4), rows (4).
 const HASH_RECORD: usize = 16;
 
@@ -38,6 +43,8 @@ pub struct SegmentPaths {
     pub vectors: PathBuf,
     pub text: PathBuf,
     pub hashes: PathBuf,
+    /// Present only while the segment awaits embedding.
+    pub todo: PathBuf,
 }
 
 impl SegmentPaths {
@@ -55,6 +62,43 @@ pub fn paths(dir: &Path, id: u64) -> SegmentPaths {
         vectors: base.join(format!("{id:08}.vec")),
         text: base.join(format!("{id:08}.txt")),
         hashes: base.join(format!("{id:08}.hash")),
+        todo: base.join(format!("{id:08}.todo")),
+    }
+}
+
+/// One text of a keyword-only segment still to be embedded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TodoChunk {
+    /// Index of its message within the segment.
+    pub message: u32,
+    pub kind: ChunkKind,
+    pub text: String,
+}
+
+/// Whether segment `id` was published keyword-only and awaits embedding (its `.todo` file exists).
+pub fn awaits_embedding(dir: &Path, id: u64) -> bool {
+    paths(dir, id).todo.exists()
+}
+
+/// Writes the texts segment `id` still needs embedded (fsynced; before the segment's metadata is written, so a
+/// published keyword-only segment always has its list).
+pub fn write_todo(dir: &Path, id: u64, todo: &[TodoChunk]) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir.join("segments"))?;
+    format::write_framed(&paths(dir, id).todo, TODO_MAGIC, &format::encode(&todo))
+}
+
+/// Reads the texts segment `id` still needs embedded (checksummed).
+pub fn read_todo(dir: &Path, id: u64) -> Result<Vec<TodoChunk>, FormatError> {
+    let p = paths(dir, id).todo;
+    let name = p.display().to_string();
+    format::decode(&name, &format::read_framed(&p, TODO_MAGIC, "todo")?)
+}
+
+/// Deletes every file of segment `id` (after a merge or a replacement was published).
+pub fn remove(dir: &Path, id: u64) {
+    let p = paths(dir, id);
+    for f in p.all().into_iter().chain([p.todo.as_path()]) {
+        let _ = std::fs::remove_file(f);
     }
 }
 

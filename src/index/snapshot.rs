@@ -63,6 +63,10 @@ pub struct Snapshot {
     by_gid: FxHashMap<u64, u32>,
     /// Sessions left out of the in-memory search set by the memory limit (oldest first).
     pub excluded_sessions: usize,
+    /// Per segment, whether it was published keyword-only and awaits embedding.
+    waiting: Vec<bool>,
+    /// Live messages that await embedding (ranked by their words alone until then).
+    pub messages_waiting: usize,
     pub lexical: Option<(Lexical, tantivy::IndexReader)>,
 }
 
@@ -122,6 +126,8 @@ impl Snapshot {
             local_syms: Vec::new(),
             by_gid: FxHashMap::default(),
             excluded_sessions: 0,
+            waiting: Vec::new(),
+            messages_waiting: 0,
             lexical: None,
         }
     }
@@ -200,9 +206,19 @@ impl Snapshot {
             segments.push(OpenSegment::open(dir, s.id, verify)?);
         }
         let mut snap = Self::empty(dir);
+        snap.waiting = manifest
+            .segments
+            .iter()
+            .map(|s| super::segment::awaits_embedding(dir, s.id))
+            .collect();
         snap.manifest = manifest;
         snap.segments = segments;
         snap.build_live(limit);
+        snap.messages_waiting = snap
+            .messages
+            .iter()
+            .filter(|m| snap.waiting[m.segment as usize])
+            .count();
         let lexical = Lexical::open(&dir.join("lexical"))
             .ok()
             .filter(|l| l.generation() == Some(snap.manifest.generation))
@@ -355,6 +371,16 @@ impl Snapshot {
         self.messages = rows;
         self.syms = syms;
         self.local_syms = local_syms;
+    }
+
+    /// Whether live message `i` has been through the embedding pass (it may still have no vectors, when it has
+    /// no text to embed).
+    pub fn is_embedded(&self, i: usize) -> bool {
+        !self
+            .waiting
+            .get(self.messages[i].segment as usize)
+            .copied()
+            .unwrap_or(false)
     }
 
     /// A global symbol's string (sessions, agents, projects of [`MessageRow`]).

@@ -31,7 +31,16 @@ pub struct UpdateOptions {
     pub merge: bool,
     /// Take the full path and checksum every file, whatever the fingerprints say.
     pub verify: bool,
+    /// Words first: a publish of at least this many messages goes out keyword-only (stored and in the lexical
+    /// index, no vectors) and [`super::embed_pending`] embeds it afterwards. `None`: embed before publishing
+    /// (an update without a model always defers).
+    pub defer_from: Option<usize>,
 }
+
+/// Publishes of at least this many messages are deferred by [`UpdateOptions::words_first`]: embedding them
+/// inline would keep them unsearchable for several seconds (about 60 messages/s per machine); smaller appends,
+/// what happens all day, are embedded before they are published, as before.
+pub const DEFER_FROM: usize = 200;
 
 /// Segments beyond which even an update that defers merging merges (readers open every segment).
 pub const MAX_UNMERGED: usize = 48;
@@ -47,6 +56,7 @@ impl Default for UpdateOptions {
             publish_every,
             merge: true,
             verify: false,
+            defer_from: None,
         }
     }
 }
@@ -57,6 +67,14 @@ impl UpdateOptions {
         Self {
             merge: false,
             ..Self::default()
+        }
+    }
+
+    /// Keyword-searchable first: big batches are published without vectors, for [`super::embed_pending`].
+    pub fn words_first(self) -> Self {
+        Self {
+            defer_from: Some(DEFER_FROM),
+            ..self
         }
     }
 }
@@ -78,6 +96,8 @@ pub struct UpdateSummary {
     pub bytes_read: u64,
     pub sessions_updated: usize,
     pub messages_added: usize,
+    /// Of those, put in keyword-only segments for the second pass instead of being embedded now.
+    pub messages_deferred: usize,
     pub messages_removed: usize,
     pub chunks_embedded: usize,
     pub chunks_reused: usize,
@@ -111,7 +131,7 @@ fn head_hash(path: &Path, len: u64) -> u64 {
 }
 
 /// Takes the index lock: exclusive, held until the returned file is dropped.
-fn lock(dir: &Path, wait: bool) -> Result<File, IndexError> {
+pub(super) fn lock(dir: &Path, wait: bool) -> Result<File, IndexError> {
     let f = File::options()
         .create(true)
         .truncate(false)
@@ -144,10 +164,30 @@ fn set_aside(dir: &Path) -> std::io::Result<String> {
 
 /// The model id recorded in the manifest: the neighbour context changes what a vector means, so a different
 /// setting re-embeds like a different model.
-fn indexed_model_id(embedder: &dyn ChunkEmbedder) -> String {
+fn indexed_model_id(model_id: String) -> String {
     match *super::render::NEIGHBOUR_CHARS {
-        0 => embedder.model_id(),
-        n => format!("{}+prev{n}", embedder.model_id()),
+        0 => model_id,
+        n => format!("{model_id}+prev{n}"),
+    }
+}
+
+/// The (model id, weights sha256) an update records in the manifest. Without a model (the keyword-first pass
+/// while the weights download), the identity already recorded is kept, and a new index is stamped with the
+/// pinned model, so that the real model, once loaded, finds an index it can extend.
+pub(super) fn indexed_identity(
+    embedder: Option<&dyn ChunkEmbedder>,
+    dir: &Path,
+    recorded: Option<&Manifest>,
+) -> Result<(String, String), IndexError> {
+    match (embedder, recorded) {
+        (Some(e), _) => Ok((indexed_model_id(e.model_id()), e.weights_sha256(dir)?)),
+        (None, Some(m)) if !m.model_id.is_empty() => {
+            Ok((m.model_id.clone(), m.weights_sha256.clone()))
+        }
+        (None, _) => Ok((
+            indexed_model_id(crate::embed::MODEL_ID.to_string()),
+            crate::embed::WEIGHTS_SHA256.to_string(),
+        )),
     }
 }
 
@@ -169,13 +209,11 @@ fn segments_untouched(dir: &Path) -> bool {
 
 /// Whether the published index can be extended without opening it: readable manifest, same model, lexical
 /// index of the same generation, nothing damaged or touched.
-fn index_is_sound(dir: &Path, manifest: &Manifest, embedder: &dyn ChunkEmbedder) -> bool {
+fn index_is_sound(dir: &Path, manifest: &Manifest, embedder: Option<&dyn ChunkEmbedder>) -> bool {
     !dir.join(DAMAGE_SEEN).exists()
         && !manifest.segments.is_empty()
-        && manifest.model_id == indexed_model_id(embedder)
-        && embedder
-            .weights_sha256(dir)
-            .is_ok_and(|w| w == manifest.weights_sha256)
+        && indexed_identity(embedder, dir, Some(manifest))
+            .is_ok_and(|(id, w)| id == manifest.model_id && w == manifest.weights_sha256)
         && segments_untouched(dir)
         && Lexical::open(&dir.join("lexical"))
             .is_ok_and(|l| l.generation() == Some(manifest.generation))
@@ -278,6 +316,28 @@ pub fn update(
     opts: UpdateOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<UpdateSummary, IndexError> {
+    update_with(dir, claude_dir, Some(embedder), opts, progress)
+}
+
+/// The keyword-first pass without a model (it is still downloading or loading): every new message is stored
+/// and put in the lexical index, in segments that [`super::embed_pending`] embeds once the model is there.
+pub fn update_words_only(
+    dir: &Path,
+    claude_dir: &Path,
+    opts: UpdateOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<UpdateSummary, IndexError> {
+    update_with(dir, claude_dir, None, opts, progress)
+}
+
+/// [`update`] with an optional model (`None`: everything new is deferred).
+pub fn update_with(
+    dir: &Path,
+    claude_dir: &Path,
+    embedder: Option<&dyn ChunkEmbedder>,
+    opts: UpdateOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<UpdateSummary, IndexError> {
     let started = Instant::now();
     std::fs::create_dir_all(dir)?;
     let _lock = lock(dir, opts.wait)?;
@@ -327,6 +387,7 @@ pub fn update(
             (w, changed, on_disk)
         }
     };
+    w.defer_from = opts.defer_from;
     tracing::debug!(
         "update: {} path, scanned {:?}",
         if appending { "append" } else { "full" },
@@ -450,7 +511,7 @@ fn boundaries(r: &Resume) -> Vec<Option<chrono::DateTime<chrono::Utc>>> {
 }
 
 /// The append path's writer: the manifest, the lexical index, nothing else opened.
-fn append_writer(
+pub(super) fn append_writer(
     dir: &Path,
     manifest: Manifest,
     summary: UpdateSummary,
@@ -467,7 +528,7 @@ fn append_writer(
 /// if the model changed), the lexical index rebuilt if it does not belong to the manifest.
 fn full_writer<'a>(
     dir: &'a Path,
-    embedder: &dyn ChunkEmbedder,
+    embedder: Option<&dyn ChunkEmbedder>,
     mut summary: UpdateSummary,
 ) -> Result<Writer<'a>, IndexError> {
     summary.full_update = true;
@@ -485,8 +546,8 @@ fn full_writer<'a>(
         }
         Err(e) => return Err(e),
     };
-    let model_id = indexed_model_id(embedder);
-    let weights = embedder.weights_sha256(dir)?;
+    let recorded = (!snapshot.manifest.segments.is_empty()).then_some(&snapshot.manifest);
+    let (model_id, weights) = indexed_identity(embedder, dir, recorded)?;
     let mut archived = Vec::new();
     if !snapshot.manifest.segments.is_empty()
         && (snapshot.manifest.model_id != model_id || snapshot.manifest.weights_sha256 != weights)

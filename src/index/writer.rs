@@ -6,7 +6,7 @@ use super::format::{self, sync_dir};
 use super::lexical::Lexical;
 use super::records::{ChunkKind, FileState, Manifest, Resume, SegmentInfo, StoredMessage};
 use super::render::{NEIGHBOUR_CHARS, chunk_cap, render, tail_chars};
-use super::segment::{Hashes, SegmentBuilder, Vectors, Verify};
+use super::segment::{Hashes, SegmentBuilder, TodoChunk, Vectors, Verify, write_todo};
 use super::snapshot::{MANIFEST, MANIFEST_MAGIC};
 use super::{ChunkEmbedder, IndexError, UpdateSummary};
 use crate::embed::Vector;
@@ -61,9 +61,11 @@ pub(super) struct Writer<'a> {
     pub lex_writer: tantivy::IndexWriter,
     /// Set on the full path only; the append path never loads the whole index.
     pub live: Option<Live>,
-    /// Published segments' hash and vector files, opened on first need (`None`: unreadable, not reused).
-    stores: HashMap<u64, Option<(Hashes, Vectors)>>,
-    verify: Verify,
+    /// Published segments' hash and vector files, for reusing vectors.
+    stores: VectorStores,
+    /// Publishes of at least this many messages are keyword-only, embedded by the second pass (`None`: never,
+    /// unless there is no model).
+    pub defer_from: Option<usize>,
     pending: Vec<Pending>,
     pending_files: Vec<FileState>,
     pending_dead: Vec<u64>,
@@ -107,8 +109,8 @@ impl<'a> Writer<'a> {
             lexical,
             lex_writer,
             live,
-            stores: HashMap::new(),
-            verify,
+            stores: VectorStores::new(verify),
+            defer_from: None,
             pending: Vec::new(),
             pending_files: Vec::new(),
             pending_dead: Vec::new(),
@@ -331,60 +333,44 @@ impl<'a> Writer<'a> {
         }
     }
 
-    /// Vectors already stored for a text hash in a published segment (what an earlier publish of this update
-    /// embedded included), newest segment first.
-    fn known(&mut self, hash: u64) -> Option<Vec<Vector>> {
-        for i in (0..self.manifest.segments.len()).rev() {
-            let id = self.manifest.segments[i].id;
-            let (dir, verify) = (self.dir, self.verify);
-            let store = self.stores.entry(id).or_insert_with(|| {
-                let hashes = Hashes::open(dir, id, verify);
-                let vectors = Vectors::open(dir, id, 0, verify);
-                match (hashes, vectors) {
-                    (Ok(h), Ok(v)) => Some((h, v)),
-                    (Err(e), _) | (_, Err(e)) => {
-                        tracing::warn!("not reusing vectors of segment {id}: {e}");
-                        None
-                    }
-                }
-            });
-            if let Some((h, v)) = store
-                && let Some((first, n)) = h.lookup(hash)
-            {
-                let rows: Vec<Vector> = (first..first + n)
-                    .filter_map(|r| v.row(r).try_into().ok())
-                    .collect();
-                if rows.len() == n as usize {
-                    return Some(rows);
-                }
-            }
-        }
-        None
-    }
-
     /// Forgets the opened files of segments that are gone (merged).
     pub fn forget_segments(&mut self, ids: &[u64]) {
-        for id in ids {
-            self.stores.remove(id);
-        }
+        self.stores.forget(ids);
     }
 
-    /// Embeds what is pending, writes a segment, updates the lexical index and publishes a new manifest.
-    pub fn publish(&mut self, embedder: &dyn ChunkEmbedder) -> Result<(), IndexError> {
+    /// Whether a publish of `messages` pending messages puts them in a keyword-only segment for the second pass
+    /// instead of embedding them now: always without a model, and for big batches when words come first.
+    fn defers(&self, embedder: Option<&dyn ChunkEmbedder>, messages: usize) -> bool {
+        embedder.is_none() || self.defer_from.is_some_and(|n| messages >= n)
+    }
+
+    /// Embeds what is pending (or, see [`Writer::defers`], leaves it for the second pass), writes a segment,
+    /// updates the lexical index and publishes a new manifest.
+    pub fn publish(&mut self, embedder: Option<&dyn ChunkEmbedder>) -> Result<(), IndexError> {
+        self.write_pending(embedder)?;
+        self.commit()
+    }
+
+    /// [`Writer::publish`] without the commit: the segment is written and the lexical additions staged.
+    pub fn write_pending(
+        &mut self,
+        embedder: Option<&dyn ChunkEmbedder>,
+    ) -> Result<(), IndexError> {
         let pending = std::mem::take(&mut self.pending);
+        let defer = self.defers(embedder, pending.len());
         // Hash every chunk source; embed each distinct unknown one once.
         let mut hashes = Vec::new();
         let mut to_embed: Vec<(u64, ChunkKind, &str)> = Vec::new();
         let mut queued = HashSet::new();
         let mut reusable: HashMap<u64, Vec<Vector>> = HashMap::new();
-        for p in &pending {
+        for p in pending.iter().filter(|_| !defer) {
             for (kind, text) in &p.chunks {
                 let h = hash64(&[text.as_bytes(), &[*kind as u8]]);
                 hashes.push(h);
                 if reusable.contains_key(&h) || queued.contains(&h) {
                     continue;
                 }
-                match self.known(h) {
+                match self.stores.known(self.dir, &self.manifest, h) {
                     Some(v) => {
                         reusable.insert(h, v);
                     }
@@ -395,28 +381,25 @@ impl<'a> Writer<'a> {
                 }
             }
         }
-        for kind in [
-            ChunkKind::Text,
-            ChunkKind::Thinking,
-            ChunkKind::ToolUse,
-            ChunkKind::ToolResult,
-        ] {
-            let group: Vec<&(u64, ChunkKind, &str)> =
-                to_embed.iter().filter(|(_, k, _)| *k == kind).collect();
-            if group.is_empty() {
-                continue;
-            }
-            let texts: Vec<&str> = group.iter().map(|(_, _, t)| *t).collect();
-            let vectors = embedder.embed_chunked(&texts, chunk_cap(kind))?;
-            for ((h, _, _), v) in group.into_iter().zip(vectors) {
-                self.summary.chunks_embedded += v.len();
-                reusable.insert(*h, v);
-            }
+        if let Some(embedder) = embedder.filter(|_| !defer) {
+            embed_grouped(embedder, &to_embed, &mut reusable, &mut self.summary)?;
         }
+        if defer {
+            self.summary.messages_deferred += pending.len();
+        }
+        let mut todo = Vec::new();
         let mut builder = SegmentBuilder::default();
         let mut hi = 0;
         for p in &pending {
             let mi = builder.push_message(&p.msg);
+            if defer {
+                todo.extend(p.chunks.iter().map(|(kind, text)| TodoChunk {
+                    message: mi,
+                    kind: *kind,
+                    text: text.clone(),
+                }));
+                continue;
+            }
             for (kind, _) in &p.chunks {
                 let h = hashes[hi];
                 hi += 1;
@@ -435,6 +418,9 @@ impl<'a> Writer<'a> {
         if !pending.is_empty() {
             let id = self.manifest.next_segment;
             let (messages, chunks) = (builder.messages() as u32, builder.chunks() as u32);
+            if defer && !todo.is_empty() {
+                write_todo(self.dir, id, &todo)?;
+            }
             builder.write(self.dir, id)?;
             self.manifest.next_segment += 1;
             self.manifest.segments.push(SegmentInfo {
@@ -474,7 +460,7 @@ impl<'a> Writer<'a> {
                 }
             }
         }
-        self.commit()
+        Ok(())
     }
 
     /// Commits the lexical index and publishes the manifest under the next generation.
@@ -547,4 +533,85 @@ fn resume_of(
             None => at_end(0, String::new()),
         },
     }
+}
+
+/// Published segments' hash and vector files, opened on first need, through which a writer finds a stored
+/// vector for a text it has seen before (`None`: unreadable, not reused).
+pub(super) struct VectorStores {
+    open: HashMap<u64, Option<(Hashes, Vectors)>>,
+    verify: Verify,
+}
+
+impl VectorStores {
+    pub fn new(verify: Verify) -> Self {
+        Self {
+            open: HashMap::new(),
+            verify,
+        }
+    }
+
+    /// Vectors already stored for a text hash in a segment `manifest` names, newest segment first.
+    pub fn known(&mut self, dir: &Path, manifest: &Manifest, hash: u64) -> Option<Vec<Vector>> {
+        for s in manifest.segments.iter().rev().filter(|s| s.chunks > 0) {
+            let id = s.id;
+            let verify = self.verify;
+            let store = self.open.entry(id).or_insert_with(|| {
+                let hashes = Hashes::open(dir, id, verify);
+                let vectors = Vectors::open(dir, id, 0, verify);
+                match (hashes, vectors) {
+                    (Ok(h), Ok(v)) => Some((h, v)),
+                    (Err(e), _) | (_, Err(e)) => {
+                        tracing::warn!("not reusing vectors of segment {id}: {e}");
+                        None
+                    }
+                }
+            });
+            if let Some((h, v)) = store
+                && let Some((first, n)) = h.lookup(hash)
+            {
+                let rows: Vec<Vector> = (first..first + n)
+                    .filter_map(|r| v.row(r).try_into().ok())
+                    .collect();
+                if rows.len() == n as usize {
+                    return Some(rows);
+                }
+            }
+        }
+        None
+    }
+
+    /// Forgets the opened files of segments that are gone.
+    pub fn forget(&mut self, ids: &[u64]) {
+        for id in ids {
+            self.open.remove(id);
+        }
+    }
+}
+
+/// Embeds the texts of `to_embed`, one call per kind (each kind has its own chunk cap), into `vectors`.
+pub(super) fn embed_grouped(
+    embedder: &dyn ChunkEmbedder,
+    to_embed: &[(u64, ChunkKind, &str)],
+    vectors: &mut HashMap<u64, Vec<Vector>>,
+    summary: &mut UpdateSummary,
+) -> Result<(), IndexError> {
+    for kind in [
+        ChunkKind::Text,
+        ChunkKind::Thinking,
+        ChunkKind::ToolUse,
+        ChunkKind::ToolResult,
+    ] {
+        let group: Vec<&(u64, ChunkKind, &str)> =
+            to_embed.iter().filter(|(_, k, _)| *k == kind).collect();
+        if group.is_empty() {
+            continue;
+        }
+        let texts: Vec<&str> = group.iter().map(|(_, _, t)| *t).collect();
+        let embedded = embedder.embed_chunked(&texts, chunk_cap(kind))?;
+        for ((h, _, _), v) in group.into_iter().zip(embedded) {
+            summary.chunks_embedded += v.len();
+            vectors.insert(*h, v);
+        }
+    }
+    Ok(())
 }

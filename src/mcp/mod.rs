@@ -20,7 +20,7 @@ use serde::Deserialize;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Duration;
 
 /// Where the server finds things, and who is calling.
@@ -42,6 +42,39 @@ pub struct ServeConfig {
 pub struct GholaServer {
     cfg: Arc<ServeConfig>,
     embedder: Arc<OnceLock<Embedder>>,
+    /// Why the model could not be had (download failed, files refused), for the search note.
+    model_error: Arc<OnceLock<String>>,
+    /// Set when the keyword-first pass over the history has finished (or failed); searches wait for it.
+    first_pass: Arc<(Mutex<bool>, Condvar)>,
+}
+
+/// How long a search that arrives during the first, keyword-only pass waits for it before answering with what
+/// is published so far. The pass runs at tens of thousands of messages a second, so this covers histories of
+/// several hundred thousand messages.
+pub const FIRST_PASS_WAIT: Duration = Duration::from_secs(20);
+
+/// Logs the model download on stderr, a line per 10%.
+struct LogProgress {
+    file: String,
+    total: u64,
+    done: u64,
+    shown: u64,
+}
+
+impl crate::embed::download::DownloadProgress for LogProgress {
+    fn start(&mut self, file: &str, total: u64) {
+        (self.file, self.total, self.done, self.shown) = (file.to_string(), total, 0, 0);
+        tracing::info!("downloading {file} ({:.1} MB)", total as f64 / 1e6);
+    }
+    fn advance(&mut self, bytes: u64) {
+        self.done += bytes;
+        let tenth = (self.done * 10).checked_div(self.total).unwrap_or(0);
+        if tenth > self.shown {
+            self.shown = tenth;
+            tracing::info!("{}: {}%", self.file, tenth * 10);
+        }
+    }
+    fn finish(&mut self) {}
 }
 
 /// Arguments of the search tools.
@@ -193,19 +226,41 @@ impl GholaServer {
         };
         let me = self.clone();
         let out = tokio::task::spawn_blocking(move || -> Result<String, String> {
+            let first_pass_done = me.wait_for_first_pass(FIRST_PASS_WAIT);
             let snap = Snapshot::shared(&me.cfg.index_dir).map_err(|e| e.to_string())?;
             let embedder = me.embedder.get();
             let mut resp = search::search(&snap, embedder, &p)?;
             resp.index.pending_files = index::pending_files(&snap, &me.cfg.claude_dir);
-            if embedder.is_none() {
-                resp.note =
-                    Some("the embedding model is still loading: lexical matches only".into());
-            } else if resp.index.pending_files > 0 {
-                resp.note = Some(format!(
+            let mut notes = Vec::new();
+            if !first_pass_done {
+                notes.push(
+                    "the first indexing pass is still running: results cover what is indexed so far"
+                        .to_string(),
+                );
+            }
+            match (embedder, me.model_error.get()) {
+                (None, Some(e)) => notes.push(format!(
+                    "ranking is keyword-only: the embedding model is unavailable ({e})"
+                )),
+                (None, None) => notes.push(
+                    "ranking is keyword-only: the embedding model is still downloading or loading"
+                        .to_string(),
+                ),
+                (Some(_), _) if resp.index.embedded_messages < resp.index.messages => {
+                    notes.push(format!(
+                        "ranking is partly keyword-only: {} of {} messages are embedded so far (newest first)",
+                        resp.index.embedded_messages, resp.index.messages
+                    ))
+                }
+                _ => {}
+            }
+            if resp.index.pending_files > 0 {
+                notes.push(format!(
                     "{} transcript files are still being indexed",
                     resp.index.pending_files
                 ));
             }
+            resp.note = (!notes.is_empty()).then(|| notes.join("; "));
             serde_json::to_string(&resp).map_err(|e| e.to_string())
         })
         .await;
@@ -264,6 +319,8 @@ impl GholaServer {
         let server = Self {
             cfg: Arc::new(cfg),
             embedder: Arc::new(OnceLock::new()),
+            model_error: Arc::new(OnceLock::new()),
+            first_pass: Arc::new((Mutex::new(false), Condvar::new())),
         };
         let bg = server.clone();
         std::thread::Builder::new()
@@ -273,41 +330,106 @@ impl GholaServer {
         server
     }
 
-    /// Loads the model, then brings the index up to date now and every few seconds (one writer at a time
-    /// across all servers: a busy lock means another server is doing it).
-    fn keep_fresh(&self) {
-        match Embedder::from_default_location(self.cfg.model_dir.as_deref()) {
-            Ok(e) => {
-                let _ = self.embedder.set(e);
-            }
-            Err(e) => {
-                tracing::error!("{e}");
-                return;
-            }
+    /// Waits at most `limit` for the first pass; returns whether it is done.
+    fn wait_for_first_pass(&self, limit: Duration) -> bool {
+        let (done, cv) = &*self.first_pass;
+        let guard = done.lock().unwrap_or_else(|e| e.into_inner());
+        let (guard, _) = cv
+            .wait_timeout_while(guard, limit, |d| !*d)
+            .unwrap_or_else(|e| e.into_inner());
+        *guard
+    }
+
+    /// Finds (or downloads) and loads the model on its own thread, so that the history is searchable by its
+    /// words meanwhile.
+    fn load_model(&self) {
+        let me = self.clone();
+        let spawned = std::thread::Builder::new()
+            .name("ghola-model".into())
+            .spawn(move || {
+                let mut progress = LogProgress {
+                    file: String::new(),
+                    total: 0,
+                    done: 0,
+                    shown: 0,
+                };
+                match Embedder::obtain(me.cfg.model_dir.as_deref(), &mut progress) {
+                    Ok(e) => {
+                        let _ = me.embedder.set(e);
+                        tracing::info!("embedding model loaded");
+                    }
+                    Err(e) => {
+                        tracing::error!("{e}");
+                        let _ = me.model_error.set(e.to_string());
+                    }
+                }
+            });
+        if let Err(e) = spawned {
+            let _ = self.model_error.set(e.to_string());
         }
-        let Some(embedder) = self.embedder.get() else {
-            return;
-        };
+    }
+
+    /// One update with whatever model is loaded (`wait`: for another writer), keyword-first.
+    fn update_once(&self, wait: bool) {
+        let opts = UpdateOptions {
+            wait,
+            ..UpdateOptions::default()
+        }
+        .words_first();
+        let embedder = self.embedder.get().map(|e| e as &dyn index::ChunkEmbedder);
+        match index::update_with(
+            &self.cfg.index_dir,
+            &self.cfg.claude_dir,
+            embedder,
+            opts,
+            &mut |_| {},
+        ) {
+            Ok(s) if s.messages_added > 0 => tracing::info!(
+                "indexed {} new messages ({} of them keyword-only for now)",
+                s.messages_added,
+                s.messages_deferred
+            ),
+            Ok(_) | Err(index::IndexError::Busy) => {}
+            Err(e) => tracing::warn!("index update failed: {e}"),
+        }
+    }
+
+    /// Keeps the index fresh: the keyword-first pass over everything new (searches wait for it), then, forever,
+    /// appends as transcripts change and, between them, one keyword-only segment at a time through the embedding
+    /// pass once the model is loaded.
+    fn keep_fresh(&self) {
+        self.load_model();
+        self.update_once(true);
+        {
+            let (done, cv) = &*self.first_pass;
+            *done.lock().unwrap_or_else(|e| e.into_inner()) = true;
+            cv.notify_all();
+        }
         let changes = watch(&self.cfg.claude_dir);
         loop {
-            let opts = UpdateOptions {
-                wait: false,
-                ..UpdateOptions::default()
-            };
-            match index::update(
-                &self.cfg.index_dir,
-                &self.cfg.claude_dir,
-                embedder,
-                opts,
-                &mut |_| {},
-            ) {
-                Ok(s) if s.messages_added > 0 => {
-                    tracing::info!("indexed {} new messages", s.messages_added)
+            let mut more = false;
+            if let Some(e) = self.embedder.get() {
+                match index::embed_pending(&self.cfg.index_dir, e, Some(1), &|| false, &mut |_| {})
+                {
+                    Ok(s) => {
+                        if s.segments > 0 {
+                            tracing::info!("embedded {} messages", s.messages);
+                        }
+                        more = s.messages_waiting > 0;
+                    }
+                    Err(e) => tracing::warn!("embedding pass failed: {e}"),
                 }
-                Ok(_) | Err(index::IndexError::Busy) => {}
-                Err(e) => tracing::warn!("index update failed: {e}"),
             }
-            wait_for_change(changes.as_ref(), self.cfg.poll_seconds);
+            let model_pending = self.embedder.get().is_none() && self.model_error.get().is_none();
+            if !more {
+                let most = if model_pending {
+                    Duration::from_millis(500)
+                } else {
+                    SAFETY_POLL
+                };
+                wait_for_change(changes.as_ref(), self.cfg.poll_seconds, most);
+            }
+            self.update_once(false);
         }
     }
 
@@ -539,16 +661,17 @@ const DEBOUNCE: Duration = Duration::from_millis(300);
 /// With a watcher, a full check still runs this often, in case an event was lost.
 const SAFETY_POLL: Duration = Duration::from_secs(60);
 
-/// Blocks until the watched tree changed (then debounces), or until the polling interval passes.
+/// Blocks until the watched tree changed (then debounces), or until the polling interval (or `most`) passes.
 fn wait_for_change(
     watch: Option<&(notify::RecommendedWatcher, mpsc::Receiver<()>)>,
     poll_seconds: u64,
+    most: Duration,
 ) {
     let Some((_, rx)) = watch else {
-        std::thread::sleep(Duration::from_secs(poll_seconds.max(1)));
+        std::thread::sleep(Duration::from_secs(poll_seconds.max(1)).min(most));
         return;
     };
-    if rx.recv_timeout(SAFETY_POLL).is_ok() {
+    if rx.recv_timeout(most).is_ok() {
         let until = std::time::Instant::now() + DEBOUNCE;
         while let Some(left) = until.checked_duration_since(std::time::Instant::now()) {
             if rx.recv_timeout(left).is_err() {

@@ -195,6 +195,20 @@ fn rank(snap: &Snapshot, p: &SearchParams, query_vec: Option<&[f32]>, ok: &[bool
         .map(|(r, (m, _))| (*m, r))
         .collect();
     let max_lex = lex_sorted.first().map_or(1.0, |x| x.1).max(1e-6);
+    // A message not embedded yet (the second pass has not reached it) has no semantic evidence either way: it is
+    // given the median semantic score of the lexical matches that have some, so that it ranks by its words among
+    // them instead of sinking below every embedded match.
+    let imputed = if snap.messages_waiting > 0 && !semantic.is_empty() {
+        let mut known: Vec<f32> = lex_sorted
+            .iter()
+            .filter_map(|(m, _)| sem(*m))
+            .map(|s| s.max(0.0))
+            .collect();
+        known.sort_by(f32::total_cmp);
+        known.get(known.len() / 2).copied().unwrap_or(0.0)
+    } else {
+        0.0
+    };
     // Candidates: every lexical match, plus the best semantic ones above the threshold.
     let mut candidates: Vec<u32> = lex_sorted.iter().map(|(m, _)| *m).collect();
     candidates.extend(
@@ -207,7 +221,12 @@ fn rank(snap: &Snapshot, p: &SearchParams, query_vec: Option<&[f32]>, ok: &[bool
     let mut out: Vec<Scored> = candidates
         .into_iter()
         .filter_map(|m| {
-            let s = sem(m).unwrap_or(0.0).max(0.0);
+            let measured = sem(m).map(|s| s.max(0.0));
+            let s = match measured {
+                Some(s) => s,
+                None if !snap.is_embedded(m as usize) => imputed,
+                None => 0.0,
+            };
             let l = lexical.get(&m).copied().unwrap_or(0.0);
             let score = match p.fusion {
                 Fusion::Weighted => p.lexical_weight * (l / max_lex) + (1.0 - p.lexical_weight) * s,
@@ -231,7 +250,7 @@ fn rank(snap: &Snapshot, p: &SearchParams, query_vec: Option<&[f32]>, ok: &[bool
             };
             Some(Scored {
                 message: m,
-                semantic: s,
+                semantic: measured.unwrap_or(0.0),
                 lexical: l,
                 score,
             })
@@ -373,6 +392,7 @@ pub fn search_with_vector(
         excluded_sessions: snap.excluded_sessions,
         index: IndexInfo {
             messages: snap.messages.len(),
+            embedded_messages: snap.messages.len() - snap.messages_waiting,
             pending_files: 0,
             updated_at: iso(Some(snap.manifest.updated_at_ms).filter(|t| *t > 0)),
         },

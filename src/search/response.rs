@@ -57,6 +57,9 @@ pub struct SearchHit {
 #[derive(Debug, Clone, Serialize)]
 pub struct IndexInfo {
     pub messages: usize,
+    /// Of those, how many have been embedded; the rest are ranked by their words alone until the second pass
+    /// reaches them.
+    pub embedded_messages: usize,
     pub pending_files: usize,
     pub updated_at: Option<String>,
 }
