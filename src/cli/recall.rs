@@ -157,13 +157,23 @@ pub fn index_cmd(
     verify: bool,
     json: bool,
 ) -> Result<()> {
-    let embedder = obtain_model(model_dir, json)?;
     let opts = UpdateOptions {
         wait: !no_wait,
         verify,
         ..UpdateOptions::default()
     }
     .words_first();
+    let embedder = match obtain_model(model_dir, json) {
+        Ok(e) => e,
+        Err(e) => {
+            // The history is still made searchable by its words; the error says what to do about the model.
+            let s = run_update(index_dir, claude_dir, None, opts, json)?;
+            return Err(e.context(format!(
+                "{} messages were indexed by their words only; run `ghola index` again once the model can be had",
+                s.messages_added
+            )));
+        }
+    };
     let s = run_update(index_dir, claude_dir, Some(&embedder), opts, json)?;
     let e = run_embedding(index_dir, &embedder, None, json)?;
     if json {

@@ -36,6 +36,12 @@ impl Client {
         for (k, v) in env {
             cmd.env(k, v);
         }
+        Client::spawn(cmd)
+    }
+
+    /// Starts any command that serves MCP on stdio (the plugin's launcher, say) and completes the handshake.
+    pub fn spawn(mut cmd: Command) -> Client {
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped());
         let mut child = cmd.spawn().unwrap();
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
