@@ -7,6 +7,8 @@
 mod common;
 
 use common::claude_bin;
+use common::files::{FileServer, host_target, hub_files, release_artifact};
+use common::mcp_client::Client;
 use common::standin::{Reply, StandIn, tool_results};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -33,10 +35,9 @@ fn claude(bin: &Path, home: &Path, args: &[&str]) -> (bool, String) {
     (out.status.success(), text)
 }
 
-/// This checkout's plugin files staged as a small marketplace directory, with the built binary and the model
-/// linked in. Claude Code copies a directory marketplace whole (all but `.git`) into its plugin cache, and this
-/// checkout's `target/` is gigabytes; the staged copy holds exactly the files the plugin ships.
-fn stage_marketplace(into: &Path) -> PathBuf {
+/// This checkout's plugin files, exactly what the plugin ships (no `target/`, no model), staged as a small
+/// marketplace directory.
+fn stage_plugin_files(into: &Path) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = into.join("ghola-marketplace");
     fn copy(from: &Path, to: &Path) {
@@ -52,6 +53,15 @@ fn stage_marketplace(into: &Path) -> PathBuf {
     for item in [".claude-plugin", ".mcp.json", "bin", "skills"] {
         copy(&root.join(item), &dir.join(item));
     }
+    dir
+}
+
+/// This checkout's plugin files staged as a small marketplace directory, with the built binary and the model
+/// linked in. Claude Code copies a directory marketplace whole (all but `.git`) into its plugin cache, and this
+/// checkout's `target/` is gigabytes; the staged copy holds exactly the files the plugin ships.
+fn stage_marketplace(into: &Path) -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = stage_plugin_files(into);
     std::fs::create_dir_all(dir.join("target/release")).unwrap();
     std::os::unix::fs::symlink(
         env!("CARGO_BIN_EXE_ghola"),
@@ -254,5 +264,316 @@ fn claude_code_calls_the_search_tool_and_gets_the_past_session_back() {
         hits.iter()
             .all(|h| h["matched_message"]["session_id"] != CALLING),
         "the calling session is excluded: {resp:#}"
+    );
+}
+
+/// A PATH with the system's tools (node for Claude Code; sh, curl, tar, sha256sum for the launcher) and neither
+/// cargo nor ghola: a machine without Rust.
+const NO_RUST_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// The environment of a user's machine for this test: scratch HOME, no Rust, the release and the Hub on loopback.
+fn user_env(cmd: &mut Command, home: &Path, release: &str, hub: &str) {
+    cmd.env("HOME", home)
+        .env("PATH", NO_RUST_PATH)
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("CLAUDE_CODE_SESSION_ID")
+        .env_remove("GHOLA_BIN")
+        .env_remove("GHOLA_MODEL_DIR")
+        .env_remove("HF_HUB_CACHE")
+        .env_remove("XDG_CACHE_HOME")
+        .env("HF_HOME", home.join("hf"))
+        .env("HF_ENDPOINT", hub)
+        .env("GHOLA_RELEASE_URL", release)
+        .env("GHOLA_HOME", home.join("ghola-index"))
+        .env("DISABLE_TELEMETRY", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .stdin(std::process::Stdio::null());
+}
+
+fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
+
+/// Serves this checkout's release artifact (optionally damaged) as a GitHub release for this version would.
+fn release_server(scratch: &Path, damage: bool) -> FileServer {
+    let (mut archive, sha) = release_artifact(scratch);
+    if damage {
+        let at = archive.len() / 2;
+        archive[at] ^= 0x20;
+    }
+    let name = format!("ghola-{}.tar.gz", host_target());
+    let v = version();
+    FileServer::start(
+        [
+            (format!("/v{v}/{name}"), archive),
+            (format!("/v{v}/{name}.sha256"), sha.into_bytes()),
+        ]
+        .into_iter()
+        .collect(),
+    )
+}
+
+#[test]
+fn plugin_and_cargo_agree_on_version_and_repository() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let plugin: Value =
+        serde_json::from_slice(&std::fs::read(root.join(".claude-plugin/plugin.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        plugin["version"],
+        version(),
+        "the launcher downloads the release of plugin.json's version"
+    );
+    let cargo = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let repo = plugin["repository"].as_str().unwrap();
+    assert!(
+        cargo.contains(&format!("repository = \"{repo}\"")),
+        "{repo} is not Cargo.toml's repository"
+    );
+}
+
+#[test]
+fn first_start_without_rust_downloads_the_release_and_the_model_and_answers_the_first_question() {
+    let Some(bin) = claude_bin() else { return };
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let check = Command::new("sh")
+        .args([
+            "-c",
+            "command -v cargo || command -v rustc || command -v ghola",
+        ])
+        .env("PATH", NO_RUST_PATH)
+        .output()
+        .unwrap();
+    assert!(
+        !check.status.success(),
+        "the test PATH has Rust or ghola: {}",
+        String::from_utf8_lossy(&check.stdout)
+    );
+    let project = home.join("proj");
+    std::fs::create_dir_all(&project).unwrap();
+    let project = project.canonicalize().unwrap();
+    history(&home.join(".claude"), project.to_str().unwrap());
+    let release = release_server(home, false);
+    let hub = FileServer::start(hub_files(false));
+    let release_url = format!("{}/v{}", release.url, version());
+    let market = stage_plugin_files(home);
+    assert!(!market.join("target").exists());
+    let claude = |args: &[&str]| {
+        let mut c = Command::new(&bin);
+        c.args(args).current_dir(&project);
+        user_env(&mut c, home, &release_url, &hub.url);
+        let out = c.output().unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.success(), text)
+    };
+    for args in [
+        &["plugin", "marketplace", "add", market.to_str().unwrap()][..],
+        &["plugin", "install", "ghola@ghola"][..],
+    ] {
+        let (ok, out) = claude(args);
+        assert!(ok, "{out}");
+    }
+
+    // The first turn, right after start: the server downloads its binary, connects, and the search made in
+    // that turn gets the past session's answer (nothing was indexed before).
+    let standin = StandIn::start(4, Arc::new(script));
+    let started = std::time::Instant::now();
+    let mut c = Command::new(&bin);
+    c.args([
+        "-p",
+        "What did we decide about rotating the signing keys?",
+        "--resume",
+        CALLING,
+    ])
+    .args(["--allowedTools", TOOL, "--output-format", "json"])
+    .env("ANTHROPIC_BASE_URL", &standin.url)
+    .current_dir(&project);
+    user_env(&mut c, home, &release_url, &hub.url);
+    let out = c.output().unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("first turn took {:?}", started.elapsed());
+    let archive = format!("/v{}/ghola-{}.tar.gz", version(), host_target());
+    assert!(
+        release.requested().contains(&archive),
+        "{:?}; claude said {said}",
+        release.requested()
+    );
+    let results: Vec<(String, String)> = standin.requests().iter().flat_map(tool_results).collect();
+    let search = results
+        .iter()
+        .map(|(_, text)| text)
+        .find(|t| t.contains("matched_message"))
+        .unwrap_or_else(|| {
+            panic!(
+                "no search result reached the model; tool results {results:#?}; claude said: {said}"
+            )
+        });
+    let resp: Value = serde_json::Deserializer::from_str(search)
+        .into_iter::<Value>()
+        .next()
+        .unwrap()
+        .unwrap();
+    let hits = resp["results"].as_array().unwrap();
+    assert!(!hits.is_empty(), "{resp:#}");
+    assert_eq!(hits[0]["matched_message"]["session_id"], PAST, "{resp:#}");
+    assert!(
+        hits[0]["matched_message"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("every 90 days")
+    );
+
+    // The user keeps working: the server (started by the launcher as Claude Code starts it) downloads the
+    // model and embeds the history meanwhile.
+    let plugin_dir = find(&home.join(".claude/plugins"), &|p| {
+        p.ends_with("bin/ghola-mcp")
+    })
+    .expect("the installed launcher");
+    let cached = find(home, &|p| p.ends_with(format!("bin/{}/ghola", version())))
+        .unwrap_or_else(|| panic!("no cached binary under {}", home.display()));
+    // The data folder Claude Code gave the plugin: the one the binary was cached in.
+    let data = cached.ancestors().nth(3).unwrap().to_path_buf();
+    let launch = |release: &str, hub: &str| {
+        let mut cmd = Command::new(&plugin_dir);
+        user_env(&mut cmd, home, release, hub);
+        cmd.env(
+            "CLAUDE_PLUGIN_ROOT",
+            plugin_dir.parent().unwrap().parent().unwrap(),
+        )
+        .env("CLAUDE_PLUGIN_DATA", &data)
+        .env("CLAUDE_PROJECT_DIR", &project)
+        .stderr(std::process::Stdio::null());
+        Client::spawn(cmd)
+    };
+    let fully_embedded = |client: &mut Client| {
+        let t = std::time::Instant::now();
+        for id in 2.. {
+            let (err, text) = client.call(
+                id,
+                "search_project_history",
+                json!({"query": "how often are keys rotated?"}),
+            );
+            assert!(!err, "{text}");
+            let r: Value = serde_json::from_str(&text).unwrap();
+            if r.get("note").is_none() {
+                return r;
+            }
+            assert!(t.elapsed().as_secs() < 90, "the model never loaded: {r:#}");
+            std::thread::sleep(std::time::Duration::from_millis(300));
+        }
+        unreachable!()
+    };
+    fully_embedded(&mut launch(&release_url, &hub.url));
+
+    // The network gone: the next start uses the cached binary and the cached weights.
+    drop(release);
+    drop(hub);
+    let dead = "http://127.0.0.1:9";
+    let mut c = Command::new(&bin);
+    c.args(["mcp", "list"]).current_dir(&project);
+    user_env(&mut c, home, dead, dead);
+    let out = c.output().unwrap();
+    let listed = String::from_utf8_lossy(&out.stdout).to_string();
+    let line = listed
+        .lines()
+        .find(|l| l.contains("ghola"))
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert!(line.contains("Connected"), "{listed}");
+    let r = fully_embedded(&mut launch(dead, dead));
+    assert_eq!(
+        r["results"][0]["matched_message"]["session_id"], PAST,
+        "{r:#}"
+    );
+    assert!(
+        r["results"][0]["scores"]["semantic"].as_f64().unwrap() > 0.2,
+        "{r:#}"
+    );
+}
+
+/// The first file under `dir` (depth-first) that `wanted` accepts.
+fn find(dir: &Path, wanted: &dyn Fn(&Path) -> bool) -> Option<PathBuf> {
+    for e in std::fs::read_dir(dir).ok()?.flatten() {
+        let p = e.path();
+        let ft = e.file_type().ok()?;
+        if ft.is_dir() {
+            if let Some(f) = find(&p, wanted) {
+                return Some(f);
+            }
+        } else if wanted(&p) {
+            return Some(p);
+        }
+    }
+    None
+}
+
+#[test]
+fn the_launcher_refuses_a_tampered_release_and_installs_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let release = release_server(home, true);
+    let plugin = stage_plugin_files(home);
+    let data = home.join("plugin-data");
+    let mut cmd = Command::new(plugin.join("bin/ghola-mcp"));
+    user_env(
+        &mut cmd,
+        home,
+        &format!("{}/v{}", release.url, version()),
+        "http://127.0.0.1:9",
+    );
+    cmd.env("CLAUDE_PLUGIN_ROOT", &plugin)
+        .env("CLAUDE_PLUGIN_DATA", &data);
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        out.stdout.is_empty(),
+        "stdout belongs to MCP: {:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        err.contains("refusing") && err.contains("sha256") && err.contains("nothing was installed"),
+        "{err}"
+    );
+    let installed = find(&data, &|p| p.file_name().is_some_and(|n| n == "ghola"));
+    assert!(installed.is_none(), "{installed:?}");
+}
+
+#[test]
+fn the_launcher_says_what_to_do_when_offline() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let plugin = stage_plugin_files(home);
+    let mut cmd = Command::new(plugin.join("bin/ghola-mcp"));
+    user_env(
+        &mut cmd,
+        home,
+        "http://127.0.0.1:9/v0",
+        "http://127.0.0.1:9",
+    );
+    cmd.env("CLAUDE_PLUGIN_ROOT", &plugin)
+        .env("CLAUDE_PLUGIN_DATA", home.join("data"));
+    let t = std::time::Instant::now();
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        t.elapsed().as_secs() < 30,
+        "the launcher must fail inside Claude Code's connect window"
+    );
+    assert!(
+        err.contains("could not download")
+            && err.contains("GHOLA_BIN")
+            && err.contains("cargo install"),
+        "{err}"
     );
 }
