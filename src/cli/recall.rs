@@ -220,8 +220,8 @@ pub fn status_cmd(index_dir: &Path, claude_dir: &Path, json: bool) -> Result<()>
     } else {
         println!("index: {}", index_dir.display());
         println!(
-            "projects {} · sessions {} · messages {} · chunks {}",
-            s.projects, s.sessions, s.messages, s.chunks
+            "projects {} · sessions {} · messages {} ({} not embedded yet) · chunks {}",
+            s.projects, s.sessions, s.messages, s.messages_waiting, s.chunks
         );
         println!(
             "vectors {:.1} MB · index {:.1} MB · model {}",

@@ -99,6 +99,8 @@ pub struct Status {
     pub projects: usize,
     pub sessions: usize,
     pub messages: usize,
+    /// Messages stored and searchable by their words but not embedded yet (the second pass embeds them).
+    pub messages_waiting: usize,
     pub chunks: usize,
     pub vectors_bytes: u64,
     pub index_bytes: u64,
@@ -169,6 +171,7 @@ pub fn status(index_dir: &Path, claude_dir: &Path) -> Result<Status, IndexError>
         projects: projects.len(),
         sessions: sessions.len(),
         messages: snap.messages.len(),
+        messages_waiting: snap.messages_waiting,
         chunks: snap.chunks.len(),
         vectors_bytes,
         index_bytes: dir_size(index_dir),

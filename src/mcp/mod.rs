@@ -42,8 +42,8 @@ pub struct ServeConfig {
 pub struct GholaServer {
     cfg: Arc<ServeConfig>,
     embedder: Arc<OnceLock<Embedder>>,
-    /// Why the model could not be had (download failed, files refused), for the search note.
-    model_error: Arc<OnceLock<String>>,
+    /// Why the model could not be had so far (download failed, files refused), for the search note.
+    model_error: Arc<Mutex<Option<String>>>,
     /// Set when the keyword-first pass over the history has finished (or failed); searches wait for it.
     first_pass: Arc<(Mutex<bool>, Condvar)>,
 }
@@ -52,6 +52,10 @@ pub struct GholaServer {
 /// is published so far. The pass runs at tens of thousands of messages a second, so this covers histories of
 /// several hundred thousand messages.
 pub const FIRST_PASS_WAIT: Duration = Duration::from_secs(20);
+
+/// First pause before a failed model download is tried again; it doubles up to [`MODEL_RETRY_MAX`].
+const MODEL_RETRY_FIRST: Duration = Duration::from_secs(10);
+const MODEL_RETRY_MAX: Duration = Duration::from_secs(600);
 
 /// Logs the model download on stderr, a line per 10%.
 struct LogProgress {
@@ -238,7 +242,8 @@ impl GholaServer {
                         .to_string(),
                 );
             }
-            match (embedder, me.model_error.get()) {
+            let model_error = me.model_error.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            match (embedder, model_error) {
                 (None, Some(e)) => notes.push(format!(
                     "ranking is keyword-only: the embedding model is unavailable ({e})"
                 )),
@@ -319,7 +324,7 @@ impl GholaServer {
         let server = Self {
             cfg: Arc::new(cfg),
             embedder: Arc::new(OnceLock::new()),
-            model_error: Arc::new(OnceLock::new()),
+            model_error: Arc::new(Mutex::new(None)),
             first_pass: Arc::new((Mutex::new(false), Condvar::new())),
         };
         let bg = server.clone();
@@ -341,31 +346,43 @@ impl GholaServer {
     }
 
     /// Finds (or downloads) and loads the model on its own thread, so that the history is searchable by its
-    /// words meanwhile.
+    /// words meanwhile. A failed download is tried again later (the network may come back, another server may
+    /// have held the download lock), with growing pauses; refused files are not fetched again by this process.
     fn load_model(&self) {
         let me = self.clone();
         let spawned = std::thread::Builder::new()
             .name("ghola-model".into())
             .spawn(move || {
-                let mut progress = LogProgress {
-                    file: String::new(),
-                    total: 0,
-                    done: 0,
-                    shown: 0,
-                };
-                match Embedder::obtain(me.cfg.model_dir.as_deref(), &mut progress) {
-                    Ok(e) => {
-                        let _ = me.embedder.set(e);
-                        tracing::info!("embedding model loaded");
+                let mut pause = MODEL_RETRY_FIRST;
+                loop {
+                    let mut progress = LogProgress {
+                        file: String::new(),
+                        total: 0,
+                        done: 0,
+                        shown: 0,
+                    };
+                    let error = match Embedder::obtain(me.cfg.model_dir.as_deref(), &mut progress) {
+                        Ok(e) => {
+                            let _ = me.embedder.set(e);
+                            *me.model_error.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                            tracing::info!("embedding model loaded");
+                            return;
+                        }
+                        Err(e) => e,
+                    };
+                    tracing::error!("{error}");
+                    let retry = matches!(error, crate::embed::EmbedError::Download { .. });
+                    *me.model_error.lock().unwrap_or_else(|e| e.into_inner()) =
+                        Some(error.to_string());
+                    if !retry {
+                        return;
                     }
-                    Err(e) => {
-                        tracing::error!("{e}");
-                        let _ = me.model_error.set(e.to_string());
-                    }
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(MODEL_RETRY_MAX);
                 }
             });
         if let Err(e) = spawned {
-            let _ = self.model_error.set(e.to_string());
+            *self.model_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.to_string());
         }
     }
 
@@ -420,12 +437,16 @@ impl GholaServer {
                     Err(e) => tracing::warn!("embedding pass failed: {e}"),
                 }
             }
-            let model_pending = self.embedder.get().is_none() && self.model_error.get().is_none();
             if !more {
-                let most = if model_pending {
-                    Duration::from_millis(500)
-                } else {
-                    SAFETY_POLL
+                // Until the model is in memory, look for it often (it is loading) or now and then (its download
+                // failed and is retried): its arrival starts the embedding pass.
+                let most = match (
+                    self.embedder.get(),
+                    self.model_error.lock().map(|e| e.is_some()),
+                ) {
+                    (Some(_), _) => SAFETY_POLL,
+                    (None, Ok(false)) => Duration::from_millis(500),
+                    (None, _) => Duration::from_secs(5),
                 };
                 wait_for_change(changes.as_ref(), self.cfg.poll_seconds, most);
             }
