@@ -297,6 +297,14 @@ fn version() -> &'static str {
 
 /// Serves this checkout's release artifact (optionally damaged) as a GitHub release for this version would.
 fn release_server(scratch: &Path, damage: bool) -> FileServer {
+    release_server_with_delay(scratch, damage, std::time::Duration::ZERO)
+}
+
+fn release_server_with_delay(
+    scratch: &Path,
+    damage: bool,
+    delay: std::time::Duration,
+) -> FileServer {
     let (mut archive, sha) = release_artifact(scratch);
     if damage {
         let at = archive.len() / 2;
@@ -304,13 +312,14 @@ fn release_server(scratch: &Path, damage: bool) -> FileServer {
     }
     let name = format!("ghola-{}.tar.gz", host_target());
     let v = version();
-    FileServer::start(
+    FileServer::start_with_delay(
         [
             (format!("/v{v}/{name}"), archive),
             (format!("/v{v}/{name}.sha256"), sha.into_bytes()),
         ]
         .into_iter()
         .collect(),
+        delay,
     )
 }
 
@@ -576,4 +585,124 @@ fn the_launcher_says_what_to_do_when_offline() {
             && err.contains("cargo install"),
         "{err}"
     );
+}
+
+/// A stand-in `ghola` executable: `--version` prints `version`, anything else prints `<label> <args>`.
+fn fake_ghola(dir: &Path, label: &str, version: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir).unwrap();
+    let p = dir.join("ghola");
+    std::fs::write(
+        &p,
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = --version ]; then echo \"ghola {version}\"; else echo \"{label} $*\"; fi\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}
+
+#[test]
+fn the_launcher_runs_ghola_bin_then_the_cache_then_a_ghola_on_path_of_its_version() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let plugin = stage_plugin_files(home);
+    let data = home.join("data");
+    let run = |path: &str, extra: &[(&str, &Path)]| {
+        let mut cmd = Command::new(plugin.join("bin/ghola-mcp"));
+        user_env(
+            &mut cmd,
+            home,
+            "http://127.0.0.1:9/v0",
+            "http://127.0.0.1:9",
+        );
+        cmd.env("CLAUDE_PLUGIN_ROOT", &plugin)
+            .env("CLAUDE_PLUGIN_DATA", &data)
+            .env("PATH", path);
+        for (k, v) in extra {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        (
+            String::from_utf8_lossy(&out.stdout).trim().to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let same = home.join("same");
+    fake_ghola(&same, "path-ghola", version());
+    let other = home.join("other");
+    fake_ghola(&other, "old-ghola", "0.0.1");
+    let path_with = |dir: &Path| format!("{}:{NO_RUST_PATH}", dir.display());
+    // A ghola on PATH of another version is not used: the launcher goes on to download (offline here).
+    let (out, err) = run(&path_with(&other), &[]);
+    assert!(out.is_empty(), "{out}");
+    assert!(
+        err.contains("not using") && err.contains("could not download"),
+        "{err}"
+    );
+    // Of the same version, it is.
+    assert_eq!(run(&path_with(&same), &[]).0, "path-ghola serve");
+    // The cached binary comes before it.
+    fake_ghola(
+        &data.join(format!("bin/{}", version())),
+        "cached-ghola",
+        version(),
+    );
+    assert_eq!(run(&path_with(&same), &[]).0, "cached-ghola serve");
+    // $GHOLA_BIN before everything.
+    let explicit = fake_ghola(&home.join("explicit"), "explicit-ghola", "9.9.9");
+    assert_eq!(
+        run(&path_with(&same), &[("GHOLA_BIN", &explicit)]).0,
+        "explicit-ghola serve"
+    );
+}
+
+#[test]
+fn two_launchers_starting_at_once_both_end_with_a_whole_binary() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    // Each response held back, so that both launchers are downloading at the same time.
+    let release = release_server_with_delay(home, false, std::time::Duration::from_millis(700));
+    let plugin = stage_plugin_files(home);
+    let data = home.join("data");
+    let url = format!("{}/v{}", release.url, version());
+    let children: Vec<_> = (0..2)
+        .map(|_| {
+            let mut cmd = Command::new(plugin.join("bin/ghola-mcp"));
+            user_env(&mut cmd, home, &url, "http://127.0.0.1:9");
+            cmd.env("CLAUDE_PLUGIN_ROOT", &plugin)
+                .env("CLAUDE_PLUGIN_DATA", &data)
+                .env("HF_HUB_OFFLINE", "1")
+                .env("CLAUDE_CONFIG_DIR", home.join("claude"))
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null());
+            cmd.spawn().unwrap()
+        })
+        .collect();
+    // Both started before either finished its download; both answer the handshake (asserted by attach).
+    let clients: Vec<Client> = children.into_iter().map(Client::attach).collect();
+    assert_eq!(
+        release
+            .requested()
+            .iter()
+            .filter(|p| p.ends_with(".tar.gz"))
+            .count(),
+        2
+    );
+    drop(clients);
+    let cached = data.join(format!("bin/{}/ghola", version()));
+    let out = Command::new(&cached).arg("--version").output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("ghola {}", version())
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(cached.parent().unwrap())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .filter(|n| n != "ghola")
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
 }

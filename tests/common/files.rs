@@ -33,6 +33,14 @@ impl FileServer {
     /// Serves `files` (URL path → bytes) on an ephemeral loopback port, honouring `Range` requests and adding
     /// the Hub's metadata headers to every file response.
     pub fn start(files: HashMap<String, Vec<u8>>) -> FileServer {
+        Self::start_with_delay(files, std::time::Duration::ZERO)
+    }
+
+    /// [`FileServer::start`], each response held back by `delay` (to keep concurrent clients in flight together).
+    pub fn start_with_delay(
+        files: HashMap<String, Vec<u8>>,
+        delay: std::time::Duration,
+    ) -> FileServer {
         let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").unwrap());
         let port = server.server_addr().to_ip().unwrap().port();
         let files: Files = Arc::new(Mutex::new(
@@ -46,6 +54,7 @@ impl FileServer {
                     while let Ok(rq) = server.recv() {
                         let path = rq.url().split('?').next().unwrap_or_default().to_string();
                         requests.lock().unwrap().push(path.clone());
+                        std::thread::sleep(delay);
                         let body = files.lock().unwrap().get(&path).cloned();
                         let Some(body) = body else {
                             let _ = rq.respond(

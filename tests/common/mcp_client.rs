@@ -42,7 +42,12 @@ impl Client {
     /// Starts any command that serves MCP on stdio (the plugin's launcher, say) and completes the handshake.
     pub fn spawn(mut cmd: Command) -> Client {
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped());
-        let mut child = cmd.spawn().unwrap();
+        Client::attach(cmd.spawn().unwrap())
+    }
+
+    /// Completes the handshake with a process already started with piped stdin and stdout (so that several can
+    /// be started at once).
+    pub fn attach(mut child: Child) -> Client {
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
         let mut c = Client {
