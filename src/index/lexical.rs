@@ -55,8 +55,18 @@ impl Lexical {
     }
 
     /// A writer (tantivy holds its own lock file; only the ghola writer, under the index lock, calls this).
-    pub fn writer(&self) -> tantivy::Result<IndexWriter> {
-        self.index.writer_with_num_threads(1, 50_000_000)
+    /// `big`: a large batch is coming (a first index, a rewrite), worth one indexing thread per core (up to 4:
+    /// twice as fast on two cores); a small append commits faster with one.
+    pub fn writer(&self, big: bool) -> tantivy::Result<IndexWriter> {
+        let threads = if big {
+            std::thread::available_parallelism()
+                .map_or(1, |n| n.get())
+                .clamp(1, 4)
+        } else {
+            1
+        };
+        self.index
+            .writer_with_num_threads(threads, 40_000_000 * threads)
     }
 
     /// Adds one message's text.

@@ -42,6 +42,9 @@ pub struct UpdateOptions {
 /// what happens all day, are embedded before they are published, as before.
 pub const DEFER_FROM: usize = 200;
 
+/// Transcript bytes to read beyond which an update indexes words with one thread per core.
+const BIG_BATCH_BYTES: u64 = 8 << 20;
+
 /// Segments beyond which even an update that defers merging merges (readers open every segment).
 pub const MAX_UNMERGED: usize = 48;
 
@@ -379,7 +382,19 @@ pub fn update_with(
     let (mut w, changed, on_disk) = match (appendable, manifest) {
         (Some((changed, on_disk, files_seen)), Some(m)) => {
             summary.files_seen = files_seen;
-            (append_writer(dir, m, summary)?, changed, on_disk)
+            // Bytes to read, from the fingerprints: a big append (a server started after a day's work) gets the
+            // lexical writer of a big batch.
+            let grown: u64 = changed
+                .iter()
+                .flat_map(|c| &c.changes)
+                .map(|(_, ch, st)| match ch {
+                    Change::Grown(r) => st.size.saturating_sub(r.offset),
+                    Change::Same => 0,
+                    _ => st.size,
+                })
+                .sum();
+            let big = grown > BIG_BATCH_BYTES;
+            (append_writer(dir, m, summary, big)?, changed, on_disk)
         }
         _ => {
             let mut w = full_writer(dir, embedder, summary)?;
@@ -515,10 +530,11 @@ pub(super) fn append_writer(
     dir: &Path,
     manifest: Manifest,
     summary: UpdateSummary,
+    big: bool,
 ) -> Result<Writer<'_>, IndexError> {
     let verify = super::segment::Verify::since_publish(dir);
     let lexical = Lexical::open(&dir.join("lexical"))?;
-    let lex_writer = lexical.writer()?;
+    let lex_writer = lexical.writer(big)?;
     Ok(Writer::new(
         dir, manifest, lexical, lex_writer, None, verify, summary,
     ))
@@ -592,7 +608,7 @@ fn full_writer<'a>(
             Lexical::open(&dir.join("lexical"))?
         }
     };
-    let mut lex_writer = lexical.writer()?;
+    let mut lex_writer = lexical.writer(true)?;
     if lexical.generation() != Some(manifest.generation) {
         // Never trust a lexical index that does not belong to this manifest: rebuild it from the stored text.
         lexical.clear(&mut lex_writer)?;
