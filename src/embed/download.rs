@@ -84,6 +84,20 @@ pub fn download(progress: &mut dyn DownloadProgress) -> Result<ModelFiles, Embed
     };
     std::fs::create_dir_all(&cache)
         .map_err(|e| fail("(cache)", format!("{}: {e}", cache.display())))?;
+    let missing: Vec<&str> = PINNED_FILES
+        .iter()
+        .map(|(name, _)| *name)
+        .filter(|name| {
+            hf_hub::Cache::new(cache.clone())
+                .model(MODEL_ID.to_string())
+                .get(name)
+                .is_none()
+        })
+        .collect();
+    if let Some(first) = missing.first() {
+        // hf-hub's client sets no timeouts: fail fast on a network that drops packets instead of hanging.
+        reachable(&endpoint).map_err(|e| fail(first, e))?;
+    }
     let api = hf_hub::api::sync::ApiBuilder::from_cache(hf_hub::Cache::new(cache.clone()))
         .with_endpoint(endpoint.clone())
         .with_progress(false)
@@ -124,4 +138,52 @@ pub fn download(progress: &mut dyn DownloadProgress) -> Result<ModelFiles, Embed
         tokenizer: paths[1].clone(),
         weights: paths[2].clone(),
     })
+}
+
+/// How long the reachability probe waits for a TCP connection to the Hub.
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Whether a TCP connection to the endpoint's host can be opened within [`CONNECT_TIMEOUT`].
+fn reachable(endpoint: &str) -> Result<(), String> {
+    use std::net::{TcpStream, ToSocketAddrs};
+    let (scheme, rest) = endpoint.split_once("://").unwrap_or(("https", endpoint));
+    let authority = rest.split('/').next().unwrap_or(rest);
+    let authority = authority.rsplit('@').next().unwrap_or(authority);
+    let default_port = if scheme == "http" { 80 } else { 443 };
+    let with_port = if authority
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+    {
+        authority.to_string()
+    } else {
+        format!("{authority}:{default_port}")
+    };
+    let addrs: Vec<_> = with_port
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve {authority}: {e}"))?
+        .collect();
+    let mut last = format!("no address for {authority}");
+    for a in addrs {
+        match TcpStream::connect_timeout(&a, CONNECT_TIMEOUT) {
+            Ok(_) => return Ok(()),
+            Err(e) => last = format!("cannot connect to {a}: {e}"),
+        }
+    }
+    Err(last)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unreachable_endpoint_fails_fast_with_a_reason() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        assert!(reachable(&format!("http://127.0.0.1:{port}/x")).is_ok());
+        drop(l);
+        let e = reachable(&format!("http://127.0.0.1:{port}")).unwrap_err();
+        assert!(e.contains("cannot connect"), "{e}");
+        assert!(reachable("https://no-such-host.invalid").is_err());
+    }
 }
