@@ -127,12 +127,22 @@ fn serves_tools_over_stdio() {
             json!({"mode":"everything"}),
             "mode must be",
         ),
+        (
+            94,
+            "search_global_history",
+            json!({"query": "x".repeat(240_000)}),
+            "the limit is 2000",
+        ),
     ] {
         send(
             json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":name,"arguments":args}}),
         );
         let r = recv();
         assert_eq!(r["result"]["isError"], true, "{r}");
+        assert!(
+            r.to_string().len() < 40_000,
+            "an error stays under the bound too"
+        );
         assert!(
             r["result"]["content"][0]["text"]
                 .as_str()

@@ -343,3 +343,174 @@ fn filters_dates_exclusion_pagination_identifiers_and_bound() {
             .all(|r| r["matched_message"]["uuid"].is_string())
     );
 }
+
+/// Every uuid marked as a hit in a response: the matched messages and the context messages marked `is_match`.
+fn hit_uuids(v: &Value) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for r in v["results"].as_array().unwrap() {
+        out.push(r["matched_message"]["uuid"].as_str().unwrap().to_string());
+        for c in r["context"].as_array().unwrap() {
+            if c["is_match"] == true {
+                assert!(
+                    c["scores"].is_object(),
+                    "a hit in context carries its scores: {c}"
+                );
+                out.push(c["uuid"].as_str().unwrap().to_string());
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[test]
+fn merging_keeps_every_hit_that_context_zero_returns() {
+    let tmp = tempfile::tempdir().unwrap();
+    let claude = tmp.path().join("claude");
+    // Hits 3 and 6 messages apart in one window, and one far away; one hit is long.
+    let long = format!(
+        "ZEBRAFISH calibration notes: {}",
+        "the sensor drifts when warm. ".repeat(60)
+    );
+    let lines: Vec<Value> = (0..24)
+        .map(|i| {
+            let text = match i {
+                2 => "We chose the ZEBRAFISH protocol for the lab sync.".to_string(),
+                5 => long.clone(),
+                8 => "ZEBRAFISH retries: three, then give up.".to_string(),
+                20 => "Unrelated, but ZEBRAFISH came up again at the end.".to_string(),
+                _ => format!("filler message {i} about lunch plans and the weather"),
+            };
+            entry("sm", "/w/m", i, &format!("2025-02-01T10:{i:02}:00Z"), &text)
+        })
+        .collect();
+    write(&claude, "/w/m", "sm", &lines);
+    let e = Env {
+        claude: claude.display().to_string(),
+        idx: tmp.path().join("idx").display().to_string(),
+        _tmp: tmp,
+    };
+    common::run_ok(Command::new(env!("CARGO_BIN_EXE_ghola")).args([
+        "--claude-dir",
+        &e.claude,
+        "--index-dir",
+        &e.idx,
+        "index",
+    ]));
+    let flat = search(&e, "UTC", &["ZEBRAFISH", "--global", "--context", "0"]).unwrap();
+    let expected = hit_uuids(&flat);
+    for lexical in ["sm-2", "sm-20", "sm-5", "sm-8"] {
+        assert!(expected.iter().any(|u| u == lexical), "{flat:#}");
+    }
+    let flat_total = flat["total_matches"].as_u64().unwrap();
+    assert_eq!(flat_total as usize, expected.len());
+    for context in ["1", "3", "5", "20"] {
+        let v = search(&e, "UTC", &["ZEBRAFISH", "--global", "--context", context]).unwrap();
+        // No hit disappears, whatever the context.
+        assert_eq!(hit_uuids(&v), expected, "context {context}: {v:#}");
+        let results = v["results"].as_array().unwrap();
+        // Each hit is in exactly one result, and total_matches counts results.
+        let counted: u64 = results.iter().map(|r| r["matches"].as_u64().unwrap()).sum();
+        assert_eq!(counted, flat_total, "context {context}: {v:#}");
+        assert_eq!(v["total_matches"].as_u64().unwrap() as usize, results.len());
+        // A hit shown as context keeps its full body (display cut: 2,000 characters), not the 1,000 of context.
+        let long_hit = results
+            .iter()
+            .flat_map(|r| r["context"].as_array().unwrap())
+            .find(|c| c["uuid"] == "sm-5")
+            .unwrap();
+        assert_eq!(long_hit["is_match"], true);
+        assert!(
+            long_hit["content"].as_str().unwrap().chars().count() > 1_500,
+            "{long_hit}"
+        );
+    }
+    // With context 3, hits 2, 5 and 8 share one result; 20 has its own.
+    let v = search(&e, "UTC", &["ZEBRAFISH", "--global", "--context", "3"]).unwrap();
+    assert_eq!(v["total_matches"], 2, "{v:#}");
+}
+
+#[test]
+fn function_words_are_not_evidence_and_long_queries_get_a_clear_limit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let claude = tmp.path().join("claude");
+    write(
+        &claude,
+        "/w/f",
+        "sf",
+        &[
+            entry(
+                "sf",
+                "/w/f",
+                0,
+                "2025-02-01T10:00:00Z",
+                "what did we do about the lunch order?",
+            ),
+            entry(
+                "sf",
+                "/w/f",
+                1,
+                "2025-02-01T10:01:00Z",
+                "We ordered pizza for everyone.",
+            ),
+            entry(
+                "sf",
+                "/w/f",
+                2,
+                "2025-02-01T10:02:00Z",
+                "Set the_config flag in is-ready checks.",
+            ),
+        ],
+    );
+    let e = Env {
+        claude: claude.display().to_string(),
+        idx: tmp.path().join("idx").display().to_string(),
+        _tmp: tmp,
+    };
+    common::run_ok(Command::new(env!("CARGO_BIN_EXE_ghola")).args([
+        "--claude-dir",
+        &e.claude,
+        "--index-dir",
+        &e.idx,
+        "index",
+    ]));
+    // Shares only "what did we … about" with the first message: no lexical evidence, and nothing here is about
+    // retries, so nothing comes back.
+    let v = search(
+        &e,
+        "UTC",
+        &[
+            "what did we decide about retries",
+            "--global",
+            "--context",
+            "0",
+        ],
+    )
+    .unwrap();
+    for r in v["results"].as_array().unwrap() {
+        assert_eq!(r["scores"]["lexical"], 0.0, "{v:#}");
+    }
+    // Identifiers that contain a function word still match whole.
+    let v = search(&e, "UTC", &["the_config", "--global", "--context", "0"]).unwrap();
+    assert_eq!(uuids(&v)[0], "sf-2");
+    // A query of function words only is taken as it is.
+    let v = search(
+        &e,
+        "UTC",
+        &[
+            "what did we do",
+            "--global",
+            "--context",
+            "0",
+            "--fusion",
+            "lexical",
+        ],
+    )
+    .unwrap();
+    assert_eq!(uuids(&v)[0], "sf-0");
+    // A huge query is refused with a clear limit, before anything is echoed.
+    let huge = "x".repeat(100_000);
+    let err = search(&e, "UTC", &[&huge, "--global"]).unwrap_err();
+    assert!(err.contains("the limit is 2000"), "{err}");
+}

@@ -10,7 +10,7 @@ use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     FAST, Field, INDEXED, IndexRecordOption, STORED, Schema, TextFieldIndexing, TextOptions,
 };
-use tantivy::tokenizer::{Language, LowerCaser, Stemmer, TextAnalyzer};
+use tantivy::tokenizer::{Language, LowerCaser, Stemmer, StopWordFilter, TextAnalyzer};
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 
 const TOKENIZER: &str = "ghola_code";
@@ -25,6 +25,35 @@ pub struct Lexical {
 fn analyzer() -> TextAnalyzer {
     TextAnalyzer::builder(CodeTokenizer)
         .filter(LowerCaser)
+        .filter(Stemmer::new(Language::English))
+        .build()
+}
+
+/// English function words: in a question ("what did we decide about retries") they are not evidence, and a
+/// message that shares only them with the query is noise. They are left out of the query, not of the index, so
+/// an identifier that contains one (`the_config`, `is-ready`) still matches whole.
+pub const FUNCTION_WORDS: &[&str] = &[
+    "a", "about", "above", "after", "again", "all", "also", "am", "an", "and", "any", "are", "as",
+    "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by",
+    "can", "could", "did", "do", "does", "doing", "done", "down", "during", "each", "either",
+    "else", "ever", "few", "for", "from", "further", "had", "has", "have", "having", "he", "her",
+    "here", "hers", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself",
+    "just", "let", "lets", "may", "me", "might", "more", "most", "must", "my", "myself", "no",
+    "nor", "not", "now", "of", "off", "on", "once", "only", "or", "other", "our", "ours", "out",
+    "over", "own", "same", "shall", "she", "should", "so", "some", "such", "than", "that", "the",
+    "their", "theirs", "them", "then", "there", "these", "they", "this", "those", "through", "to",
+    "too", "under", "until", "up", "us", "very", "was", "we", "were", "what", "when", "where",
+    "which", "while", "who", "whom", "whose", "why", "will", "with", "would", "yes", "yet", "you",
+    "your", "yours",
+];
+
+/// The query analyser: the index's, with function words dropped before stemming.
+fn query_analyzer() -> TextAnalyzer {
+    TextAnalyzer::builder(CodeTokenizer)
+        .filter(LowerCaser)
+        .filter(StopWordFilter::remove(
+            FUNCTION_WORDS.iter().map(|w| w.to_string()),
+        ))
         .filter(Stemmer::new(Language::English))
         .build()
 }
@@ -99,17 +128,25 @@ impl Lexical {
             .try_into()
     }
 
-    /// The query's terms as the index analysed them (deduplicated).
+    /// The query's terms as the index analysed them (deduplicated), function words left out — unless the query
+    /// has nothing else, when they are what the user is looking for.
     pub fn query_terms(&self, query: &str) -> Vec<String> {
-        let mut a = analyzer();
-        let mut stream = a.token_stream(query);
-        let mut out: Vec<String> = Vec::new();
-        while let Some(t) = stream.next() {
-            if !out.contains(&t.text) {
-                out.push(t.text.clone());
+        let collect = |mut a: TextAnalyzer| {
+            let mut stream = a.token_stream(query);
+            let mut out: Vec<String> = Vec::new();
+            while let Some(t) = stream.next() {
+                if !out.contains(&t.text) {
+                    out.push(t.text.clone());
+                }
             }
+            out
+        };
+        let content = collect(query_analyzer());
+        if content.is_empty() {
+            collect(analyzer())
+        } else {
+            content
         }
-        out
     }
 
     /// BM25 search: up to `limit` (gid, score), best first. Any query term may match.

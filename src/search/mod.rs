@@ -36,6 +36,8 @@ struct Scored {
     semantic: f32,
     lexical: f32,
     score: f32,
+    /// Position in the ranking (0 = best), after ties are broken.
+    rank: u32,
 }
 
 /// Messages that pass the filters.
@@ -253,6 +255,7 @@ fn rank(snap: &Snapshot, p: &SearchParams, query_vec: Option<&[f32]>, ok: &[bool
                 semantic: measured.unwrap_or(0.0),
                 lexical: l,
                 score,
+                rank: 0,
             })
         })
         .collect();
@@ -266,6 +269,9 @@ fn rank(snap: &Snapshot, p: &SearchParams, query_vec: Option<&[f32]>, ok: &[bool
             })
             .then_with(|| a.message.cmp(&b.message))
     });
+    for (r, s) in out.iter_mut().enumerate() {
+        s.rank = r as u32;
+    }
     out
 }
 
@@ -287,6 +293,81 @@ fn context_range(snap: &Snapshot, i: usize, n: usize) -> (usize, usize) {
         hi += 1;
     }
     (lo, hi)
+}
+
+/// Hits of one session window shown together: their context ranges overlapped. `hits[0]` is the best; the
+/// context runs from `lo` to `hi` (indices into `snap.messages`).
+struct Group {
+    hits: Vec<Scored>,
+    lo: usize,
+    hi: usize,
+}
+
+/// The most messages one result's context may span: three hits' worth of context. A hit whose range would
+/// stretch a result further starts a result of its own (its context then overlaps the other's), so that no hit
+/// is ever dropped and no result grows without bound.
+fn max_span(context: usize) -> usize {
+    3 * (2 * context + 1)
+}
+
+/// Groups ranked hits into results, best first: a hit whose context range overlaps a result's in the same session
+/// window joins it (the union of ranges, within [`max_span`]); results that come to overlap are joined too. Every
+/// hit ends in exactly one result, and a result ranks by its best hit.
+fn merge_hits(snap: &Snapshot, ranked: Vec<Scored>, context: usize) -> Vec<Group> {
+    let mut groups: Vec<Option<Group>> = Vec::new();
+    let mut by_window: HashMap<WindowKey, Vec<usize>> = HashMap::new();
+    let limit = max_span(context);
+    let fits = |lo: usize, hi: usize| hi + 1 - lo <= limit;
+    for s in ranked {
+        let i = s.message as usize;
+        let m = &snap.messages[i];
+        let (lo, hi) = context_range(snap, i, context);
+        let ids = by_window.entry((m.session, m.agent, m.window)).or_default();
+        let joined = ids.iter().copied().find(|&g| {
+            let g = groups[g].as_ref().expect("live group");
+            lo <= g.hi && g.lo <= hi && fits(lo.min(g.lo), hi.max(g.hi))
+        });
+        let Some(at) = joined else {
+            ids.push(groups.len());
+            groups.push(Some(Group {
+                hits: vec![s],
+                lo,
+                hi,
+            }));
+            continue;
+        };
+        {
+            let g = groups[at].as_mut().expect("live group");
+            g.hits.push(s);
+            (g.lo, g.hi) = (g.lo.min(lo), g.hi.max(hi));
+        }
+        // The wider range may now overlap a later (worse) result of the window: fold it in when it fits.
+        loop {
+            let (glo, ghi) = groups[at]
+                .as_ref()
+                .map(|g| (g.lo, g.hi))
+                .expect("live group");
+            let other = ids.iter().copied().find(|&o| {
+                o != at
+                    && groups[o].as_ref().is_some_and(|g| {
+                        g.lo <= ghi && glo <= g.hi && fits(g.lo.min(glo), g.hi.max(ghi))
+                    })
+            });
+            let Some(o) = other else { break };
+            let taken = groups[o].take().expect("live group");
+            ids.retain(|&x| x != o);
+            let g = groups[at].as_mut().expect("live group");
+            g.hits.extend(taken.hits);
+            (g.lo, g.hi) = (g.lo.min(taken.lo), g.hi.max(taken.hi));
+        }
+    }
+    let mut out: Vec<Group> = groups.into_iter().flatten().collect();
+    // A result ranks by its best hit; a folded-in result may have been better than the one it joined.
+    for g in &mut out {
+        g.hits.sort_by_key(|h| h.rank);
+    }
+    out.sort_by_key(|g| g.hits[0].rank);
+    out
 }
 
 /// Runs a search on a snapshot. `embedder` is optional so a lexical-only search needs no model.
@@ -313,38 +394,23 @@ pub fn search_with_vector(
     p.validate()?;
     let ok = eligible(snap, p);
     let ranked = rank(snap, p, query_vec.map(|v| &v[..]), &ok);
-    // Merge: a hit whose context overlaps an earlier (better) hit's in the same session window is folded in.
-    let mut taken: Vec<(Scored, (usize, usize))> = Vec::new();
-    let mut ranges_by_window: HashMap<WindowKey, Vec<(usize, usize)>> = HashMap::new();
-    for s in ranked {
-        let i = s.message as usize;
-        let m = &snap.messages[i];
-        let range = context_range(snap, i, p.context);
-        let key = (m.session, m.agent, m.window);
-        let ranges = ranges_by_window.entry(key).or_default();
-        if ranges
-            .iter()
-            .any(|&(lo, hi)| range.0 <= hi && lo <= range.1)
-        {
-            continue;
-        }
-        ranges.push(range);
-        taken.push((s, range));
-    }
-    let total = taken.len();
+    let groups = merge_hits(snap, ranked, p.context);
+    let total = groups.len();
     let raw_terms: Vec<String> = crate::index::terms::terms(&p.query)
         .into_iter()
         .map(|t| t.2)
         .collect();
-    let results = taken
+    let results = groups
         .iter()
         .skip(p.offset)
         .take(p.max_results)
-        .map(|(s, (lo, hi))| {
+        .map(|g| {
+            let s = g.hits[0];
             let i = s.message as usize;
             let m = snap.stored(i);
-            let context = (*lo..=*hi)
+            let context = (g.lo..=g.hi)
                 .map(|j| {
+                    let hit = g.hits.iter().find(|h| h.message as usize == j);
                     let c = if j == i { m.clone() } else { snap.stored(j) };
                     ContextMessage {
                         uuid: c.uuid.clone(),
@@ -354,9 +420,14 @@ pub fn search_with_vector(
                         content: cut_around(
                             &c.content,
                             &raw_terms,
-                            if j == i { BODY_CHARS } else { 1000 },
+                            if hit.is_some() { BODY_CHARS } else { 1000 },
                         ),
-                        is_match: j == i,
+                        is_match: hit.is_some(),
+                        score: hit.map(|h| h.score),
+                        scores: hit.map(|h| Scores {
+                            semantic: h.semantic,
+                            lexical: h.lexical,
+                        }),
                     }
                 })
                 .collect();
@@ -379,6 +450,7 @@ pub fn search_with_vector(
                     semantic: s.semantic,
                     lexical: s.lexical,
                 },
+                matches: g.hits.len(),
                 context,
             }
         })

@@ -28,6 +28,9 @@ pub enum Fusion {
     Lexical,
 }
 
+/// Longest query accepted: the response echoes the query, and must stay under the output bound.
+pub const MAX_QUERY_CHARS: usize = 2_000;
+
 /// Everything a search needs.
 #[derive(Debug, Clone)]
 pub struct SearchParams {
@@ -74,6 +77,13 @@ impl SearchParams {
     pub fn validate(&self) -> Result<(), String> {
         if self.query.trim().is_empty() {
             return Err("query is empty".into());
+        }
+        let chars = self.query.chars().count();
+        if chars > MAX_QUERY_CHARS {
+            return Err(format!(
+                "query is {chars} characters; the limit is {MAX_QUERY_CHARS}: search for the distinctive words, an \
+                 error line or an identifier instead of pasting whole text"
+            ));
         }
         if let (Some(a), Some(b)) = (self.after, self.before)
             && a >= b

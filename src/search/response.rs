@@ -41,7 +41,13 @@ pub struct ContextMessage {
     pub kind: String,
     pub timestamp: Option<String>,
     pub content: String,
+    /// A hit of the query itself (several hits close together share one result), shown at full body length.
     pub is_match: bool,
+    /// A hit's fused score and its evidence; absent for plain context.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scores: Option<Scores>,
 }
 
 /// One result.
@@ -50,6 +56,8 @@ pub struct SearchHit {
     pub matched_message: MatchedMessage,
     pub score: f32,
     pub scores: Scores,
+    /// Hits in this result (the best is `matched_message`; all are marked `is_match` in `context`).
+    pub matches: usize,
     pub context: Vec<ContextMessage>,
 }
 
