@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Scores a `ghola search` configuration on the coding-history benchmark (questions.json): any@1/5/10 and MRR@10
+over the matched messages, and how often the evidence is anywhere in the response (matched messages or context),
+overall and per slice. Each corpus folder is indexed once into its own index under --work.
+
+    python3 bench/coding/eval.py [--ghola target/release/ghola] [--corpus ../shared/corpus] [--work /tmp/ghola-coding]
+        [--scope project|global] [--jobs 2] [-- EXTRA SEARCH ARGS, e.g. --context 0 --lexical-weight 0.5]
+"""
+import argparse, json, statistics, subprocess, sys, time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+here = Path(__file__).resolve().parent
+ap = argparse.ArgumentParser()
+ap.add_argument("--ghola", default=str(here.parent.parent / "target/release/ghola"))
+ap.add_argument("--corpus", default=str(here.parent.parent.parent / "shared/corpus"))
+ap.add_argument("--work", default="/tmp/ghola-coding")
+ap.add_argument("--scope", choices=["project", "global"], default="project")
+ap.add_argument("--jobs", type=int, default=2)
+ap.add_argument("--json", help="write per-question results here")
+ap.add_argument("extra", nargs=argparse.REMAINDER)
+a = ap.parse_args()
+extra = [x for x in a.extra if x != "--"]
+questions = json.load(open(here / "questions.json"))["questions"]
+
+def base(folder):
+    return [a.ghola, "--claude-dir", f"{a.corpus}/{folder}", "--index-dir", f"{a.work}/{folder}"]
+
+for folder in sorted({q["corpus"] for q in questions}):
+    r = subprocess.run(base(folder) + ["index"], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"indexing {folder} failed: {r.stderr}")
+
+def run(q):
+    scope = ["--project", q["project"]] if a.scope == "project" else ["--global"]
+    cmd = base(q["corpus"]) + ["search", q["question"], *scope, "--limit", "10", "--json", "--no-update", *extra]
+    t = time.time()
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    took = time.time() - t
+    if r.returncode != 0:
+        return q, None, took, r.stderr.strip()
+    return q, json.loads(r.stdout), took, None
+
+with ThreadPoolExecutor(a.jobs) as pool:
+    done = list(pool.map(run, questions))
+
+rows = []
+for q, resp, took, err in done:
+    gold = set(q["gold"])
+    ranked = [h["matched_message"]["uuid"] for h in (resp or {}).get("results", [])]
+    rank = next((i + 1 for i, u in enumerate(ranked) if u in gold), None)
+    # Evidence anywhere in the response: a matched message or any message of a result's context.
+    shown = set(ranked)
+    for h in (resp or {}).get("results", []):
+        shown.update(c["uuid"] for c in h.get("context", []))
+    rows.append({"id": q["id"], "slice": q["slice"], "rank": rank, "in_response": bool(gold & shown),
+                 "chars": len(json.dumps(resp)) if resp else 0, "seconds": took, "error": err})
+
+def score(rs):
+    n = len(rs)
+    at = lambda k: sum(1 for r in rs if r["rank"] and r["rank"] <= k) / n
+    mrr = sum(1 / r["rank"] for r in rs if r["rank"] and r["rank"] <= 10) / n
+    inr = sum(1 for r in rs if r["in_response"]) / n
+    return f"{n:>3}  {at(1):.3f}  {at(5):.3f}  {at(10):.3f}  {mrr:.3f}   {inr:.3f}"
+
+print(f"command: {' '.join([a.ghola, 'search', '<question>', '--project <p>' if a.scope == 'project' else '--global', '--limit 10', '--json', '--no-update', *extra])}")
+print("slice                 n  any@1  any@5 any@10 MRR@10  in-response")
+print(f"{'all':<20}{score(rows)}")
+for s in sorted({r["slice"] for r in rows}):
+    print(f"{s:<20}{score([r for r in rows if r['slice'] == s])}")
+errors = [r for r in rows if r["error"]]
+print(f"median response {statistics.median(r['chars'] for r in rows):.0f} chars; median latency "
+      f"{statistics.median(r['seconds'] for r in rows):.2f} s; errors {len(errors)}")
+for r in errors:
+    print(f"  {r['id']}: {r['error']}")
+misses = [r["id"] for r in rows if not r["rank"]]
+print(f"not in the top 10: {' '.join(misses) or 'none'}")
+if a.json:
+    json.dump(rows, open(a.json, "w"), indent=1)
