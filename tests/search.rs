@@ -317,7 +317,33 @@ fn filters_dates_exclusion_pagination_identifiers_and_bound() {
         assert_eq!(v["has_more"], off + 7 < total);
         paged.extend(uuids(&v));
     }
-    assert_eq!(paged, uuids(&all));
+    // Big pages may come back shorter (the output bound drops whole results from the end, saying has_more);
+    // paging on by what came back still sees every result once.
+    let mut big = uuids(&all);
+    let mut more = all["has_more"] == true;
+    while more {
+        let o = big.len().to_string();
+        let v = search(
+            &e,
+            "UTC",
+            &[
+                "pagination topic",
+                "--project",
+                "/w/d",
+                "--context",
+                "0",
+                "--limit",
+                "100",
+                "--offset",
+                &o,
+            ],
+        )
+        .unwrap();
+        assert!(v.to_string().chars().count() <= 40_000);
+        big.extend(uuids(&v));
+        more = v["has_more"] == true;
+    }
+    assert_eq!(paged, big);
 
     // The output bound holds with big messages and wide context.
     let v = search(

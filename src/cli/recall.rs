@@ -279,9 +279,10 @@ pub struct SearchArgs {
     /// How lexical and semantic evidence are combined.
     #[arg(long, value_enum, default_value_t = Fusion::Weighted)]
     pub fusion: Fusion,
-    /// Weight of lexical evidence under `--fusion weighted` (0..1).
-    #[arg(long, default_value_t = ghola::search::LEXICAL_WEIGHT)]
-    pub lexical_weight: f32,
+    /// Weight of lexical evidence under `--fusion weighted` (0..1); default 0.6 for a query that names
+    /// an identifier or path, 0.4 otherwise.
+    #[arg(long)]
+    pub lexical_weight: Option<f32>,
     #[arg(long)]
     pub json: bool,
 }

@@ -50,8 +50,9 @@ pub struct SearchParams {
     /// A session whose latest window is left out (its compacted windows stay searchable).
     pub exclude_session: Option<String>,
     pub fusion: Fusion,
-    /// Weight of lexical evidence in [`Fusion::Weighted`] (the rest is semantic).
-    pub lexical_weight: f32,
+    /// Weight of lexical evidence in [`Fusion::Weighted`] (the rest is semantic); `None`: chosen by the query
+    /// (see [`default_lexical_weight`]).
+    pub lexical_weight: Option<f32>,
 }
 
 impl SearchParams {
@@ -69,7 +70,7 @@ impl SearchParams {
             include_subagents: true,
             exclude_session: None,
             fusion: Fusion::default(),
-            lexical_weight: crate::search::LEXICAL_WEIGHT,
+            lexical_weight: None,
         }
     }
 
@@ -77,6 +78,11 @@ impl SearchParams {
     pub fn validate(&self) -> Result<(), String> {
         if self.query.trim().is_empty() {
             return Err("query is empty".into());
+        }
+        if let Some(w) = self.lexical_weight
+            && !(0.0..=1.0).contains(&w)
+        {
+            return Err(format!("lexical weight must be between 0 and 1 (got {w})"));
         }
         let chars = self.query.chars().count();
         if chars > MAX_QUERY_CHARS {
@@ -160,5 +166,68 @@ mod tests {
         p.after = Some(parse_bound("2025-01-15", "after").unwrap());
         p.before = Some(parse_bound("2025-01-15", "before").unwrap());
         assert!(p.validate().is_err(), "after == before is an error");
+    }
+}
+
+/// Weight of lexical evidence for a query that names something exact: an identifier, a path, a constant.
+pub const IDENTIFIER_WEIGHT: f32 = 0.6;
+
+/// Whether a word looks like code rather than prose: joiners (`_ . / : @ -` inside it, `()`), camelCase, an
+/// all-caps constant, or letters mixed with digits.
+fn code_like(word: &str) -> bool {
+    let inner = word.trim_matches(|c: char| !c.is_alphanumeric());
+    let joined = inner.contains(['_', '.', '/', ':', '@', '(', '-']) || word.starts_with('@');
+    let chars: Vec<char> = inner.chars().collect();
+    let camel = chars
+        .windows(2)
+        .any(|w| w[0].is_lowercase() && w[1].is_uppercase());
+    let letters = chars.iter().filter(|c| c.is_alphabetic()).count();
+    let caps = letters >= 3 && chars.iter().all(|c| !c.is_lowercase());
+    let mixed = letters > 0 && chars.iter().any(|c| c.is_ascii_digit());
+    joined || camel || caps || mixed
+}
+
+/// The lexical weight for a query: [`IDENTIFIER_WEIGHT`] when it is a few words of which one looks like code
+/// (`get_current_trace_id`, `src/index/store.rs`, `CLOCK_SKEW_LEEWAY_SECS`), where the exact term is the
+/// evidence; [`crate::search::LEXICAL_WEIGHT`] for prose and questions, where meaning matters more.
+pub fn default_lexical_weight(query: &str) -> f32 {
+    let words: Vec<&str> = query.split_whitespace().collect();
+    if words.len() <= 3 && words.iter().any(|w| code_like(w)) {
+        IDENTIFIER_WEIGHT
+    } else {
+        crate::search::LEXICAL_WEIGHT
+    }
+}
+
+#[cfg(test)]
+mod weight_tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_lean_lexical_and_questions_semantic() {
+        for q in [
+            "get_current_trace_id",
+            "CLOCK_SKEW_LEEWAY_SECS",
+            "src/index/store.rs",
+            "parseUserToken",
+            "@max_result_lines",
+            "v2.1.38 release",
+            "classify_text_lines nesting",
+        ] {
+            assert_eq!(default_lexical_weight(q), IDENTIFIER_WEIGHT, "{q}");
+        }
+        for q in [
+            "what did we decide about retries",
+            "why did the build fail",
+            "retry backoff",
+            "how do processes differ from threads?",
+            "why did get_current_trace_id always return an error in the end",
+        ] {
+            assert_eq!(
+                default_lexical_weight(q),
+                crate::search::LEXICAL_WEIGHT,
+                "{q}"
+            );
+        }
     }
 }

@@ -123,10 +123,12 @@ impl SearchResponse {
         serde_json::to_string(self).map_or(0, |s| s.chars().count())
     }
 
-    /// Shrinks the response under [`RESPONSE_CHARS`]: context bodies first (down to nothing but their ids),
-    /// then hit bodies; identifying fields are never dropped.
+    /// Shrinks the response under [`RESPONSE_CHARS`], giving up what helps least first: plain context bodies
+    /// (cut down to 120 characters), then plain context messages farthest from the hits of their result, then
+    /// hit bodies (down to 200 characters), and last whole results from the end of the page (`has_more` then
+    /// says so). The fields that identify a hit are never dropped.
     pub fn bound(&mut self, terms: &[String]) {
-        for limit in [600, 300, 120, 0] {
+        for limit in [600, 300, 120] {
             if self.size() <= RESPONSE_CHARS {
                 return;
             }
@@ -136,6 +138,28 @@ impl SearchResponse {
                         c.content = cut_around(&c.content, terms, limit);
                     }
                 }
+            }
+        }
+        let farthest = self
+            .results
+            .iter()
+            .map(|h| h.context.len())
+            .max()
+            .unwrap_or(0);
+        for ring in (1..=farthest).rev() {
+            if self.size() <= RESPONSE_CHARS {
+                return;
+            }
+            for h in &mut self.results {
+                let hits: Vec<usize> = (0..h.context.len())
+                    .filter(|&i| h.context[i].is_match)
+                    .collect();
+                let mut i = 0;
+                h.context.retain(|c| {
+                    let d = hits.iter().map(|&j| j.abs_diff(i)).min().unwrap_or(0);
+                    i += 1;
+                    c.is_match || d < ring
+                });
             }
         }
         for limit in [1000, 500, 200] {
@@ -150,6 +174,82 @@ impl SearchResponse {
                     }
                 }
             }
+        }
+        while self.size() > RESPONSE_CHARS && self.results.len() > 1 {
+            self.results.pop();
+            self.has_more = true;
+        }
+    }
+}
+
+#[cfg(test)]
+mod bound_tests {
+    use super::*;
+
+    fn message(i: usize, is_match: bool, len: usize) -> ContextMessage {
+        ContextMessage {
+            uuid: format!("00000000-0000-4000-8000-{i:012}"),
+            role: "assistant".into(),
+            kind: "text".into(),
+            timestamp: Some("2025-01-01T00:00:00.000Z".into()),
+            content: "word ".repeat(len / 5),
+            is_match,
+            score: is_match.then_some(0.5),
+            scores: is_match.then_some(Scores {
+                semantic: 0.5,
+                lexical: 1.0,
+            }),
+        }
+    }
+
+    #[test]
+    fn wide_merged_results_stay_under_the_bound_and_keep_every_hit() {
+        let results: Vec<SearchHit> = (0..10)
+            .map(|r| SearchHit {
+                matched_message: MatchedMessage {
+                    uuid: format!("hit-{r}"),
+                    session_id: "s".into(),
+                    project: "/p".into(),
+                    git_branch: None,
+                    role: "assistant".into(),
+                    kind: "text".into(),
+                    timestamp: None,
+                    window: 0,
+                    is_subagent: false,
+                    agent_id: None,
+                    content: "word ".repeat(400),
+                },
+                score: 1.0,
+                scores: Scores {
+                    semantic: 0.5,
+                    lexical: 1.0,
+                },
+                matches: 3,
+                context: (0..30)
+                    .map(|i| message(r * 100 + i, i % 10 == 5, 1000))
+                    .collect(),
+            })
+            .collect();
+        let mut resp = SearchResponse {
+            results,
+            query: "word".into(),
+            total_matches: 10,
+            offset: 0,
+            has_more: false,
+            excluded_sessions: 0,
+            index: IndexInfo {
+                messages: 300,
+                embedded_messages: 300,
+                pending_files: 0,
+                updated_at: None,
+            },
+            note: None,
+        };
+        assert!(resp.size() > RESPONSE_CHARS);
+        resp.bound(&["word".to_string()]);
+        assert!(resp.size() <= RESPONSE_CHARS, "{}", resp.size());
+        for h in &resp.results {
+            assert_eq!(h.context.iter().filter(|c| c.is_match).count(), 3);
         }
     }
 }
