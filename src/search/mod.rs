@@ -18,6 +18,8 @@ use std::collections::HashMap;
 const LEXICAL_CANDIDATES: usize = 2000;
 /// Semantic candidates kept per query (the best by cosine).
 const SEMANTIC_CANDIDATES: usize = 500;
+/// Share of a candidate's score the message after it inherits (chosen on both dev benchmarks; see the README).
+pub const NEXT_SHARE: f32 = 0.1;
 /// Weight of the lexical score in [`Fusion::Weighted`] (tuned on the dev set; see the README).
 pub const LEXICAL_WEIGHT: f32 = 0.4;
 
@@ -262,6 +264,46 @@ fn rank(snap: &Snapshot, p: &SearchParams, query_vec: Option<&[f32]>, ok: &[bool
             })
         })
         .collect();
+    if p.fusion == Fusion::Weighted {
+        // The message after a candidate — its answer, a tool's output, a subagent's report — inherits a share of
+        // the candidate's score: questions are often worded like the message that asked, not like the one that
+        // answered.
+        let beta = NEXT_SHARE;
+        let mut at: FxHashMap<u32, usize> = out
+            .iter()
+            .enumerate()
+            .map(|(k, s)| (s.message, k))
+            .collect();
+        let base: Vec<(u32, f32)> = out.iter().map(|s| (s.message, s.score)).collect();
+        for (m, sc) in base {
+            let n = m as usize + 1;
+            if n >= snap.messages.len()
+                || !ok[n]
+                || !same_window(&snap.messages[m as usize], &snap.messages[n])
+            {
+                continue;
+            }
+            let add = beta * sc;
+            match at.get(&(n as u32)) {
+                Some(&k) => out[k].score += add,
+                None => {
+                    // Not a candidate of its own: it must still have evidence of its own (no noise hits).
+                    let sv = sem(n as u32).unwrap_or(0.0).max(0.0);
+                    if sv < p.threshold {
+                        continue;
+                    }
+                    at.insert(n as u32, out.len());
+                    out.push(Scored {
+                        message: n as u32,
+                        semantic: sv,
+                        lexical: 0.0,
+                        score: (1.0 - w) * sv + add,
+                        rank: 0,
+                    });
+                }
+            }
+        }
+    }
     out.sort_by(|a, b| {
         b.score
             .total_cmp(&a.score)
