@@ -18,6 +18,9 @@ use std::collections::HashMap;
 const LEXICAL_CANDIDATES: usize = 2000;
 /// Semantic candidates kept per query (the best by cosine).
 const SEMANTIC_CANDIDATES: usize = 500;
+/// Factor on the score of a message that is itself a question (its text ends with `?`): a question restated
+/// in the history matches a query best and answers it least (chosen on both dev benchmarks; see the README).
+pub const QUESTION_PRIOR: f32 = 0.75;
 /// Share of a candidate's score the message after it inherits (chosen on both dev benchmarks; see the README).
 pub const NEXT_SHARE: f32 = 0.1;
 /// Weight of the lexical score in [`Fusion::Weighted`] (tuned on the dev set; see the README).
@@ -235,26 +238,31 @@ fn rank(snap: &Snapshot, p: &SearchParams, query_vec: Option<&[f32]>, ok: &[bool
                 None => 0.0,
             };
             let l = lexical.get(&m).copied().unwrap_or(0.0);
-            let score = match p.fusion {
-                Fusion::Weighted => w * (l / max_lex) + (1.0 - w) * s,
-                Fusion::Rrf => {
-                    let r =
-                        |rank: Option<&usize>| rank.map_or(0.0, |r| 1.0 / (60.0 + *r as f32 + 1.0));
-                    r(lex_rank.get(&m)) + r(sem_rank.get(&m))
-                }
-                Fusion::Semantic => {
-                    if s < p.threshold {
-                        return None;
+            // A message that is itself a question is rarely the evidence: the answer after it is.
+            let asks =
+                p.fusion == Fusion::Weighted && snap.content(m as usize).trim_end().ends_with('?');
+            let score = if asks { QUESTION_PRIOR } else { 1.0 }
+                * match p.fusion {
+                    Fusion::Weighted => w * (l / max_lex) + (1.0 - w) * s,
+                    Fusion::Rrf => {
+                        let r = |rank: Option<&usize>| {
+                            rank.map_or(0.0, |r| 1.0 / (60.0 + *r as f32 + 1.0))
+                        };
+                        r(lex_rank.get(&m)) + r(sem_rank.get(&m))
                     }
-                    s
-                }
-                Fusion::Lexical => {
-                    if l <= 0.0 {
-                        return None;
+                    Fusion::Semantic => {
+                        if s < p.threshold {
+                            return None;
+                        }
+                        s
                     }
-                    l
-                }
-            };
+                    Fusion::Lexical => {
+                        if l <= 0.0 {
+                            return None;
+                        }
+                        l
+                    }
+                };
             Some(Scored {
                 message: m,
                 semantic: measured.unwrap_or(0.0),
