@@ -110,10 +110,14 @@ struct Env {
 
 fn setup() -> Env {
     let tmp = tempfile::tempdir().unwrap();
-    let claude = tmp.path().join("claude");
-    fixture(&claude);
+    fixture(&tmp.path().join("claude"));
+    indexed(tmp)
+}
+
+/// Indexes the history written under `tmp/claude` into `tmp/idx` with `ghola index`.
+fn indexed(tmp: tempfile::TempDir) -> Env {
     let e = Env {
-        claude: claude.display().to_string(),
+        claude: tmp.path().join("claude").display().to_string(),
         idx: tmp.path().join("idx").display().to_string(),
         _tmp: tmp,
     };
@@ -412,18 +416,7 @@ fn merging_keeps_every_hit_that_context_zero_returns() {
         })
         .collect();
     write(&claude, "/w/m", "sm", &lines);
-    let e = Env {
-        claude: claude.display().to_string(),
-        idx: tmp.path().join("idx").display().to_string(),
-        _tmp: tmp,
-    };
-    common::run_ok(Command::new(env!("CARGO_BIN_EXE_ghola")).args([
-        "--claude-dir",
-        &e.claude,
-        "--index-dir",
-        &e.idx,
-        "index",
-    ]));
+    let e = indexed(tmp);
     let flat = search(&e, "UTC", &["ZEBRAFISH", "--global", "--context", "0"]).unwrap();
     let expected = hit_uuids(&flat);
     for lexical in ["sm-2", "sm-20", "sm-5", "sm-8"] {
@@ -489,18 +482,7 @@ fn function_words_are_not_evidence_and_long_queries_get_a_clear_limit() {
             ),
         ],
     );
-    let e = Env {
-        claude: claude.display().to_string(),
-        idx: tmp.path().join("idx").display().to_string(),
-        _tmp: tmp,
-    };
-    common::run_ok(Command::new(env!("CARGO_BIN_EXE_ghola")).args([
-        "--claude-dir",
-        &e.claude,
-        "--index-dir",
-        &e.idx,
-        "index",
-    ]));
+    let e = indexed(tmp);
     // Shares only "what did we … about" with the first message: no lexical evidence, and nothing here is about
     // retries, so nothing comes back.
     let v = search(
