@@ -342,3 +342,31 @@ fn the_server_answers_by_words_while_the_model_downloads_then_by_meaning() {
         id += 1;
     }
 }
+
+#[test]
+fn a_damaged_embedding_list_does_not_stop_the_second_pass() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
+    history(&claude, 2, 10);
+    index::update_words_only(&idx, &claude, UpdateOptions::default(), &mut |_| {}).unwrap();
+    let todo: Vec<PathBuf> = std::fs::read_dir(idx.join("segments"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "todo"))
+        .collect();
+    assert_eq!(todo.len(), 1);
+    // Flip a byte of the list's payload: its checksum no longer matches.
+    let mut bytes = std::fs::read(&todo[0]).unwrap();
+    let at = bytes.len() - 3;
+    bytes[at] ^= 0xff;
+    std::fs::write(&todo[0], bytes).unwrap();
+    let s = index::embed_pending(&idx, embedder(), None, &|| false, &mut |_| {}).unwrap();
+    assert_eq!((s.segments, s.messages_waiting), (1, 0));
+    let snap = Snapshot::open(&idx).unwrap();
+    assert_eq!(snap.messages_waiting, 0);
+    // Every message has a vector again (from its stored text).
+    let with_vectors: std::collections::HashSet<u32> =
+        snap.chunks.iter().map(|c| c.message).collect();
+    assert_eq!(with_vectors.len(), snap.messages.len());
+}

@@ -11,7 +11,7 @@ use super::records::{ChunkKind, Manifest};
 use super::segment::{self, OpenSegment, SegmentBuilder, TodoChunk, Verify};
 use super::snapshot::read_manifest;
 use super::update::{append_writer, indexed_identity, lock};
-use super::writer::{VectorStores, embed_grouped, hash64};
+use super::writer::{VectorStores, embed_grouped, hash64, stored_kind};
 use super::{ChunkEmbedder, IndexError, UpdateSummary};
 use crate::embed::Vector;
 use std::collections::{HashMap, HashSet};
@@ -91,7 +91,7 @@ pub fn embed_pending(
         match embed_segment(dir, id, embedder, &manifest, &mut stores, &mut summary) {
             Ok(()) => {}
             // Gone meanwhile (merged away by a rebuild, or replaced by another server): nothing to do.
-            Err(IndexError::Format(FormatError::Io(_, e)))
+            Err(IndexError::Format(FormatError::Io(_, e)) | IndexError::Io(e))
                 if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(e),
         }
@@ -115,7 +115,27 @@ fn embed_segment(
     summary: &mut EmbedSummary,
 ) -> Result<(), IndexError> {
     let seg = OpenSegment::open(dir, id, Verify::since_publish(dir))?;
-    let todo = segment::read_todo(dir, id)?;
+    let todo = match segment::read_todo(dir, id) {
+        Ok(t) => t,
+        Err(FormatError::Io(_, e)) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(IndexError::Io(e));
+        }
+        // A damaged list is not trusted: each message is embedded from its stored text instead (one chunk of
+        // the kind it mostly is), so the pass goes on.
+        Err(e) => {
+            tracing::warn!("{e}; embedding segment {id} from its stored text");
+            (0..seg.meta.messages.len())
+                .map(|mi| {
+                    let m = seg.stored(mi);
+                    TodoChunk {
+                        message: mi as u32,
+                        kind: stored_kind(&m.kind),
+                        text: m.content,
+                    }
+                })
+                .collect()
+        }
+    };
     let dead: HashSet<u64> = manifest.dead.iter().copied().collect();
     // Without the lock: hash, reuse what is stored, embed the rest.
     let wanted: Vec<(&TodoChunk, u64)> = todo

@@ -32,6 +32,17 @@ struct Pending {
     chunks: Vec<(ChunkKind, String)>,
 }
 
+/// The chunk kind to embed a stored message's text as, from what it mostly is (when only its stored text is left
+/// to embed from).
+pub(super) fn stored_kind(kind: &str) -> ChunkKind {
+    match kind {
+        "thinking" => ChunkKind::Thinking,
+        "tool_use" => ChunkKind::ToolUse,
+        "tool_result" => ChunkKind::ToolResult,
+        _ => ChunkKind::Text,
+    }
+}
+
 /// Stable 64-bit hash (std's SipHash with fixed keys) of byte strings.
 pub(super) fn hash64(parts: &[&[u8]]) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -121,13 +132,7 @@ impl<'a> Writer<'a> {
     /// Queues a stored message to be embedded again from its stored text (its transcript is gone, the model
     /// changed): one chunk source of the kind it mostly is.
     pub fn requeue(&mut self, msg: StoredMessage) {
-        let kind = match msg.kind.as_str() {
-            "thinking" => ChunkKind::Thinking,
-            "tool_use" => ChunkKind::ToolUse,
-            "tool_result" => ChunkKind::ToolResult,
-            _ => ChunkKind::Text,
-        };
-        let chunks = vec![(kind, msg.content.clone())];
+        let chunks = vec![(stored_kind(&msg.kind), msg.content.clone())];
         self.pending.push(Pending { msg, chunks });
     }
 
