@@ -549,6 +549,8 @@ impl GholaServer {
         });
         let (me, flag) = (self.clone(), cancel.clone());
         let work = tokio::task::spawn_blocking(move || {
+            // Mode "search" routes through the index: like a search, it waits for the first pass.
+            me.wait_for_first_pass(FIRST_PASS_WAIT);
             let ctx = RouteContext {
                 claude_dir: &me.cfg.claude_dir,
                 index_dir: &me.cfg.index_dir,
