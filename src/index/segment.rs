@@ -409,9 +409,14 @@ impl OpenSegment {
 
     /// The readable text of message `mi` (lossy if the text file was damaged behind our back).
     pub fn content(&self, mi: usize) -> Cow<'_, str> {
+        String::from_utf8_lossy(self.text_bytes(mi))
+    }
+
+    /// The raw bytes of message `mi`'s readable text (for checks that need no decoding).
+    pub fn text_bytes(&self, mi: usize) -> &[u8] {
         let m = &self.meta.messages[mi];
         let start = HEADER_LEN + m.text_start as usize;
-        String::from_utf8_lossy(&self.text[start..start + m.text_len as usize])
+        &self.text[start..start + m.text_len as usize]
     }
 
     /// Message `mi` as callers see it.

@@ -452,6 +452,18 @@ impl Snapshot {
         self.segments[r.segment as usize].content(r.index as usize)
     }
 
+    /// Whether live message `i`'s text is a question: it ends with `?` (trailing whitespace aside). Reads the
+    /// last bytes only, so ranking can ask it of thousands of candidates.
+    pub fn is_question(&self, i: usize) -> bool {
+        let r = &self.messages[i];
+        let bytes = self.segments[r.segment as usize].text_bytes(r.index as usize);
+        bytes
+            .iter()
+            .rev()
+            .find(|b| !b.is_ascii_whitespace())
+            .is_some_and(|&b| b == b'?')
+    }
+
     /// Live message `i` with every field, for display.
     pub fn stored(&self, i: usize) -> StoredMessage {
         let r = &self.messages[i];

@@ -239,8 +239,7 @@ fn rank(snap: &Snapshot, p: &SearchParams, query_vec: Option<&[f32]>, ok: &[bool
             };
             let l = lexical.get(&m).copied().unwrap_or(0.0);
             // A message that is itself a question is rarely the evidence: the answer after it is.
-            let asks =
-                p.fusion == Fusion::Weighted && snap.content(m as usize).trim_end().ends_with('?');
+            let asks = p.fusion == Fusion::Weighted && snap.is_question(m as usize);
             let score = if asks { QUESTION_PRIOR } else { 1.0 }
                 * match p.fusion {
                     Fusion::Weighted => w * (l / max_lex) + (1.0 - w) * s,
