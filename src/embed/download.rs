@@ -23,9 +23,6 @@ pub const PINNED_FILES: [(&str, &str); 3] = [
     ("model.safetensors", WEIGHTS_SHA256),
 ];
 
-/// Roughly what a first download costs, for messages (the weights are 90.9 MB, the rest 0.5 MB).
-pub const DOWNLOAD_MB: u64 = 91;
-
 /// Where the Hub is: `$HF_ENDPOINT`, else huggingface.co.
 pub fn endpoint() -> String {
     crate::config::non_empty_env("HF_ENDPOINT")
@@ -84,17 +81,11 @@ pub fn download(progress: &mut dyn DownloadProgress) -> Result<ModelFiles, Embed
     };
     std::fs::create_dir_all(&cache)
         .map_err(|e| fail("(cache)", format!("{}: {e}", cache.display())))?;
-    let missing: Vec<&str> = PINNED_FILES
+    let cached = hf_hub::Cache::new(cache.clone()).model(MODEL_ID.to_string());
+    if let Some((first, _)) = PINNED_FILES
         .iter()
-        .map(|(name, _)| *name)
-        .filter(|name| {
-            hf_hub::Cache::new(cache.clone())
-                .model(MODEL_ID.to_string())
-                .get(name)
-                .is_none()
-        })
-        .collect();
-    if let Some(first) = missing.first() {
+        .find(|(name, _)| cached.get(name).is_none())
+    {
         // hf-hub's client sets no timeouts: fail fast on a network that drops packets instead of hanging.
         reachable(&endpoint).map_err(|e| fail(first, e))?;
     }
@@ -105,7 +96,6 @@ pub fn download(progress: &mut dyn DownloadProgress) -> Result<ModelFiles, Embed
         .build()
         .map_err(|e| fail("(client)", e.to_string()))?;
     let repo = api.model(MODEL_ID.to_string());
-    let cached = hf_hub::Cache::new(cache.clone()).model(MODEL_ID.to_string());
     let mut paths: Vec<PathBuf> = Vec::new();
     for (name, want) in PINNED_FILES {
         let path = match cached.get(name) {

@@ -12,8 +12,7 @@ mod files;
 mod gelu;
 
 pub use files::{
-    MODEL_DIR_NAME, MODEL_ID, ModelFiles, WEIGHTS_SHA256, hf_hub_cache, offline, resolve,
-    resolve_or_download,
+    MODEL_DIR_NAME, MODEL_ID, ModelFiles, WEIGHTS_SHA256, resolve, resolve_or_download,
 };
 
 use bert::{Bert, BertConfig};

@@ -11,9 +11,8 @@ use super::records::{ChunkKind, Manifest};
 use super::segment::{self, OpenSegment, SegmentBuilder, TodoChunk, Verify};
 use super::snapshot::read_manifest;
 use super::update::{append_writer, indexed_identity, lock};
-use super::writer::{VectorStores, embed_grouped, hash64, stored_kind};
+use super::writer::{VectorStores, chunk_hash, stored_kind, vectors_for};
 use super::{ChunkEmbedder, IndexError, UpdateSummary};
-use crate::embed::Vector;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
@@ -146,27 +145,11 @@ fn embed_segment(
                 .get(t.message as usize)
                 .is_some_and(|m| !dead.contains(&m.gid))
         })
-        .map(|t| (t, hash64(&[t.text.as_bytes(), &[t.kind as u8]])))
+        .map(|t| (t, chunk_hash(t.kind, &t.text)))
         .collect();
-    let mut vectors: HashMap<u64, Vec<Vector>> = HashMap::new();
-    let mut to_embed: Vec<(u64, ChunkKind, &str)> = Vec::new();
-    let mut queued = HashSet::new();
-    for (t, h) in &wanted {
-        if vectors.contains_key(h) || queued.contains(h) {
-            continue;
-        }
-        match stores.known(dir, manifest, *h) {
-            Some(v) => {
-                vectors.insert(*h, v);
-            }
-            None => {
-                queued.insert(*h);
-                to_embed.push((*h, t.kind, t.text.as_str()));
-            }
-        }
-    }
     let mut counts = UpdateSummary::default();
-    embed_grouped(embedder, &to_embed, &mut vectors, &mut counts)?;
+    let chunks = wanted.iter().map(|(t, h)| (*h, t.kind, t.text.as_str()));
+    let (vectors, mut queued) = vectors_for(dir, manifest, stores, embedder, chunks, &mut counts)?;
     let mut builder = SegmentBuilder::default();
     let mut chunks_of: HashMap<u32, Vec<(ChunkKind, u64)>> = HashMap::new();
     for (t, h) in &wanted {

@@ -62,7 +62,6 @@ impl ChunkEmbedder for Embedder {
     }
 
     fn weights_sha256(&self, index_dir: &Path) -> Result<String, IndexError> {
-        use sha2::{Digest, Sha256};
         let path = &self.files().weights;
         let meta = std::fs::metadata(path)?;
         let stamp = format!("{} {:?}", meta.len(), meta.modified().ok());
@@ -73,10 +72,7 @@ impl ChunkEmbedder for Embedder {
         {
             return Ok(sha.to_string());
         }
-        let mut file = std::fs::File::open(path)?;
-        let mut hasher = Sha256::new();
-        std::io::copy(&mut file, &mut hasher)?;
-        let sha = format!("{:x}", hasher.finalize());
+        let sha = crate::embed::download::sha256_file(path)?;
         let _ = std::fs::write(&cache, format!("{stamp}\n{sha}"));
         Ok(sha)
     }

@@ -431,16 +431,6 @@ impl Snapshot {
         self.sym(self.messages[i].project)
     }
 
-    /// What live message `i` mostly is: "text", "summary", "tool_use", "tool_result", "thinking".
-    pub fn kind(&self, i: usize) -> &str {
-        self.local(i, self.meta(i).kind)
-    }
-
-    /// "user" or "assistant".
-    pub fn role(&self, i: usize) -> &str {
-        self.local(i, self.meta(i).role)
-    }
-
     /// The source transcript of live message `i`.
     pub fn source(&self, i: usize) -> &str {
         self.local(i, self.meta(i).source)

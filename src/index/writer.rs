@@ -363,32 +363,30 @@ impl<'a> Writer<'a> {
     ) -> Result<(), IndexError> {
         let pending = std::mem::take(&mut self.pending);
         let defer = self.defers(embedder, pending.len());
-        // Hash every chunk source; embed each distinct unknown one once.
-        let mut hashes = Vec::new();
-        let mut to_embed: Vec<(u64, ChunkKind, &str)> = Vec::new();
-        let mut queued = HashSet::new();
-        let mut reusable: HashMap<u64, Vec<Vector>> = HashMap::new();
-        for p in pending.iter().filter(|_| !defer) {
-            for (kind, text) in &p.chunks {
-                let h = hash64(&[text.as_bytes(), &[*kind as u8]]);
-                hashes.push(h);
-                if reusable.contains_key(&h) || queued.contains(&h) {
-                    continue;
-                }
-                match self.stores.known(self.dir, &self.manifest, h) {
-                    Some(v) => {
-                        reusable.insert(h, v);
-                    }
-                    None => {
-                        queued.insert(h);
-                        to_embed.push((h, *kind, text.as_str()));
-                    }
-                }
+        let hashes: Vec<u64> = pending
+            .iter()
+            .filter(|_| !defer)
+            .flat_map(|p| p.chunks.iter().map(|(kind, text)| chunk_hash(*kind, text)))
+            .collect();
+        let (reusable, mut queued) = match embedder.filter(|_| !defer) {
+            Some(embedder) => {
+                let chunks = pending
+                    .iter()
+                    .flat_map(|p| &p.chunks)
+                    .zip(&hashes)
+                    .map(|((kind, text), h)| (*h, *kind, text.as_str()));
+                let (stores, manifest) = (&mut self.stores, &self.manifest);
+                vectors_for(
+                    self.dir,
+                    manifest,
+                    stores,
+                    embedder,
+                    chunks,
+                    &mut self.summary,
+                )?
             }
-        }
-        if let Some(embedder) = embedder.filter(|_| !defer) {
-            embed_grouped(embedder, &to_embed, &mut reusable, &mut self.summary)?;
-        }
+            None => Default::default(),
+        };
         if defer {
             self.summary.messages_deferred += pending.len();
         }
@@ -593,8 +591,48 @@ impl VectorStores {
     }
 }
 
+/// Chunk vectors by the hash of their text.
+pub(super) type VectorsByHash = HashMap<u64, Vec<Vector>>;
+
+/// The hash a chunk text's vector is stored and reused under.
+pub(super) fn chunk_hash(kind: ChunkKind, text: &str) -> u64 {
+    hash64(&[text.as_bytes(), &[kind as u8]])
+}
+
+/// Vectors for chunk texts given as (hash, kind, text): each distinct hash is looked up once among the vectors
+/// `manifest`'s segments store, and the rest embedded once. Returns the vectors by hash and the hashes embedded
+/// now (the first use of each counts as embedded, every other use as a reuse).
+pub(super) fn vectors_for<'t>(
+    dir: &Path,
+    manifest: &Manifest,
+    stores: &mut VectorStores,
+    embedder: &dyn ChunkEmbedder,
+    chunks: impl Iterator<Item = (u64, ChunkKind, &'t str)>,
+    summary: &mut UpdateSummary,
+) -> Result<(VectorsByHash, HashSet<u64>), IndexError> {
+    let mut vectors = VectorsByHash::new();
+    let mut queued = HashSet::new();
+    let mut to_embed: Vec<(u64, ChunkKind, &str)> = Vec::new();
+    for (h, kind, text) in chunks {
+        if vectors.contains_key(&h) || queued.contains(&h) {
+            continue;
+        }
+        match stores.known(dir, manifest, h) {
+            Some(v) => {
+                vectors.insert(h, v);
+            }
+            None => {
+                queued.insert(h);
+                to_embed.push((h, kind, text));
+            }
+        }
+    }
+    embed_grouped(embedder, &to_embed, &mut vectors, summary)?;
+    Ok((vectors, queued))
+}
+
 /// Embeds the texts of `to_embed`, one call per kind (each kind has its own chunk cap), into `vectors`.
-pub(super) fn embed_grouped(
+fn embed_grouped(
     embedder: &dyn ChunkEmbedder,
     to_embed: &[(u64, ChunkKind, &str)],
     vectors: &mut HashMap<u64, Vec<Vector>>,

@@ -275,7 +275,6 @@ fn rank(snap: &Snapshot, p: &SearchParams, query_vec: Option<&[f32]>, ok: &[bool
         // The message after a candidate — its answer, a tool's output, a subagent's report — inherits a share of
         // the candidate's score: questions are often worded like the message that asked, not like the one that
         // answered.
-        let beta = NEXT_SHARE;
         let mut at: FxHashMap<u32, usize> = out
             .iter()
             .enumerate()
@@ -290,7 +289,7 @@ fn rank(snap: &Snapshot, p: &SearchParams, query_vec: Option<&[f32]>, ok: &[bool
             {
                 continue;
             }
-            let add = beta * sc;
+            let add = NEXT_SHARE * sc;
             match at.get(&(n as u32)) {
                 Some(&k) => out[k].score += add,
                 None => {
