@@ -46,6 +46,17 @@ fn history(claude: &Path, sessions: usize, per: usize) {
     }
 }
 
+/// The response's best hit is the message about the QUOKKA-LEDGER migration.
+fn assert_top_hit_is_the_ledger(r: &Value) {
+    assert!(
+        r["results"][0]["matched_message"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("QUOKKA-LEDGER"),
+        "{r:#}"
+    );
+}
+
 /// (uuid, kind) → vector bits of every live chunk.
 fn vectors(idx: &Path) -> HashMap<(String, String), Vec<u32>> {
     let snap = Snapshot::open(idx).unwrap();
@@ -166,13 +177,7 @@ fn a_search_during_the_second_pass_ranks_unembedded_messages_by_their_words() {
         r["note"].as_str().unwrap().contains("partly keyword-only"),
         "{r:#}"
     );
-    assert!(
-        r["results"][0]["matched_message"]["content"]
-            .as_str()
-            .unwrap()
-            .contains("QUOKKA-LEDGER"),
-        "{r:#}"
-    );
+    assert_top_hit_is_the_ledger(&r);
 }
 
 /// A copy of the binary outside the checkout, so that it does not find the checkout's `models/`.
@@ -278,12 +283,7 @@ fn tampered_weights_are_refused_and_the_history_stays_searchable_by_words() {
         r["note"].as_str().unwrap().contains("keyword-only"),
         "{r:#}"
     );
-    assert!(
-        r["results"][0]["matched_message"]["content"]
-            .as_str()
-            .unwrap()
-            .contains("QUOKKA-LEDGER")
-    );
+    assert_top_hit_is_the_ledger(&r);
 }
 
 #[test]
@@ -307,13 +307,7 @@ fn the_server_answers_by_words_while_the_model_downloads_then_by_meaning() {
     assert!(!err, "{text}");
     let r: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(r["index"]["messages"], 30, "{r:#}");
-    assert!(
-        r["results"][0]["matched_message"]["content"]
-            .as_str()
-            .unwrap()
-            .contains("QUOKKA-LEDGER"),
-        "{r:#}"
-    );
+    assert_top_hit_is_the_ledger(&r);
     // Then the model arrives and the second pass embeds everything: the note goes away.
     let started = std::time::Instant::now();
     let mut id = 3;
@@ -325,13 +319,7 @@ fn the_server_answers_by_words_while_the_model_downloads_then_by_meaning() {
         );
         let r: Value = serde_json::from_str(&text).unwrap();
         if r["index"]["embedded_messages"] == 30 && r.get("note").is_none() {
-            assert!(
-                r["results"][0]["matched_message"]["content"]
-                    .as_str()
-                    .unwrap()
-                    .contains("QUOKKA-LEDGER"),
-                "{r:#}"
-            );
+            assert_top_hit_is_the_ledger(&r);
             break;
         }
         assert!(

@@ -239,13 +239,30 @@ fn claude_code_calls_the_search_tool_and_gets_the_past_session_back() {
         reqs.len()
     );
     // Claude Code sends the tool's result back to the model: assert on that, not on the exit code.
-    let results: Vec<(String, String)> = reqs.iter().flat_map(tool_results).collect();
+    let resp = past_answer_reached_the_model(&reqs, &said);
+    let hits = resp["results"].as_array().unwrap();
+    assert!(
+        hits.iter()
+            .all(|h| h["matched_message"]["session_id"] != CALLING),
+        "the calling session is excluded: {resp:#}"
+    );
+}
+
+/// The search tool's response as Claude Code sent it back to the model stand-in (its first JSON value: Claude
+/// Code may append a system reminder after the tool's own text), asserted to start with the past session's
+/// answer.
+fn past_answer_reached_the_model(requests: &[Value], said: &str) -> Value {
+    let results: Vec<(String, String)> = requests.iter().flat_map(tool_results).collect();
     let search = results
         .iter()
         .map(|(_, text)| text)
-        .find(|t| t.contains("matched_message") || t.contains("KESTREL"))
-        .unwrap_or_else(|| panic!("no search result reached the model; {} requests; tool results {results:#?}; claude said: {said}", reqs.len()));
-    // Claude Code may append a system reminder after the tool's own text: read the first JSON value.
+        .find(|t| t.contains("matched_message"))
+        .unwrap_or_else(|| {
+            panic!(
+                "no search result reached the model; {} requests; tool results {results:#?}; claude said: {said}",
+                requests.len()
+            )
+        });
     let resp: Value = serde_json::Deserializer::from_str(search)
         .into_iter::<Value>()
         .next()
@@ -260,11 +277,7 @@ fn claude_code_calls_the_search_tool_and_gets_the_past_session_back() {
             .unwrap()
             .contains("every 90 days")
     );
-    assert!(
-        hits.iter()
-            .all(|h| h["matched_message"]["session_id"] != CALLING),
-        "the calling session is excluded: {resp:#}"
-    );
+    resp
 }
 
 /// A PATH with the system's tools (node for Claude Code; sh, curl, tar, sha256sum for the launcher) and neither
@@ -417,30 +430,7 @@ fn first_start_without_rust_downloads_the_release_and_the_model_and_answers_the_
         "{:?}; claude said {said}",
         release.requested()
     );
-    let results: Vec<(String, String)> = standin.requests().iter().flat_map(tool_results).collect();
-    let search = results
-        .iter()
-        .map(|(_, text)| text)
-        .find(|t| t.contains("matched_message"))
-        .unwrap_or_else(|| {
-            panic!(
-                "no search result reached the model; tool results {results:#?}; claude said: {said}"
-            )
-        });
-    let resp: Value = serde_json::Deserializer::from_str(search)
-        .into_iter::<Value>()
-        .next()
-        .unwrap()
-        .unwrap();
-    let hits = resp["results"].as_array().unwrap();
-    assert!(!hits.is_empty(), "{resp:#}");
-    assert_eq!(hits[0]["matched_message"]["session_id"], PAST, "{resp:#}");
-    assert!(
-        hits[0]["matched_message"]["content"]
-            .as_str()
-            .unwrap()
-            .contains("every 90 days")
-    );
+    past_answer_reached_the_model(&standin.requests(), &said);
 
     // The user keeps working: the server (started by the launcher as Claude Code starts it) downloads the
     // model and embeds the history meanwhile.

@@ -283,26 +283,9 @@ fn filters_dates_exclusion_pagination_identifiers_and_bound() {
     );
 
     // Pagination: pages never overlap or skip, total_matches is exact.
-    let all = search(
-        &e,
-        "UTC",
-        &[
-            "pagination topic",
-            "--project",
-            "/w/d",
-            "--context",
-            "0",
-            "--limit",
-            "100",
-        ],
-    )
-    .unwrap();
-    let total = all["total_matches"].as_u64().unwrap() as usize;
-    assert_eq!(total, 60);
-    let mut paged = Vec::new();
-    for off in (0..total).step_by(7) {
-        let o = off.to_string();
-        let v = search(
+    let page = |limit: usize, offset: usize| {
+        let (l, o) = (limit.to_string(), offset.to_string());
+        search(
             &e,
             "UTC",
             &[
@@ -312,12 +295,19 @@ fn filters_dates_exclusion_pagination_identifiers_and_bound() {
                 "--context",
                 "0",
                 "--limit",
-                "7",
+                &l,
                 "--offset",
                 &o,
             ],
         )
-        .unwrap();
+        .unwrap()
+    };
+    let all = page(100, 0);
+    let total = all["total_matches"].as_u64().unwrap() as usize;
+    assert_eq!(total, 60);
+    let mut paged = Vec::new();
+    for off in (0..total).step_by(7) {
+        let v = page(7, off);
         assert_eq!(v["has_more"], off + 7 < total);
         paged.extend(uuids(&v));
     }
@@ -326,23 +316,7 @@ fn filters_dates_exclusion_pagination_identifiers_and_bound() {
     let mut big = uuids(&all);
     let mut more = all["has_more"] == true;
     while more {
-        let o = big.len().to_string();
-        let v = search(
-            &e,
-            "UTC",
-            &[
-                "pagination topic",
-                "--project",
-                "/w/d",
-                "--context",
-                "0",
-                "--limit",
-                "100",
-                "--offset",
-                &o,
-            ],
-        )
-        .unwrap();
+        let v = page(100, big.len());
         assert!(v.to_string().chars().count() <= 40_000);
         big.extend(uuids(&v));
         more = v["has_more"] == true;
