@@ -45,3 +45,22 @@ pub fn home_dir() -> PathBuf {
 pub fn non_empty_env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
+
+/// Where project notes live: `$GHOLA_NOTES_DIR`, else `$XDG_DATA_HOME/ghola/notes`, else
+/// `~/.local/share/ghola/notes`.
+///
+/// Deliberately not under the index dir: the index is a cache that can be rebuilt from transcripts (and is
+/// set aside when damaged), notes are the user's own files and cannot be rebuilt.
+pub fn notes_dir() -> PathBuf {
+    if let Some(p) = non_empty_env("GHOLA_NOTES_DIR") {
+        return PathBuf::from(p);
+    }
+    if let Some(p) = non_empty_env("XDG_DATA_HOME") {
+        return PathBuf::from(p).join("ghola").join("notes");
+    }
+    home_dir()
+        .join(".local")
+        .join("share")
+        .join("ghola")
+        .join("notes")
+}

@@ -7,6 +7,7 @@ pub mod config;
 pub mod embed;
 pub mod index;
 pub mod mcp;
+pub mod notes;
 pub mod replay;
 pub mod search;
 pub mod transcript;

@@ -4,8 +4,8 @@
 //! reads the conversation from the cache.
 
 use super::{
-    Answer, Backend, BackendError, MAX_CORRECTIONS, Prompt, TOOL_NAME, Usage, check_cancel,
-    parse_answer, tool_definition,
+    Answer, Backend, BackendError, MAX_CORRECTIONS, Prompt, ToolAnswer, ToolCall, Usage,
+    answer_call, check_cancel, parse_answer,
 };
 use serde_json::{Value, json};
 use std::sync::atomic::AtomicBool;
@@ -13,8 +13,6 @@ use std::time::Duration;
 
 /// The API version header ghola speaks.
 const ANTHROPIC_VERSION: &str = "2023-06-01";
-/// Tokens the answer may take.
-const MAX_ANSWER_TOKENS: u32 = 2048;
 /// Retries of a transient failure (429, 5xx, 529 overloaded, network) before the window reports an error.
 const MAX_TRANSIENT_RETRIES: u32 = 2;
 
@@ -53,15 +51,15 @@ impl MessagesApi {
         Some(Self::new(&base, &key))
     }
 
-    /// The request body for `messages`, with the cache breakpoints placed.
-    pub fn request_body(prompt: &Prompt, messages: &[Value]) -> Value {
+    /// The request body of one forced-tool call, with a cache breakpoint on the system prompt.
+    fn request_body(call: &ToolCall, messages: &[Value]) -> Value {
         json!({
-            "model": prompt.model,
-            "max_tokens": MAX_ANSWER_TOKENS,
-            "system": [{"type": "text", "text": prompt.system, "cache_control": {"type": "ephemeral"}}],
+            "model": call.model,
+            "max_tokens": call.max_tokens,
+            "system": [{"type": "text", "text": call.system, "cache_control": {"type": "ephemeral"}}],
             "messages": messages,
-            "tools": [tool_definition()],
-            "tool_choice": {"type": "tool", "name": TOOL_NAME},
+            "tools": [{"name": call.tool, "description": call.description, "input_schema": call.schema}],
+            "tool_choice": {"type": "tool", "name": call.tool},
         })
     }
 
@@ -119,6 +117,80 @@ impl MessagesApi {
     }
 }
 
+impl MessagesApi {
+    /// Sends `messages` with `call`'s tool forced, and asks again (up to [`MAX_CORRECTIONS`] times, the
+    /// problem sent back as the tool's error result) until the tool input passes `call.validate`.
+    fn exchange(
+        &self,
+        call: &ToolCall,
+        mut messages: Vec<Value>,
+        cancel: &AtomicBool,
+    ) -> Result<ToolAnswer, BackendError> {
+        let mut usage = Usage::default();
+        let mut corrections = 0;
+        loop {
+            let response = self.post(&Self::request_body(call, &messages), cancel)?;
+            if let Some(u) = response.get("usage") {
+                usage.add(&Usage::from_json(u));
+            }
+            let content = response
+                .get("content")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            let used = content.iter().find(|b| {
+                b.get("type").and_then(Value::as_str) == Some("tool_use")
+                    && b.get("name").and_then(Value::as_str) == Some(call.tool.as_str())
+            });
+            let input = used.and_then(|c| c.get("input")).cloned();
+            let verdict = match &input {
+                Some(i) => (call.validate)(i),
+                None => Err(format!("no {} tool call in the reply", call.tool)),
+            };
+            match verdict {
+                Ok(()) => {
+                    return Ok(ToolAnswer {
+                        input: input.unwrap_or(Value::Null),
+                        usage,
+                        model: response
+                            .get("model")
+                            .and_then(Value::as_str)
+                            .unwrap_or(&call.model)
+                            .to_string(),
+                        corrections,
+                    });
+                }
+                Err(problem) if corrections < MAX_CORRECTIONS => {
+                    corrections += 1;
+                    tracing::debug!("invalid tool input ({problem}); asking again");
+                    let correction = format!(
+                        "That was not a valid call: {problem}. Call {} again with input that matches its schema.",
+                        call.tool
+                    );
+                    let reply = match used.and_then(|c| c.get("id")).and_then(Value::as_str) {
+                        Some(id) => json!([{"type": "tool_result", "tool_use_id": id,
+                                           "is_error": true, "content": correction}]),
+                        None => json!([{"type": "text", "text": correction}]),
+                    };
+                    let assistant = if content.is_empty() {
+                        json!([{"type": "text", "text": "(no answer)"}])
+                    } else {
+                        Value::Array(content)
+                    };
+                    messages.push(json!({"role": "assistant", "content": assistant}));
+                    messages.push(json!({"role": "user", "content": reply}));
+                }
+                Err(problem) => {
+                    return Err(BackendError::InvalidAnswer {
+                        attempts: corrections + 1,
+                        last: problem,
+                    });
+                }
+            }
+        }
+    }
+}
+
 impl Backend for MessagesApi {
     fn name(&self) -> &'static str {
         "api"
@@ -141,67 +213,21 @@ impl Backend for MessagesApi {
                 last["cache_control"] = json!({"type": "ephemeral"});
             }
         }
-        let mut usage = Usage::default();
-        let mut corrections = 0;
-        loop {
-            let response = self.post(&Self::request_body(prompt, &messages), cancel)?;
-            if let Some(u) = response.get("usage") {
-                usage.add(&Usage::from_json(u));
-            }
-            let content = response
-                .get("content")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            let call = content.iter().find(|b| {
-                b.get("type").and_then(Value::as_str) == Some("tool_use")
-                    && b.get("name").and_then(Value::as_str) == Some(TOOL_NAME)
-            });
-            let verdict = match call {
-                Some(c) => parse_answer(c.get("input").unwrap_or(&Value::Null)),
-                None => Err(format!("no {TOOL_NAME} tool call in the reply")),
-            };
-            match verdict {
-                Ok((has_context, answer)) => {
-                    return Ok(Answer {
-                        has_context,
-                        answer,
-                        usage,
-                        model: response
-                            .get("model")
-                            .and_then(Value::as_str)
-                            .unwrap_or(&prompt.model)
-                            .to_string(),
-                        corrections,
-                    });
-                }
-                Err(problem) if corrections < MAX_CORRECTIONS => {
-                    corrections += 1;
-                    tracing::debug!("invalid answer ({problem}); asking again");
-                    let correction = format!(
-                        "That was not a valid answer: {problem}. Call {TOOL_NAME} again with \
-                         {{\"hasContext\": boolean, \"answer\": string}}."
-                    );
-                    let reply = match call.and_then(|c| c.get("id")).and_then(Value::as_str) {
-                        Some(id) => json!([{"type": "tool_result", "tool_use_id": id,
-                                           "is_error": true, "content": correction}]),
-                        None => json!([{"type": "text", "text": correction}]),
-                    };
-                    let assistant = if content.is_empty() {
-                        json!([{"type": "text", "text": "(no answer)"}])
-                    } else {
-                        Value::Array(content)
-                    };
-                    messages.push(json!({"role": "assistant", "content": assistant}));
-                    messages.push(json!({"role": "user", "content": reply}));
-                }
-                Err(problem) => {
-                    return Err(BackendError::InvalidAnswer {
-                        attempts: corrections + 1,
-                        last: problem,
-                    });
-                }
-            }
-        }
+        let call = answer_call(prompt);
+        let got = self.exchange(&call, messages, cancel)?;
+        let (has_context, answer) = parse_answer(&got.input).map_err(BackendError::Provider)?;
+        Ok(Answer {
+            has_context,
+            answer,
+            usage: got.usage,
+            model: got.model,
+            corrections: got.corrections,
+        })
+    }
+
+    fn call(&self, call: &ToolCall, cancel: &AtomicBool) -> Result<ToolAnswer, BackendError> {
+        let messages =
+            vec![json!({"role": "user", "content": [{"type": "text", "text": call.user}]})];
+        self.exchange(call, messages, cancel)
     }
 }

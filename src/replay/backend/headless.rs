@@ -9,8 +9,8 @@
 //! afterwards, whatever happens.
 
 use super::{
-    Answer, Backend, BackendError, Prompt, Usage, answer_schema, check_cancel, parse_answer,
-    question_text,
+    Answer, Backend, BackendError, Prompt, ToolAnswer, ToolCall, Usage, answer_schema,
+    check_cancel, parse_answer, question_text,
 };
 use crate::replay::conversation::Speaker;
 use serde_json::{Value, json};
@@ -119,39 +119,56 @@ fn stage(prompt: &Prompt, config_dir: &Path) -> Result<(Staged, String), Backend
     ))
 }
 
-impl Backend for HeadlessClaude {
-    fn name(&self) -> &'static str {
-        "claude-code"
-    }
+/// Set in the environment of every `claude` ghola starts: ghola's own hooks see it and return at once, so an
+/// extraction or a replay never schedules another.
+pub const HOOKS_OFF_ENV: &str = "GHOLA_HOOKS_OFF";
 
-    fn ask(&self, prompt: &Prompt, cancel: &AtomicBool) -> Result<Answer, BackendError> {
+impl HeadlessClaude {
+    /// Runs `claude -p` with `args` in `cwd`, `input` on stdin, and reads its JSON result: the structured
+    /// output (validated by Claude Code against `schema`), usage and model.
+    fn run(
+        &self,
+        args: &[&str],
+        input: Option<&str>,
+        schema: &Value,
+        cwd: &Path,
+        model: &str,
+        cancel: &AtomicBool,
+    ) -> Result<(Value, Usage, String), BackendError> {
         check_cancel(cancel)?;
-        let mut conversation = prompt.clone();
-        // A resumed session must not end on a user message: Claude Code would treat it as pending.
-        conversation.conversation = prompt.messages();
-        conversation.conversation.pop();
-        let (staged, session_id) = stage(&conversation, &self.config_dir)?;
-        let cwd = staged._scratch.path().to_path_buf();
-        let question = question_text(&prompt.question, "in the requested JSON structure");
         let mut child = Command::new(&self.bin)
-            .args(["-p", &question, "--resume", &session_id])
+            .arg("-p")
+            .args(args)
             .args(["--no-session-persistence", "--output-format", "json"])
-            .args(["--json-schema", &answer_schema().to_string()])
+            .args(["--json-schema", &schema.to_string()])
             .args([
                 "--tools",
                 "",
                 "--strict-mcp-config",
                 "--disable-slash-commands",
+                "--model",
+                model,
             ])
-            .args(["--system-prompt", &prompt.system, "--model", &prompt.model])
             .env("CLAUDE_CONFIG_DIR", &self.config_dir)
+            .env(HOOKS_OFF_ENV, "1")
             .env_remove("CLAUDE_CODE_SESSION_ID")
-            .current_dir(&cwd)
-            .stdin(Stdio::null())
+            .current_dir(cwd)
+            .stdin(if input.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| BackendError::Setup(format!("cannot run {}: {e}", self.bin.display())))?;
+        if let (Some(text), Some(mut pipe)) = (input, child.stdin.take()) {
+            let text = text.to_string();
+            std::thread::spawn(move || {
+                use std::io::Write;
+                let _ = pipe.write_all(text.as_bytes());
+            });
+        }
         // Drain the pipes on threads so a chatty child never blocks.
         let out_reader = drain(child.stdout.take());
         let err_reader = drain(child.stderr.take());
@@ -169,14 +186,13 @@ impl Backend for HeadlessClaude {
         };
         let stdout = out_reader.join().unwrap_or_default();
         let stderr = err_reader.join().unwrap_or_default();
-        drop(staged);
         let Some(status) = status else {
             check_cancel(cancel)?;
             return Err(BackendError::Provider(format!(
                 "claude -p gave no answer within {TIMEOUT:?}"
             )));
         };
-        parse_output(&stdout, &prompt.model).map_err(|e| {
+        parse_output(&stdout, model).map_err(|e| {
             let tail: String = stderr
                 .trim()
                 .chars()
@@ -198,6 +214,66 @@ impl Backend for HeadlessClaude {
     }
 }
 
+impl Backend for HeadlessClaude {
+    fn name(&self) -> &'static str {
+        "claude-code"
+    }
+
+    fn ask(&self, prompt: &Prompt, cancel: &AtomicBool) -> Result<Answer, BackendError> {
+        check_cancel(cancel)?;
+        let mut conversation = prompt.clone();
+        // A resumed session must not end on a user message: Claude Code would treat it as pending.
+        conversation.conversation = prompt.messages();
+        conversation.conversation.pop();
+        let (staged, session_id) = stage(&conversation, &self.config_dir)?;
+        let cwd = staged._scratch.path().to_path_buf();
+        let question = question_text(&prompt.question, "in the requested JSON structure");
+        let args = [
+            question.as_str(),
+            "--resume",
+            &session_id,
+            "--system-prompt",
+            &prompt.system,
+        ];
+        let (value, usage, model) =
+            self.run(&args, None, &answer_schema(), &cwd, &prompt.model, cancel)?;
+        drop(staged);
+        let (has_context, answer) =
+            parse_answer(&value).map_err(|e| BackendError::Provider(format!("claude -p: {e}")))?;
+        Ok(Answer {
+            has_context,
+            answer,
+            usage,
+            model,
+            corrections: 0,
+        })
+    }
+
+    fn call(&self, call: &ToolCall, cancel: &AtomicBool) -> Result<ToolAnswer, BackendError> {
+        let scratch = tempfile::Builder::new()
+            .prefix("ghola-call-")
+            .tempdir()
+            .map_err(|e| BackendError::Setup(format!("cannot make a scratch folder: {e}")))?;
+        let args = ["--system-prompt", call.system.as_str()];
+        let (input, usage, model) = self.run(
+            &args,
+            Some(&call.user),
+            &call.schema,
+            scratch.path(),
+            &call.model,
+            cancel,
+        )?;
+        (call.validate)(&input)
+            .map_err(|last| BackendError::InvalidAnswer { attempts: 1, last })?;
+        Ok(ToolAnswer {
+            input,
+            usage,
+            model,
+            corrections: 0,
+        })
+    }
+}
+
 /// Reads a child's pipe to the end on its own thread.
 fn drain<R: std::io::Read + Send + 'static>(pipe: Option<R>) -> std::thread::JoinHandle<String> {
     std::thread::spawn(move || {
@@ -209,8 +285,8 @@ fn drain<R: std::io::Read + Send + 'static>(pipe: Option<R>) -> std::thread::Joi
     })
 }
 
-/// Reads `claude -p --output-format json`: `structured_output` holds the validated answer.
-fn parse_output(stdout: &str, model: &str) -> Result<Answer, String> {
+/// Reads `claude -p --output-format json`: `structured_output` holds the schema-checked value.
+fn parse_output(stdout: &str, model: &str) -> Result<(Value, Usage, String), String> {
     let v: Value = stdout
         .lines()
         .rev()
@@ -237,20 +313,13 @@ fn parse_output(stdout: &str, model: &str) -> Result<Answer, String> {
                 .and_then(|s| serde_json::from_str(s).ok())
         })
         .ok_or("the result holds no structured output")?;
-    let (has_context, answer) = parse_answer(&structured)?;
     let usage = v.get("usage").map(Usage::from_json).unwrap_or_default();
     let model = v
         .get("modelUsage")
         .and_then(Value::as_object)
         .and_then(|m| m.keys().next().cloned())
         .unwrap_or_else(|| model.to_string());
-    Ok(Answer {
-        has_context,
-        answer,
-        usage,
-        model,
-        corrections: 0,
-    })
+    Ok((structured, usage, model))
 }
 
 #[cfg(test)]
@@ -265,10 +334,9 @@ mod tests {
     #[test]
     fn output_is_parsed_and_errors_are_reported() {
         let ok = r#"{"type":"result","subtype":"success","is_error":false,"result":"","structured_output":{"hasContext":true,"answer":"42"},"usage":{"input_tokens":10,"output_tokens":3}}"#;
-        let a = parse_output(ok, "m").unwrap();
-        assert!(a.has_context);
-        assert_eq!(a.answer, "42");
-        assert_eq!(a.usage.input_tokens, 10);
+        let (v, usage, _) = parse_output(ok, "m").unwrap();
+        assert_eq!(parse_answer(&v), Ok((true, "42".into())));
+        assert_eq!(usage.input_tokens, 10);
         let err = r#"{"type":"result","subtype":"error_max_turns","is_error":true}"#;
         assert!(parse_output(err, "m").is_err());
         assert!(parse_output("not json", "m").is_err());

@@ -77,13 +77,51 @@ pub fn answer_schema() -> Value {
     })
 }
 
-/// The tool definition sent to the Messages API.
-pub fn tool_definition() -> Value {
-    json!({
-        "name": TOOL_NAME,
-        "description": "Report whether the replayed conversation answers the question, and the answer.",
-        "input_schema": answer_schema(),
-    })
+/// Tokens a duncan answer may take.
+const MAX_ANSWER_TOKENS: u32 = 2048;
+
+/// One model call whose reply must be a call of one tool with a valid input: duncan's answer, the notes
+/// extractor's findings. The Messages API forces the tool (`tool_choice`); headless Claude Code validates the
+/// same schema with `--json-schema`.
+#[derive(Debug, Clone)]
+pub struct ToolCall {
+    pub system: String,
+    /// The one user message (the Messages API) or the prompt (`claude -p`, on stdin).
+    pub user: String,
+    pub tool: String,
+    pub description: String,
+    /// The tool's `input_schema`.
+    pub schema: Value,
+    pub model: String,
+    pub max_tokens: u32,
+    /// Checks the input beyond the schema; its error text is sent back in a corrective retry.
+    pub validate: fn(&Value) -> Result<(), String>,
+}
+
+/// A validated tool input and what it cost.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolAnswer {
+    pub input: Value,
+    pub usage: Usage,
+    /// The model that answered (as the provider reports it).
+    pub model: String,
+    /// Corrective retries needed for a valid input.
+    pub corrections: u32,
+}
+
+/// Duncan's answer tool for a prompt (the conversation goes separately, as the call's messages).
+pub fn answer_call(prompt: &Prompt) -> ToolCall {
+    ToolCall {
+        system: prompt.system.clone(),
+        user: String::new(),
+        tool: TOOL_NAME.into(),
+        description:
+            "Report whether the replayed conversation answers the question, and the answer.".into(),
+        schema: answer_schema(),
+        model: prompt.model.clone(),
+        max_tokens: MAX_ANSWER_TOKENS,
+        validate: |v| parse_answer(v).map(|_| ()),
+    }
 }
 
 /// Checks a tool input against the schema; the error text is sent back to the model in a corrective retry.
@@ -170,6 +208,8 @@ pub trait Backend: Send + Sync {
     fn name(&self) -> &'static str;
     /// Asks one window; checks `cancel` between network calls.
     fn ask(&self, prompt: &Prompt, cancel: &AtomicBool) -> Result<Answer, BackendError>;
+    /// One self-contained forced-tool call (no replayed conversation), e.g. the notes extractor.
+    fn call(&self, call: &ToolCall, cancel: &AtomicBool) -> Result<ToolAnswer, BackendError>;
 }
 
 /// Returns `Cancelled` when the flag is set.

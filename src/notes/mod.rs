@@ -1,0 +1,231 @@
+//! Notes: what each project learned — architecture, decisions, failures, plan — distilled from the archive by a
+//! model (duncan's backends) and put in front of the next session.
+//!
+//! - [`item`] one note and its markdown line (provenance in an HTML comment);
+//! - [`store`] the per-project folder of markdown files (the truth), metadata, archive and log;
+//! - [`merge`] folding what an extraction found into the notes (dedup, supersede, plan replaced, caps);
+//! - [`redact`] secrets out of anything sent; [`shape`] a session window from the index, as the extractor
+//!   reads it; [`extract`] the model call, budget and merge of one window;
+//! - [`worker`] the queue and the detached worker; [`hooks`] the plugin's hooks; [`context`] the compiled
+//!   context a session starts with.
+//!
+//! Consent first: nothing is sent until the user turns extraction on ([`set_enabled`]); existing notes are
+//! injected either way.
+
+pub mod context;
+pub mod extract;
+pub mod hooks;
+pub mod item;
+pub mod merge;
+pub mod redact;
+pub mod shape;
+pub mod store;
+pub mod worker;
+
+pub use item::{Category, Item};
+pub use store::{NotesError, ProjectNotes, Store};
+
+use serde::Serialize;
+use serde_json::json;
+
+/// Turns extraction on or off for one project (`Some`) or as the default of all (`None`).
+pub fn set_enabled(store: &Store, project: Option<&str>, on: bool) -> Result<(), NotesError> {
+    let _lock = store::write_lock(&store.root)?;
+    let now = chrono::Utc::now().timestamp_millis();
+    match project {
+        Some(p) => {
+            let mut n = store.open(p);
+            if on && n.meta.enabled != Some(true) {
+                n.meta.enabled_since_ms = Some(now);
+            }
+            n.meta.enabled = Some(on);
+            if on {
+                n.meta.archived = false;
+            }
+            n.save_meta()
+        }
+        None => {
+            let mut s = store.settings();
+            if on && !s.enabled {
+                s.enabled_since_ms = Some(now);
+            }
+            s.enabled = on;
+            store.save_settings(&s)
+        }
+    }
+}
+
+/// One project's notes at a glance.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProjectStatus {
+    pub project: String,
+    pub display_name: String,
+    pub enabled: bool,
+    pub archived: bool,
+    pub parent: Option<String>,
+    pub items: std::collections::BTreeMap<&'static str, usize>,
+    pub last_extraction: Option<String>,
+    /// Windows waiting for the worker (back-off included).
+    pub windows_pending: usize,
+    /// Windows whose last attempt failed, with the error.
+    pub failures: Vec<String>,
+    pub windows_extracted: usize,
+    pub tokens_today: u64,
+    pub tokens_total: u64,
+    pub folder: String,
+}
+
+/// Status of every project with notes, or of one.
+#[derive(Debug, Clone, Serialize)]
+pub struct NotesStatus {
+    pub notes_dir: String,
+    pub enabled_by_default: bool,
+    pub daily_token_budget: u64,
+    pub tokens_spent_today: u64,
+    pub model: String,
+    /// A worker is extracting right now.
+    pub worker_running: bool,
+    pub queued_sessions: usize,
+    pub projects: Vec<ProjectStatus>,
+}
+
+fn iso(ms: i64) -> Option<String> {
+    chrono::DateTime::from_timestamp_millis(ms).map(|t| t.to_rfc3339())
+}
+
+/// The status of one project's notes.
+pub fn project_status(store: &Store, project: &str) -> ProjectStatus {
+    let n = store.open(project);
+    let today = store::today();
+    ProjectStatus {
+        project: n.meta.project.clone(),
+        display_name: n.meta.display_name.clone(),
+        enabled: store.enabled(&n.meta),
+        archived: n.meta.archived,
+        parent: n.meta.parent.clone(),
+        items: hooks::counts(&n),
+        last_extraction: n.meta.last_extraction_ms.and_then(iso),
+        windows_pending: n.meta.windows.values().filter(|w| w.due).count(),
+        failures: n
+            .meta
+            .windows
+            .values()
+            .filter_map(|w| {
+                let e = w.last_error.as_ref()?;
+                Some(format!(
+                    "{}:{} — {e} ({} attempt(s){})",
+                    w.session,
+                    w.window,
+                    w.attempts,
+                    w.next_try_ms
+                        .and_then(iso)
+                        .map(|t| format!(", next try {t}"))
+                        .unwrap_or_default()
+                ))
+            })
+            .collect(),
+        windows_extracted: n
+            .meta
+            .windows
+            .values()
+            .filter(|w| w.extracted_ms.is_some())
+            .count(),
+        tokens_today: n.meta.tokens_by_day.get(&today).copied().unwrap_or(0),
+        tokens_total: n.meta.tokens_total,
+        folder: n.dir.display().to_string(),
+    }
+}
+
+/// The status of the notes of `projects` (all projects with notes when empty).
+pub fn status(store: &Store, projects: &[String]) -> NotesStatus {
+    let settings = store.settings();
+    let list = if projects.is_empty() {
+        store.projects()
+    } else {
+        projects.to_vec()
+    };
+    let worker_running = matches!(worker::try_worker_lock(store), Ok(None));
+    NotesStatus {
+        notes_dir: store.root.display().to_string(),
+        enabled_by_default: settings.enabled,
+        daily_token_budget: settings.daily_token_budget,
+        tokens_spent_today: settings.spent_on(&store::today()),
+        model: worker::model(store),
+        worker_running,
+        queued_sessions: worker::queued(store).len(),
+        projects: list.iter().map(|p| project_status(store, p)).collect(),
+    }
+}
+
+/// Items of `project` matching `what`: an id exactly, else every item whose text contains it (case aside).
+pub fn find(notes: &ProjectNotes, what: &str) -> Vec<(Category, Item)> {
+    let what = what.trim();
+    let by_id: Vec<(Category, Item)> = Category::ALL
+        .into_iter()
+        .flat_map(|c| notes.get(c).iter().map(move |i| (c, i.clone())))
+        .filter(|(_, i)| i.id == what)
+        .collect();
+    if !by_id.is_empty() || what.is_empty() {
+        return by_id;
+    }
+    let lower = what.to_lowercase();
+    Category::ALL
+        .into_iter()
+        .flat_map(|c| notes.get(c).iter().map(move |i| (c, i.clone())))
+        .filter(|(_, i)| i.text.to_lowercase().contains(&lower))
+        .collect()
+}
+
+/// Removes items by id (a person's decision: logged as forgotten, not archived).
+pub fn forget(
+    store: &Store,
+    project: &str,
+    ids: &[String],
+) -> Result<Vec<(Category, Item)>, NotesError> {
+    let _lock = store::write_lock(&store.root)?;
+    let mut n = store.open(project);
+    let mut gone = Vec::new();
+    for (c, items) in n.items.iter_mut() {
+        items.retain(|i| {
+            let hit = ids.contains(&i.id);
+            if hit {
+                gone.push((*c, i.clone()));
+            }
+            !hit
+        });
+    }
+    n.save()?;
+    n.log(&json!({
+        "at": chrono::Utc::now().to_rfc3339(),
+        "forgotten": gone.iter().map(|(c, i)| json!({"category": c.name(), "id": i.id, "text": i.text})).collect::<Vec<_>>(),
+    }))?;
+    Ok(gone)
+}
+
+/// Makes `child` inherit `parent`'s architecture, decisions and failures (`None` unlinks).
+pub fn link(store: &Store, child: &str, parent: Option<&str>) -> Result<(), NotesError> {
+    if parent == Some(child) {
+        return Err(NotesError::Invalid(
+            "a project cannot be its own parent".into(),
+        ));
+    }
+    if let Some(p) = parent
+        && store.open(p).meta.parent.as_deref() == Some(child)
+    {
+        return Err(NotesError::Invalid(format!(
+            "{p} already has {child} as its parent: links cannot go both ways"
+        )));
+    }
+    let _lock = store::write_lock(&store.root)?;
+    let mut n = store.open(child);
+    n.meta.parent = parent.map(str::to_string);
+    n.save_meta()
+}
+
+/// Archives a project (keeps its notes, stops extraction and injection) or brings it back.
+pub fn set_archived(store: &Store, project: &str, archived: bool) -> Result<(), NotesError> {
+    let _lock = store::write_lock(&store.root)?;
+    let mut n = store.open(project);
+    n.meta.archived = archived;
+    n.save_meta()
+}

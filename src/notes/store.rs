@@ -1,0 +1,446 @@
+//! Where notes live and how they are read and written: per project a folder of four markdown files (the truth),
+//! `ARCHIVE.md` (items pushed out by the caps, never lost), `meta.json` (display name, parent, consent,
+//! extraction state per session window, tokens) and `log.jsonl` (every extraction: what was added, what was
+//! superseded, what was a duplicate). Settings shared by all projects are in the notes dir's `settings.json`.
+//!
+//! Every write is a whole file written beside the target and renamed over it, under a short lock
+//! (`notes.lock`), so a crash leaves the old file or the new one, never half of one.
+
+use super::item::{self, Category, Item};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Errors of the notes store.
+#[derive(Debug, thiserror::Error)]
+pub enum NotesError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Wraps an I/O error with the path it concerns.
+pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> NotesError + '_ {
+    move |source| NotesError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Writes `bytes` to `path` atomically (temporary file beside it, fsync, rename).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), NotesError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io(dir))?;
+    tmp.write_all(bytes).map_err(io(path))?;
+    tmp.as_file().sync_all().map_err(io(path))?;
+    tmp.persist(path).map_err(|e| NotesError::Io {
+        path: path.to_path_buf(),
+        source: e.error,
+    })?;
+    Ok(())
+}
+
+/// Holds the notes dir's short write lock until dropped.
+pub struct WriteLock(#[allow(dead_code)] File);
+
+/// Takes the write lock of the notes dir (blocking: holders keep it for one read-modify-write).
+pub fn write_lock(root: &Path) -> Result<WriteLock, NotesError> {
+    std::fs::create_dir_all(root).map_err(io(root))?;
+    let path = root.join("notes.lock");
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(io(&path))?;
+    f.lock().map_err(io(&path))?;
+    Ok(WriteLock(f))
+}
+
+/// Settings for all projects.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Settings {
+    /// Extraction for every project without its own choice (off until the user turns it on).
+    #[serde(default)]
+    pub enabled: bool,
+    /// When `enabled` was last turned on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled_since_ms: Option<i64>,
+    /// Tokens extraction may spend per UTC day, all projects together.
+    #[serde(default = "default_budget")]
+    pub daily_token_budget: u64,
+    /// The model extraction asks (else [`DEFAULT_MODEL`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Tokens spent per UTC day (`YYYY-MM-DD`), the last 30 days.
+    #[serde(default)]
+    pub spent: BTreeMap<String, u64>,
+}
+
+/// The daily token budget when the user set none: about 20 average session windows.
+pub const DEFAULT_DAILY_BUDGET: u64 = 300_000;
+/// The model extraction asks unless told otherwise: notes are short and frequent, a fast model suffices.
+pub const DEFAULT_MODEL: &str = "claude-haiku-4-5";
+
+fn default_budget() -> u64 {
+    DEFAULT_DAILY_BUDGET
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            enabled: false,
+            enabled_since_ms: None,
+            daily_token_budget: DEFAULT_DAILY_BUDGET,
+            model: None,
+            spent: BTreeMap::new(),
+        }
+    }
+}
+
+impl Settings {
+    /// Tokens spent on `day`.
+    pub fn spent_on(&self, day: &str) -> u64 {
+        self.spent.get(day).copied().unwrap_or(0)
+    }
+}
+
+/// Extraction state of one session window.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct WindowState {
+    pub session: String,
+    pub window: u32,
+    /// The last message (its position in the conversation) already sent for extraction; later messages are
+    /// what a re-extraction sends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extracted_seq: Option<u32>,
+    /// Waiting for the worker.
+    #[serde(default)]
+    pub due: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extracted_ms: Option<i64>,
+    /// Failed attempts since the last success.
+    #[serde(default)]
+    pub attempts: u32,
+    /// Not before this time (back-off after a failure).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_try_ms: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    #[serde(default)]
+    pub tokens: u64,
+    #[serde(default)]
+    pub added: u32,
+}
+
+/// The metadata of one project's notes.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Meta {
+    /// The project directory (its identity).
+    pub project: String,
+    /// How people call it (default: the directory's last component).
+    #[serde(default)]
+    pub display_name: String,
+    /// A project whose architecture, decisions and failures this one inherits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    /// Archived projects keep their notes but get no extraction and no injection.
+    #[serde(default)]
+    pub archived: bool,
+    /// This project's own consent (`None`: the global setting decides).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// When extraction was turned on: sessions that ended before are extracted only when asked
+    /// (`ghola notes extract`), never behind the user's back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled_since_ms: Option<i64>,
+    /// Per session window (`<session>:<window>`).
+    #[serde(default)]
+    pub windows: BTreeMap<String, WindowState>,
+    #[serde(default)]
+    pub tokens_total: u64,
+    #[serde(default)]
+    pub tokens_by_day: BTreeMap<String, u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_extraction_ms: Option<i64>,
+}
+
+impl Meta {
+    /// The key of a window in [`Meta::windows`].
+    pub fn key(session: &str, window: u32) -> String {
+        format!("{session}:{window}")
+    }
+}
+
+/// The notes dir's layout.
+#[derive(Debug, Clone)]
+pub struct Store {
+    pub root: PathBuf,
+}
+
+impl Store {
+    /// The store at `root` (usually [`crate::config::notes_dir`]).
+    pub fn new(root: &Path) -> Store {
+        Store {
+            root: root.to_path_buf(),
+        }
+    }
+
+    /// The folder of a project's notes: its escaped path (readable) and a hash of the exact path (the escaping
+    /// is lossy, so two projects never share a folder).
+    pub fn project_dir(&self, project: &str) -> PathBuf {
+        let escaped: String = project
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect();
+        let tail: String = escaped
+            .chars()
+            .rev()
+            .take(80)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        self.root
+            .join("projects")
+            .join(format!("{tail}-{:08x}", item::fnv(project) as u32))
+    }
+
+    /// The shared settings (defaults when absent; a damaged file is set aside with a warning).
+    pub fn settings(&self) -> Settings {
+        read_json(&self.root.join("settings.json")).unwrap_or_default()
+    }
+
+    /// Writes the shared settings.
+    pub fn save_settings(&self, s: &Settings) -> Result<(), NotesError> {
+        let json = serde_json::to_vec_pretty(s).map_err(|e| NotesError::Invalid(e.to_string()))?;
+        write_atomic(&self.root.join("settings.json"), &json)
+    }
+
+    /// Every project that has a notes folder, by project path.
+    pub fn projects(&self) -> Vec<String> {
+        let Ok(rd) = std::fs::read_dir(self.root.join("projects")) else {
+            return Vec::new();
+        };
+        let mut out: Vec<String> = rd
+            .flatten()
+            .filter_map(|e| read_json::<Meta>(&e.path().join("meta.json")))
+            .map(|m| m.project)
+            .filter(|p| !p.is_empty())
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// Opens a project's notes (an empty set when it has none yet).
+    pub fn open(&self, project: &str) -> ProjectNotes {
+        let dir = self.project_dir(project);
+        let meta = read_json::<Meta>(&dir.join("meta.json")).unwrap_or_else(|| Meta {
+            project: project.to_string(),
+            display_name: Path::new(project)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| project.to_string()),
+            ..Meta::default()
+        });
+        let today = today();
+        let mut items = BTreeMap::new();
+        let mut repaired = 0;
+        for c in Category::ALL {
+            let text = std::fs::read_to_string(dir.join(c.file_name())).unwrap_or_default();
+            let p = item::parse(c, &text, &today);
+            repaired += p.repaired;
+            items.insert(c, p.items);
+        }
+        ProjectNotes {
+            dir,
+            meta,
+            items,
+            repaired,
+        }
+    }
+
+    /// Whether extraction is on for a project: its own choice, else the global setting; never for an
+    /// archived project.
+    pub fn enabled(&self, meta: &Meta) -> bool {
+        !meta.archived && meta.enabled.unwrap_or_else(|| self.settings().enabled)
+    }
+}
+
+/// One project's notes in memory.
+#[derive(Debug, Clone)]
+pub struct ProjectNotes {
+    pub dir: PathBuf,
+    pub meta: Meta,
+    pub items: BTreeMap<Category, Vec<Item>>,
+    /// Items whose provenance was missing or broken when read (they got fresh ids).
+    pub repaired: usize,
+}
+
+impl ProjectNotes {
+    /// The live items of a category.
+    pub fn get(&self, c: Category) -> &[Item] {
+        self.items.get(&c).map_or(&[], Vec::as_slice)
+    }
+
+    /// Whether any category has an item.
+    pub fn is_empty(&self) -> bool {
+        self.items.values().all(Vec::is_empty)
+    }
+
+    /// Whether an id is used by any live item.
+    pub fn has_id(&self, id: &str) -> bool {
+        self.items.values().flatten().any(|i| i.id == id)
+    }
+
+    /// Writes the four files and the metadata. Only categories that changed on disk are rewritten, so a file a
+    /// person deleted stays deleted until there is something new to say in it.
+    pub fn save(&self) -> Result<(), NotesError> {
+        std::fs::create_dir_all(&self.dir).map_err(io(&self.dir))?;
+        for c in Category::ALL {
+            let path = self.dir.join(c.file_name());
+            let items = self.get(c);
+            let on_disk = std::fs::read_to_string(&path).ok();
+            let fresh = item::render(c, &self.meta.project, items);
+            if on_disk.as_deref() == Some(fresh.as_str()) {
+                continue;
+            }
+            let unchanged = on_disk
+                .as_deref()
+                .map(|t| item::parse(c, t, &today()).items == items)
+                .unwrap_or(items.is_empty());
+            if unchanged {
+                continue;
+            }
+            write_atomic(&path, fresh.as_bytes())?;
+        }
+        self.save_meta()
+    }
+
+    /// Writes `meta.json` only.
+    pub fn save_meta(&self) -> Result<(), NotesError> {
+        let json = serde_json::to_vec_pretty(&self.meta)
+            .map_err(|e| NotesError::Invalid(e.to_string()))?;
+        write_atomic(&self.dir.join("meta.json"), &json)
+    }
+
+    /// Appends items pushed out of the live notes to `ARCHIVE.md` (with their category and why).
+    pub fn archive(&self, moved: &[(Category, Item)], why: &str) -> Result<(), NotesError> {
+        if moved.is_empty() {
+            return Ok(());
+        }
+        let path = self.dir.join("ARCHIVE.md");
+        std::fs::create_dir_all(&self.dir).map_err(io(&self.dir))?;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(io(&path))?;
+        let mut text = String::new();
+        if f.metadata().map(|m| m.len() == 0).unwrap_or(true) {
+            text.push_str(&format!(
+                "# Archived notes — {}\n\nItems moved out of the live notes (kept here, never injected).\n\n",
+                self.meta.project
+            ));
+        }
+        for (c, i) in moved {
+            text.push_str(&format!(
+                "- ({}, {why}, {}) {}\n",
+                c.name(),
+                today(),
+                i.to_line().trim_start_matches("- ")
+            ));
+        }
+        f.write_all(text.as_bytes()).map_err(io(&path))?;
+        f.sync_all().map_err(io(&path))
+    }
+
+    /// Appends one record to `log.jsonl`.
+    pub fn log(&self, record: &serde_json::Value) -> Result<(), NotesError> {
+        let path = self.dir.join("log.jsonl");
+        std::fs::create_dir_all(&self.dir).map_err(io(&self.dir))?;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(io(&path))?;
+        let mut line = record.to_string();
+        line.push('\n');
+        f.write_all(line.as_bytes()).map_err(io(&path))
+    }
+}
+
+/// Today in UTC, `YYYY-MM-DD`.
+pub fn today() -> String {
+    chrono::Utc::now().format("%Y-%m-%d").to_string()
+}
+
+/// Reads a JSON file; a damaged one is renamed aside (`.bad`) with a warning, and `None` returned.
+pub(crate) fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Option<T> {
+    let bytes = std::fs::read(path).ok()?;
+    match serde_json::from_slice(&bytes) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            let aside = path.with_extension("json.bad");
+            tracing::warn!(
+                "{} is damaged ({e}); set aside as {} and started afresh",
+                path.display(),
+                aside.display()
+            );
+            let _ = std::fs::rename(path, &aside);
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn project_folders_are_distinct_and_readable() {
+        let s = Store::new(Path::new("/n"));
+        let a = s.project_dir("/home/me/my-app");
+        let b = s.project_dir("/home/me/my_app");
+        assert_ne!(a, b);
+        assert!(a.to_string_lossy().contains("-home-me-my-app-"));
+    }
+
+    #[test]
+    fn a_deleted_file_stays_deleted_and_damaged_meta_is_set_aside() {
+        let root = tempfile::tempdir().unwrap();
+        let store = Store::new(root.path());
+        let mut n = store.open("/p");
+        n.items.get_mut(&Category::Failures).unwrap().push(Item {
+            id: "f-000001".into(),
+            text: "Don't X".into(),
+            session: None,
+            window: None,
+            date: Some("2026-11-01".into()),
+        });
+        n.save().unwrap();
+        let failures = n.dir.join("FAILURES.md");
+        assert!(failures.exists());
+        assert!(
+            !n.dir.join("PLAN.md").exists(),
+            "empty categories write no file"
+        );
+        std::fs::remove_file(&failures).unwrap();
+        let n = store.open("/p");
+        assert!(n.get(Category::Failures).is_empty());
+        n.save().unwrap();
+        assert!(!failures.exists());
+        std::fs::write(n.dir.join("meta.json"), b"{not json").unwrap();
+        let n = store.open("/p");
+        assert_eq!(n.meta.project, "/p");
+        assert!(n.dir.join("meta.json.bad").exists());
+    }
+}

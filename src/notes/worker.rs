@@ -1,0 +1,316 @@
+//! The extraction worker: one detached process at a time (the `worker.lock`), started by the hooks. It turns
+//! queued sessions (`queue/<session>.json`, written by the SessionEnd and PreCompact hooks) into due windows,
+//! brings the index up to date (words only: extraction reads text), and extracts every due window whose
+//! back-off has passed, until the queue is empty or the daily budget is spent.
+
+use super::extract::{Extractor, Outcome};
+use super::merge::{DUPLICATE_COSINE, Similarity, WordsOnly};
+use super::shape::windows_of;
+use super::store::{Meta, NotesError, Store, WindowState, io, write_atomic, write_lock};
+use crate::index::snapshot::Snapshot;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+/// A session a hook asked to extract.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Queued {
+    pub session: String,
+    /// The hook's working directory (the worker takes the project from the index).
+    #[serde(default)]
+    pub cwd: String,
+    /// `session-end`, `pre-compact` or `session-start` (a window that ended without extraction).
+    pub event: String,
+    pub at_ms: i64,
+}
+
+/// A session id fit for a file name (Claude Code's are uuids).
+pub fn safe_session(id: &str) -> Option<&str> {
+    (!id.is_empty()
+        && id.len() <= 80
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+    .then_some(id)
+}
+
+/// Queues a session for the worker (one small file, written atomically; a repeat overwrites it).
+pub fn enqueue(store: &Store, q: &Queued) -> Result<(), NotesError> {
+    let Some(id) = safe_session(&q.session) else {
+        return Err(NotesError::Invalid(format!(
+            "not a session id: {:?}",
+            q.session
+        )));
+    };
+    let path = store.root.join("queue").join(format!("{id}.json"));
+    let json = serde_json::to_vec(q).map_err(|e| NotesError::Invalid(e.to_string()))?;
+    write_atomic(&path, &json)
+}
+
+/// The queued sessions (unreadable entries are removed).
+pub fn queued(store: &Store) -> Vec<(PathBuf, Queued)> {
+    let Ok(rd) = std::fs::read_dir(store.root.join("queue")) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.extension().is_none_or(|x| x != "json") {
+            continue;
+        }
+        match std::fs::read(&p)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Queued>(&b).ok())
+        {
+            Some(q) => out.push((p, q)),
+            None => {
+                let _ = std::fs::remove_file(&p);
+            }
+        }
+    }
+    out.sort_by_key(|(_, q)| q.at_ms);
+    out
+}
+
+/// Whether some window of an enabled project is due now.
+pub fn anything_due(store: &Store, now_ms: i64) -> bool {
+    if !queued(store).is_empty() {
+        return true;
+    }
+    store.projects().iter().any(|p| {
+        let n = store.open(p);
+        store.enabled(&n.meta) && due_windows(&n.meta, now_ms).next().is_some()
+    })
+}
+
+/// The due windows of a project whose back-off has passed.
+pub fn due_windows(meta: &Meta, now_ms: i64) -> impl Iterator<Item = &WindowState> {
+    meta.windows
+        .values()
+        .filter(move |w| w.due && w.next_try_ms.is_none_or(|t| t <= now_ms))
+}
+
+/// Holds `worker.lock`: at most one worker runs.
+pub struct WorkerLock(#[allow(dead_code)] std::fs::File);
+
+/// Takes the worker lock without waiting; `None` when another worker holds it.
+pub fn try_worker_lock(store: &Store) -> Result<Option<WorkerLock>, NotesError> {
+    std::fs::create_dir_all(&store.root).map_err(io(&store.root))?;
+    let path = store.root.join("worker.lock");
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(io(&path))?;
+    match f.try_lock() {
+        Ok(()) => Ok(Some(WorkerLock(f))),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+        Err(std::fs::TryLockError::Error(e)) => Err(io(&path)(e)),
+    }
+}
+
+/// Where the worker runs.
+pub struct WorkerConfig {
+    pub store: Store,
+    pub index_dir: PathBuf,
+    pub claude_dir: PathBuf,
+    pub model_dir: Option<PathBuf>,
+}
+
+/// What a worker run did.
+#[derive(Debug, Default, Serialize)]
+pub struct WorkReport {
+    pub extracted: usize,
+    pub failed: usize,
+    pub nothing_new: usize,
+    pub budget_spent: bool,
+    pub items_added: usize,
+    pub tokens: u64,
+}
+
+/// The model extraction asks: `$GHOLA_NOTES_MODEL`, else the settings', else the default.
+pub fn model(store: &Store) -> String {
+    crate::config::non_empty_env("GHOLA_NOTES_MODEL")
+        .or_else(|| store.settings().model)
+        .unwrap_or_else(|| super::store::DEFAULT_MODEL.to_string())
+}
+
+/// Turns queued sessions into due windows (of enabled projects). Sessions the index does not hold yet stay
+/// queued for a day.
+fn absorb_queue(store: &Store, snap: &Snapshot, now_ms: i64) -> Result<(), NotesError> {
+    for (path, q) in queued(store) {
+        let windows = windows_of(snap, &q.session);
+        if windows.is_empty() {
+            if now_ms - q.at_ms > 86_400_000 {
+                let _ = std::fs::remove_file(&path);
+            }
+            continue;
+        }
+        let _lock = write_lock(&store.root)?;
+        for w in windows {
+            let mut notes = store.open(&w.project);
+            if !store.enabled(&notes.meta) {
+                continue;
+            }
+            let st = notes
+                .meta
+                .windows
+                .entry(Meta::key(&w.session, w.window))
+                .or_insert_with(|| WindowState {
+                    session: w.session.clone(),
+                    window: w.window,
+                    ..WindowState::default()
+                });
+            if st.extracted_seq.is_none_or(|s| s < w.last_seq) && !st.due {
+                st.due = true;
+                st.next_try_ms = None;
+            }
+            notes.save_meta()?;
+        }
+        let _ = std::fs::remove_file(&path);
+    }
+    Ok(())
+}
+
+/// Runs the worker until nothing is due (or the budget is spent). Returns `None` when another worker runs.
+pub fn work(cfg: &WorkerConfig, cancel: &AtomicBool) -> Result<Option<WorkReport>, NotesError> {
+    let Some(_lock) = try_worker_lock(&cfg.store)? else {
+        return Ok(None);
+    };
+    let mut report = WorkReport::default();
+    let mut backend: Option<Box<dyn crate::replay::Backend>> = None;
+    let mut sim: Option<Box<dyn Similarity>> = None;
+    let mut failed_setup = false;
+    // Hooks may queue more while we work: a few rounds pick those up.
+    for _round in 0..5 {
+        let now = chrono::Utc::now().timestamp_millis();
+        if !queued(&cfg.store).is_empty() {
+            let opts = crate::index::update::UpdateOptions::default();
+            if let Err(e) = crate::index::update::update_words_only(
+                &cfg.index_dir,
+                &cfg.claude_dir,
+                opts,
+                &mut |_| {},
+            ) {
+                tracing::warn!("index update before extraction failed: {e}");
+            }
+        }
+        let snap = Snapshot::open(&cfg.index_dir)
+            .map_err(|e| NotesError::Invalid(format!("cannot open the index: {e}")))?;
+        absorb_queue(&cfg.store, &snap, now)?;
+        let mut due: Vec<(String, String, u32)> = Vec::new();
+        for p in cfg.store.projects() {
+            let n = cfg.store.open(&p);
+            if !cfg.store.enabled(&n.meta) {
+                continue;
+            }
+            due.extend(due_windows(&n.meta, now).map(|w| (p.clone(), w.session.clone(), w.window)));
+        }
+        if due.is_empty() || failed_setup {
+            break;
+        }
+        if backend.is_none() {
+            match crate::replay::backend::choose(Default::default(), &cfg.claude_dir) {
+                Ok(b) => backend = Some(b),
+                Err(why) => {
+                    for (p, s, w) in &due {
+                        let _l = write_lock(&cfg.store.root)?;
+                        let mut n = cfg.store.open(p);
+                        if let Some(st) = n.meta.windows.get_mut(&Meta::key(s, *w)) {
+                            st.attempts += 1;
+                            st.next_try_ms = Some(now + super::extract::backoff_ms(st.attempts));
+                            st.last_error = Some(why.clone());
+                        }
+                        n.save_meta()?;
+                    }
+                    report.failed += due.len();
+                    failed_setup = true;
+                    continue;
+                }
+            }
+        }
+        if sim.is_none() {
+            sim = Some(
+                match crate::embed::Embedder::from_default_location(cfg.model_dir.as_deref()) {
+                    Ok(e) => Box::new(e),
+                    Err(e) => {
+                        tracing::warn!(
+                            "no embedding model ({e}): duplicates are found by their words only"
+                        );
+                        Box::new(WordsOnly)
+                    }
+                },
+            );
+        }
+        let ex = Extractor {
+            store: &cfg.store,
+            backend: backend.as_deref().expect("set above"),
+            sim: sim.as_deref().expect("set above"),
+            model: model(&cfg.store),
+            threshold: DUPLICATE_COSINE,
+            dry_run: false,
+        };
+        for (project, session, window) in due {
+            match ex.window(&snap, &project, &session, window, cancel)? {
+                Outcome::Extracted { added, tokens, .. } => {
+                    report.extracted += 1;
+                    report.items_added += added;
+                    report.tokens += tokens;
+                    tracing::info!(
+                        "extracted {session}:{window} of {project}: {added} new notes, {tokens} tokens"
+                    );
+                }
+                Outcome::NothingNew => report.nothing_new += 1,
+                Outcome::BudgetSpent { .. } => {
+                    report.budget_spent = true;
+                    tracing::warn!("daily token budget spent: extraction waits");
+                    return Ok(Some(report));
+                }
+                Outcome::Failed { error, .. } => {
+                    report.failed += 1;
+                    tracing::warn!("extraction of {session}:{window} failed: {error}");
+                }
+                Outcome::DryRun { .. } => {}
+            }
+        }
+    }
+    Ok(Some(report))
+}
+
+/// Starts `ghola notes work` detached: its own session, no terminal, stdio away from the hook's pipes (Claude
+/// Code kills a SessionEnd hook after about 1.5 s; the worker must outlive it), stderr appended to
+/// `worker.log` in the notes dir.
+pub fn spawn_worker(store: &Store, exe: &Path, global_args: &[String]) -> std::io::Result<()> {
+    use std::process::{Command, Stdio};
+    std::fs::create_dir_all(&store.root)?;
+    let log_path = store.root.join("worker.log");
+    if std::fs::metadata(&log_path).is_ok_and(|m| m.len() > 1 << 20) {
+        let _ = std::fs::rename(&log_path, store.root.join("worker.log.old"));
+    }
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)?;
+    let mut cmd = Command::new(exe);
+    cmd.args(global_args)
+        .args(["notes", "work"])
+        .env("GHOLA_NOTES_DIR", &store.root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(log));
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::setsid() == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    cmd.spawn().map(|_| ())
+}
