@@ -78,6 +78,7 @@ fn serves_tools_over_stdio() {
         "get_session_detail",
         "duncan_projects",
         "duncan_list_sessions",
+        "project_notes",
     ] {
         assert!(tools.contains(&t.to_string()), "{t} missing from {tools:?}");
     }

@@ -5,6 +5,7 @@ mod bench;
 mod bench_scale;
 mod duncan;
 mod history;
+mod notes;
 mod recall;
 
 use anyhow::Result;
@@ -85,6 +86,12 @@ pub enum Command {
     /// Ask the past sessions behind the top hits (duncan): each window is replayed to a model that must
     /// answer from it alone. Sends those conversations to the model provider.
     Query(duncan::QueryArgs),
+    /// Project notes: what each project learned (architecture, decisions, failures, plan), extracted from past
+    /// sessions (off until `ghola notes on`) and put in front of new sessions.
+    Notes(notes::NotesArgs),
+    /// A Claude Code hook (session-start, session-end, pre-compact): hook input on stdin, hook output on stdout.
+    #[command(hide = true)]
+    Hook { event: String },
     /// MCP server on stdio (what the Claude Code plugin runs). Logs go to stderr.
     Serve {
         /// Seconds between freshness checks of the Claude dir when no file watcher is available (with one,
@@ -200,6 +207,12 @@ pub fn run(cli: Cli) -> Result<()> {
         }
         Command::Query(args) => {
             duncan::query_cmd(&index_dir, &claude_dir, cli.model_dir.as_deref(), args)
+        }
+        Command::Notes(args) => {
+            notes::notes_cmd(&index_dir, &claude_dir, cli.model_dir.as_deref(), args)
+        }
+        Command::Hook { event } => {
+            notes::hook_cmd(&index_dir, &claude_dir, cli.model_dir.as_deref(), &event)
         }
         Command::Serve { poll_seconds } => {
             let project = ghola::config::non_empty_env("CLAUDE_PROJECT_DIR")

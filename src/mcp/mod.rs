@@ -5,6 +5,7 @@
 
 use crate::embed::Embedder;
 use crate::index::{self, Snapshot, UpdateOptions};
+use crate::notes;
 use crate::replay::{self, Mode, QueryRequest, route::RouteContext};
 use crate::search::{self, SearchParams};
 use crate::transcript::{self, catalog};
@@ -128,6 +129,19 @@ pub struct ListArgs {
     /// Sessions to return (default 20, at most 200).
     pub limit: Option<i64>,
     /// Sessions to skip (default 0).
+    pub offset: Option<i64>,
+}
+
+/// Arguments of project_notes.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct NotesArgs {
+    /// "architecture", "decisions", "failures" or "plan" (default: all four).
+    pub category: Option<String>,
+    /// Project directory (default: the current project).
+    pub project: Option<String>,
+    /// Notes to return (default 50, at most 200).
+    pub limit: Option<i64>,
+    /// Notes to skip (default 0).
     pub offset: Option<i64>,
 }
 
@@ -597,6 +611,56 @@ impl GholaServer {
     }
 
     #[tool(
+        description = "Read this project's notes: what earlier sessions established about its architecture \
+        (patterns, conventions), decisions (with reasons), failures (dead ends, errors met) and current plan. A \
+        session starts with a trimmed summary of them; call this for the full list of a category, each note \
+        with its id, date and the session it came from. Local files only; nothing is sent anywhere."
+    )]
+    async fn project_notes(&self, Parameters(a): Parameters<NotesArgs>) -> CallToolResult {
+        let cfg = self.cfg.clone();
+        let r = tokio::task::spawn_blocking(move || -> Result<String, String> {
+            let offset = non_negative(a.offset, "offset", 0)?;
+            let limit = non_negative(a.limit, "limit", 50)?.clamp(1, 200);
+            let categories = match a.category.as_deref() {
+                None => notes::Category::ALL.to_vec(),
+                Some(c) => vec![notes::Category::parse(c).ok_or_else(|| {
+                    format!(
+                        "category must be architecture, decisions, failures or plan (got {c:?})"
+                    )
+                })?],
+            };
+            let project = a.project.unwrap_or_else(|| cfg.project.clone());
+            let store = notes::Store::new(&crate::config::notes_dir());
+            let n = store.open(&project);
+            let all: Vec<serde_json::Value> = categories
+                .iter()
+                .flat_map(|c| {
+                    n.get(*c).iter().map(move |i| {
+                        serde_json::json!({"category": c.name(), "id": i.id, "text": i.text,
+                            "date": i.date, "session": i.session, "window": i.window})
+                    })
+                })
+                .collect();
+            let total = all.len();
+            let page: Vec<_> = all.into_iter().skip(offset).take(limit).collect();
+            let v = serde_json::json!({
+                "project": project, "notes": page, "total": total, "offset": offset,
+                "has_more": offset + limit < total,
+                "extraction": if store.enabled(&n.meta) { "on" } else { "off" },
+                "parent": n.meta.parent,
+                "files": n.dir.display().to_string(),
+            });
+            Ok(bounded(v.to_string()))
+        })
+        .await;
+        match r {
+            Ok(Ok(s)) => text_result(s),
+            Ok(Err(e)) => error_result(e),
+            Err(e) => error_result(e.to_string()),
+        }
+    }
+
+    #[tool(
         description = "List every project with past Claude Code sessions on this machine: session count, \
         message count, last activity and git branches."
     )]
@@ -714,7 +778,7 @@ impl ServerHandler for GholaServer {
             "ghola searches this machine's past Claude Code conversations. Use search_project_history when the \
              user refers to earlier work or after a compaction lost detail; get_session_detail to read a hit's \
              session; duncan_query to ask the sessions behind the hits a question (it sends them to the model \
-             provider).",
+             provider); project_notes for what earlier sessions established about this project.",
         )
     }
 }

@@ -95,7 +95,9 @@ fn render_message(role: &str, kind: &str, when: Option<i64>, content: &str) -> S
         .and_then(chrono::DateTime::from_timestamp_millis)
         .map(|t| format!(" · {}", t.format("%Y-%m-%d %H:%M")))
         .unwrap_or_default();
-    let mut out = format!("[{role}{stamp}]\n");
+    // Tool results travel as user messages; the reader should not think the person wrote them.
+    let who = if kind == "tool_result" { "tool" } else { role };
+    let mut out = format!("[{who}{stamp}]\n");
     if kind == "summary" {
         out.push_str("(summary of the conversation before this window)\n");
         out.push_str(&head_tail(content, SUMMARY_CHARS));

@@ -1,0 +1,644 @@
+//! `ghola notes …` and `ghola hook …`: the notes store seen from a terminal, and the plugin's hook entry point.
+
+use super::history::project_dir;
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand};
+use ghola::notes::extract::{Extractor, Outcome};
+use ghola::notes::hooks::{Event, HookEnv};
+use ghola::notes::merge::{DUPLICATE_COSINE, Similarity, WordsOnly};
+use ghola::notes::worker::{WorkerConfig, model};
+use ghola::notes::{Category, Store, context, item};
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+
+/// `ghola notes` (alone: `show`).
+#[derive(Debug, Args)]
+pub struct NotesArgs {
+    #[command(subcommand)]
+    pub cmd: Option<NotesCmd>,
+    /// Project directory (default: the current directory).
+    #[arg(long, value_name = "DIR", global = true)]
+    pub project: Option<PathBuf>,
+    /// Only this category: architecture, decisions, failures or plan.
+    #[arg(long, value_name = "C")]
+    pub category: Option<String>,
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+/// The notes subcommands.
+#[derive(Debug, Subcommand)]
+pub enum NotesCmd {
+    /// The project's notes (the default).
+    Show {
+        #[arg(long, value_name = "C")]
+        category: Option<String>,
+    },
+    /// Open the notes in $VISUAL / $EDITOR (one category, or all four files).
+    Edit { category: Option<String> },
+    /// Remove notes by id, or every note whose text contains ITEM (asks first on a terminal).
+    Forget {
+        item: String,
+        /// Do not ask.
+        #[arg(long, short)]
+        yes: bool,
+    },
+    /// Extract notes now from this project's session windows not yet extracted (or one session). Sends them to
+    /// the model provider, within the daily budget.
+    Extract {
+        /// Only this session (uuid).
+        #[arg(long)]
+        session: Option<String>,
+        /// Print what would be sent and its token count; send nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Per project: extraction on/off, last extraction, windows pending, items, tokens.
+    Status,
+    /// Every project with notes.
+    List,
+    /// CHILD inherits PARENT's architecture, decisions and failures (`--unlink` removes the link).
+    Link {
+        child: PathBuf,
+        parent: Option<PathBuf>,
+        #[arg(long)]
+        unlink: bool,
+    },
+    /// Keep a project's notes but stop extracting and injecting them (`--undo` brings them back).
+    Archive {
+        project_dir: PathBuf,
+        #[arg(long)]
+        undo: bool,
+    },
+    /// Turn extraction on (this project, or every project with --global).
+    On {
+        #[arg(long)]
+        global: bool,
+        /// Tokens extraction may spend per day, all projects together.
+        #[arg(long, value_name = "TOKENS")]
+        budget: Option<u64>,
+        /// The model extraction asks.
+        #[arg(long)]
+        model: Option<String>,
+    },
+    /// Turn extraction off (this project, or the default with --global). Existing notes stay and are still
+    /// injected.
+    Off {
+        #[arg(long)]
+        global: bool,
+    },
+    /// Print (or write) the compiled context a session starts with.
+    Context {
+        /// Write it to this file (e.g. .claude/context.md, for an `@.claude/context.md` import) instead.
+        #[arg(long, value_name = "PATH")]
+        write: Option<PathBuf>,
+        /// Bound, in tokens (about four characters each).
+        #[arg(long, default_value_t = context::DEFAULT_MAX_TOKENS)]
+        max_tokens: usize,
+    },
+    /// The extraction worker (started detached by the hooks).
+    #[command(hide = true)]
+    Work,
+}
+
+fn category(c: Option<&str>) -> Result<Option<Category>> {
+    c.map(|c| {
+        Category::parse(c).with_context(|| {
+            format!("unknown category '{c}': use architecture, decisions, failures or plan")
+        })
+    })
+    .transpose()
+}
+
+/// Global flags the worker needs to see the same dirs.
+pub fn worker_args(claude_dir: &Path, index_dir: &Path, model_dir: Option<&Path>) -> Vec<String> {
+    let mut a = vec![
+        "--claude-dir".to_string(),
+        claude_dir.display().to_string(),
+        "--index-dir".to_string(),
+        index_dir.display().to_string(),
+    ];
+    if let Some(m) = model_dir {
+        a.extend(["--model-dir".to_string(), m.display().to_string()]);
+    }
+    a
+}
+
+/// Runs `ghola notes …`.
+pub fn notes_cmd(
+    index_dir: &Path,
+    claude_dir: &Path,
+    model_dir: Option<&Path>,
+    args: NotesArgs,
+) -> Result<()> {
+    let store = Store::new(&ghola::config::notes_dir());
+    let project = project_dir(args.project.clone())?;
+    let json = args.json;
+    let mut out = std::io::stdout().lock();
+    match args.cmd.unwrap_or(NotesCmd::Show { category: None }) {
+        NotesCmd::Show { category: c } => {
+            let only = category(c.as_deref().or(args.category.as_deref()))?;
+            show(&store, &project, only, json, &mut out)
+        }
+        NotesCmd::Edit { category: c } => edit(&store, &project, category(c.as_deref())?),
+        NotesCmd::Forget { item, yes } => forget(&store, &project, &item, yes, &mut out),
+        NotesCmd::Extract { session, dry_run } => extract(
+            &store, index_dir, claude_dir, model_dir, &project, session, dry_run, json, &mut out,
+        ),
+        NotesCmd::Status => {
+            let s = ghola::notes::status(&store, &[project.clone()]);
+            print_status(&s, json, &mut out)
+        }
+        NotesCmd::List => {
+            let s = ghola::notes::status(&store, &[]);
+            print_status(&s, json, &mut out)
+        }
+        NotesCmd::Link {
+            child,
+            parent,
+            unlink,
+        } => {
+            let child = project_dir(Some(child))?;
+            let parent = match (parent, unlink) {
+                (Some(p), false) => Some(project_dir(Some(p))?),
+                (None, true) => None,
+                (Some(_), true) => bail!("give a parent or --unlink, not both"),
+                (None, false) => bail!("give the parent project (or --unlink)"),
+            };
+            ghola::notes::link(&store, &child, parent.as_deref())?;
+            match parent {
+                Some(p) => writeln!(out, "{child} now inherits the notes of {p}")?,
+                None => writeln!(out, "{child} no longer inherits notes")?,
+            }
+            Ok(())
+        }
+        NotesCmd::Archive {
+            project_dir: p,
+            undo,
+        } => {
+            let p = project_dir(Some(p))?;
+            ghola::notes::set_archived(&store, &p, !undo)?;
+            writeln!(
+                out,
+                "{p}: {}",
+                if undo {
+                    "notes active again"
+                } else {
+                    "archived (notes kept, neither extracted nor injected)"
+                }
+            )?;
+            Ok(())
+        }
+        NotesCmd::On {
+            global,
+            budget,
+            model: m,
+        } => {
+            ghola::notes::set_enabled(&store, (!global).then_some(project.as_str()), true)?;
+            if budget.is_some() || m.is_some() {
+                let _l = ghola::notes::store::write_lock(&store.root)?;
+                let mut s = store.settings();
+                if let Some(b) = budget {
+                    s.daily_token_budget = b;
+                }
+                if m.is_some() {
+                    s.model = m;
+                }
+                store.save_settings(&s)?;
+            }
+            let s = store.settings();
+            writeln!(
+                out,
+                "Notes extraction is on for {}. When a session ends, its new messages (secrets redacted) and the \
+                 existing notes are sent to {} through {}, within {} tokens a day. Sessions that ended before now \
+                 are extracted only with `ghola notes extract`. Turn off with `ghola notes off{}`.",
+                if global { "every project" } else { &project },
+                model(&store),
+                if ghola::config::non_empty_env("ANTHROPIC_API_KEY").is_some() {
+                    "the Anthropic API (ANTHROPIC_API_KEY)"
+                } else {
+                    "Claude Code (`claude -p`, your Claude Code login)"
+                },
+                s.daily_token_budget,
+                if global { " --global" } else { "" }
+            )?;
+            Ok(())
+        }
+        NotesCmd::Off { global } => {
+            ghola::notes::set_enabled(&store, (!global).then_some(project.as_str()), false)?;
+            writeln!(
+                out,
+                "Notes extraction is off for {}: nothing is sent. Existing notes stay and are still injected.",
+                if global {
+                    "every project without its own setting"
+                } else {
+                    &project
+                }
+            )?;
+            Ok(())
+        }
+        NotesCmd::Context { write, max_tokens } => {
+            let notes = store.open(&project);
+            let parent = notes.meta.parent.as_deref().map(|p| store.open(p));
+            let recent = ghola::index::snapshot::Snapshot::open(index_dir)
+                .map(|s| context::recent_sessions(&s, &project, None, 5))
+                .unwrap_or_default();
+            let text = context::compile(
+                &notes,
+                parent.as_ref(),
+                &recent,
+                max_tokens.saturating_mul(4),
+            );
+            match write {
+                Some(path) => {
+                    ghola::notes::store::write_atomic(&path, text.as_bytes())?;
+                    eprintln!(
+                        "ghola: wrote {} ({} characters)",
+                        path.display(),
+                        text.len()
+                    );
+                }
+                None => out.write_all(text.as_bytes())?,
+            }
+            Ok(())
+        }
+        NotesCmd::Work => {
+            let cfg = WorkerConfig {
+                store,
+                index_dir: index_dir.to_path_buf(),
+                claude_dir: claude_dir.to_path_buf(),
+                model_dir: model_dir.map(Path::to_path_buf),
+            };
+            let cancel = std::sync::atomic::AtomicBool::new(false);
+            match ghola::notes::worker::work(&cfg, &cancel)? {
+                None => eprintln!("ghola: another notes worker is running"),
+                Some(r) => eprintln!(
+                    "ghola: notes worker {}: {}",
+                    chrono::Utc::now().to_rfc3339(),
+                    serde_json::to_string(&r)?
+                ),
+            }
+            Ok(())
+        }
+    }
+}
+
+fn show(
+    store: &Store,
+    project: &str,
+    only: Option<Category>,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let n = store.open(project);
+    let cats: Vec<Category> = only.map_or_else(|| Category::ALL.to_vec(), |c| vec![c]);
+    if json {
+        let v = serde_json::json!({
+            "project": n.meta.project,
+            "folder": n.dir.display().to_string(),
+            "categories": cats.iter().map(|c| (c.name().to_string(), serde_json::to_value(n.get(*c)).unwrap_or_default())).collect::<serde_json::Map<_, _>>(),
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+        return Ok(());
+    }
+    if n.is_empty() {
+        writeln!(
+            out,
+            "No notes for {project} yet ({}).{}",
+            n.dir.display(),
+            if store.enabled(&n.meta) {
+                ""
+            } else {
+                " Extraction is off: `ghola notes on` to start, or write them yourself with `ghola notes edit`."
+            }
+        )?;
+        return Ok(());
+    }
+    writeln!(out, "Notes for {project} ({})", n.dir.display())?;
+    for c in cats {
+        let items = n.get(c);
+        writeln!(out, "\n{} ({})", c.name().to_uppercase(), items.len())?;
+        for i in items {
+            writeln!(out, "  {}  {}", i.id, i.text.replace('\n', "\n           "))?;
+        }
+    }
+    Ok(())
+}
+
+fn edit(store: &Store, project: &str, only: Option<Category>) -> Result<()> {
+    let n = store.open(project);
+    std::fs::create_dir_all(&n.dir)?;
+    let cats: Vec<Category> = only.map_or_else(|| Category::ALL.to_vec(), |c| vec![c]);
+    let mut files = Vec::new();
+    for c in cats {
+        let path = n.dir.join(c.file_name());
+        if !path.exists() {
+            ghola::notes::store::write_atomic(
+                &path,
+                item::render(c, project, n.get(c)).as_bytes(),
+            )?;
+        }
+        files.push(path);
+    }
+    if !n.dir.join("meta.json").exists() {
+        n.save_meta()?;
+    }
+    let editor = ghola::config::non_empty_env("VISUAL")
+        .or_else(|| ghola::config::non_empty_env("EDITOR"))
+        .unwrap_or_else(|| "vi".into());
+    // The editor may carry arguments (`code --wait`): let the shell split them.
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{editor} \"$@\""))
+        .arg("sh")
+        .args(&files)
+        .status()
+        .with_context(|| format!("cannot run the editor ({editor})"))?;
+    if !status.success() {
+        bail!("the editor ({editor}) exited with {status}");
+    }
+    let after = store.open(project);
+    if after.repaired > 0 {
+        eprintln!(
+            "ghola: {} note(s) without a provenance comment got a new id (written back on the next change)",
+            after.repaired
+        );
+    }
+    Ok(())
+}
+
+fn forget(store: &Store, project: &str, what: &str, yes: bool, out: &mut dyn Write) -> Result<()> {
+    let n = store.open(project);
+    let found = ghola::notes::find(&n, what);
+    if found.is_empty() {
+        bail!("no note of {project} has the id or contains '{what}' (see `ghola notes show`)");
+    }
+    for (c, i) in &found {
+        writeln!(out, "  {} ({})  {}", i.id, c.name(), i.text)?;
+    }
+    if !yes && std::io::stdin().is_terminal() {
+        eprint!("Forget {} note(s)? [y/N] ", found.len());
+        let mut answer = String::new();
+        std::io::stdin().read_line(&mut answer)?;
+        if !matches!(answer.trim(), "y" | "Y" | "yes") {
+            writeln!(out, "Nothing forgotten.")?;
+            return Ok(());
+        }
+    }
+    let ids: Vec<String> = found.iter().map(|(_, i)| i.id.clone()).collect();
+    let gone = ghola::notes::forget(store, project, &ids)?;
+    writeln!(
+        out,
+        "Forgot {} note(s) (recorded in the notes log).",
+        gone.len()
+    )?;
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn extract(
+    store: &Store,
+    index_dir: &Path,
+    claude_dir: &Path,
+    model_dir: Option<&Path>,
+    project: &str,
+    session: Option<String>,
+    dry_run: bool,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    use ghola::index::update::{UpdateOptions, update_words_only};
+    if let Err(e) = update_words_only(index_dir, claude_dir, UpdateOptions::default(), &mut |_| {})
+    {
+        eprintln!("ghola: index update failed ({e}); extracting from the index as it is");
+    }
+    let snap = ghola::index::snapshot::Snapshot::open(index_dir)?;
+    let sessions: Vec<String> = match session {
+        Some(s) => vec![s],
+        None => {
+            let p = snap.sym_of(project);
+            let mut v: Vec<String> = snap
+                .messages
+                .iter()
+                .filter(|r| Some(r.project) == p)
+                .map(|r| snap.sym(r.session).to_string())
+                .collect();
+            v.dedup();
+            v
+        }
+    };
+    let backend: Box<dyn ghola::replay::Backend> = if dry_run {
+        Box::new(NoBackend)
+    } else {
+        ghola::replay::backend::choose(Default::default(), claude_dir)
+            .map_err(|e| anyhow::anyhow!("{e}"))?
+    };
+    let sim: Box<dyn Similarity> = if dry_run {
+        Box::new(WordsOnly)
+    } else {
+        match ghola::embed::Embedder::from_default_location(model_dir) {
+            Ok(e) => Box::new(e),
+            Err(e) => {
+                eprintln!(
+                    "ghola: no embedding model ({e}): duplicates are found by their words only"
+                );
+                Box::new(WordsOnly)
+            }
+        }
+    };
+    let ex = Extractor {
+        store,
+        backend: backend.as_ref(),
+        sim: sim.as_ref(),
+        model: model(store),
+        threshold: DUPLICATE_COSINE,
+        dry_run,
+    };
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    let mut results = Vec::new();
+    let mut total_tokens = 0;
+    for s in &sessions {
+        let windows = ghola::notes::shape::windows_of(&snap, s);
+        if windows.is_empty() {
+            bail!("session {s} is not in the index (see `ghola sessions`)");
+        }
+        for w in windows {
+            let outcome = ex.window(&snap, &w.project, s, w.window, &cancel)?;
+            match &outcome {
+                Outcome::DryRun { prompts, tokens } => {
+                    total_tokens += tokens;
+                    if !json {
+                        for p in prompts {
+                            writeln!(
+                                out,
+                                "===== {s} window {} (about {tokens} tokens) =====\n{p}",
+                                w.window
+                            )?;
+                        }
+                    }
+                }
+                Outcome::Extracted {
+                    added,
+                    duplicates,
+                    superseded,
+                    tokens,
+                } => {
+                    total_tokens += tokens;
+                    if !json {
+                        writeln!(
+                            out,
+                            "{s} window {}: {added} new, {duplicates} duplicate(s), {superseded} superseded, {tokens} tokens",
+                            w.window
+                        )?;
+                    }
+                }
+                Outcome::NothingNew => {
+                    if !json {
+                        writeln!(out, "{s} window {}: nothing new to extract", w.window)?;
+                    }
+                }
+                Outcome::BudgetSpent { needed, left } => {
+                    if !json {
+                        writeln!(
+                            out,
+                            "{s} window {}: daily token budget spent (needs about {needed}, {left} left); \
+                             raise it with `ghola notes on --budget N`",
+                            w.window
+                        )?;
+                    }
+                    results.push(
+                        serde_json::json!({"session": s, "window": w.window, "result": outcome}),
+                    );
+                    break;
+                }
+                Outcome::Failed { error, .. } => {
+                    if !json {
+                        writeln!(out, "{s} window {}: failed: {error}", w.window)?;
+                    }
+                }
+            }
+            results.push(serde_json::json!({"session": s, "window": w.window, "result": outcome}));
+        }
+    }
+    if json {
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "project": project, "dry_run": dry_run, "tokens": total_tokens, "windows": results
+            }))?
+        )?;
+    } else if dry_run {
+        writeln!(
+            out,
+            "Dry run: nothing sent. About {total_tokens} tokens in all."
+        )?;
+    }
+    Ok(())
+}
+
+/// The backend of a dry run: never called.
+struct NoBackend;
+
+impl ghola::replay::Backend for NoBackend {
+    fn name(&self) -> &'static str {
+        "none"
+    }
+    fn ask(
+        &self,
+        _: &ghola::replay::backend::Prompt,
+        _: &std::sync::atomic::AtomicBool,
+    ) -> Result<ghola::replay::Answer, ghola::replay::BackendError> {
+        Err(ghola::replay::BackendError::Setup("dry run".into()))
+    }
+    fn call(
+        &self,
+        _: &ghola::replay::backend::ToolCall,
+        _: &std::sync::atomic::AtomicBool,
+    ) -> Result<ghola::replay::backend::ToolAnswer, ghola::replay::BackendError> {
+        Err(ghola::replay::BackendError::Setup("dry run".into()))
+    }
+}
+
+fn print_status(s: &ghola::notes::NotesStatus, json: bool, out: &mut dyn Write) -> Result<()> {
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(s)?)?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "notes dir {}; extraction {} by default; model {}; {} of {} tokens spent today{}{}",
+        s.notes_dir,
+        if s.enabled_by_default { "on" } else { "off" },
+        s.model,
+        s.tokens_spent_today,
+        s.daily_token_budget,
+        if s.worker_running {
+            "; worker running"
+        } else {
+            ""
+        },
+        if s.queued_sessions > 0 {
+            format!("; {} session(s) queued", s.queued_sessions)
+        } else {
+            String::new()
+        }
+    )?;
+    if s.projects.is_empty() {
+        writeln!(out, "No project has notes yet.")?;
+    }
+    for p in &s.projects {
+        writeln!(
+            out,
+            "\n{}{}{}\n  extraction {}; last {}; {} window(s) extracted, {} pending\n  items: {}\n  tokens: {} today, {} in all\n  files: {}",
+            p.project,
+            if p.archived { " (archived)" } else { "" },
+            p.parent
+                .as_ref()
+                .map(|x| format!(" (inherits {x})"))
+                .unwrap_or_default(),
+            if p.enabled { "on" } else { "off" },
+            p.last_extraction.as_deref().unwrap_or("never"),
+            p.windows_extracted,
+            p.windows_pending,
+            p.items
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            p.tokens_today,
+            p.tokens_total,
+            p.folder
+        )?;
+        for f in &p.failures {
+            writeln!(out, "  failed: {f}")?;
+        }
+    }
+    Ok(())
+}
+
+/// `ghola hook EVENT`: reads Claude Code's hook input on stdin, prints what the hook says, never fails loudly
+/// (a broken hook must not break the session).
+pub fn hook_cmd(
+    index_dir: &Path,
+    claude_dir: &Path,
+    model_dir: Option<&Path>,
+    event: &str,
+) -> Result<()> {
+    let event: Event = event.parse().map_err(|e: String| anyhow::anyhow!(e))?;
+    let mut input = String::new();
+    let _ = std::io::stdin().take(1 << 20).read_to_string(&mut input);
+    let input: serde_json::Value = serde_json::from_str(&input).unwrap_or_default();
+    let env = HookEnv {
+        store: Store::new(&ghola::config::notes_dir()),
+        index_dir: index_dir.to_path_buf(),
+        exe: std::env::current_exe().context("cannot find the ghola executable")?,
+        worker_args: worker_args(claude_dir, index_dir, model_dir),
+    };
+    if let Some(text) = ghola::notes::hooks::handle(event, &input, &env) {
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes())?;
+        out.write_all(b"\n")?;
+    }
+    Ok(())
+}
