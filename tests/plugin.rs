@@ -50,7 +50,7 @@ fn stage_plugin_files(into: &Path) -> PathBuf {
             std::fs::copy(from, to).unwrap();
         }
     }
-    for item in [".claude-plugin", ".mcp.json", "bin", "skills"] {
+    for item in [".claude-plugin", ".mcp.json", "bin", "hooks", "skills"] {
         copy(&root.join(item), &dir.join(item));
     }
     dir
@@ -695,4 +695,197 @@ fn two_launchers_starting_at_once_both_end_with_a_whole_binary() {
         .filter(|n| n != "ghola")
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+/// The stand-in for the notes test: the worker's extraction call gets the findings, Claude Code's own calls a
+/// short reply.
+fn notes_script(req: &Value) -> Reply {
+    if req["tool_choice"]["name"] == "record_notes" {
+        return Reply::tool_use(
+            "record_notes",
+            json!({
+                "architecture": [], "failures": [], "supersedes": [], "no_updates": false,
+                "decisions": ["Chose PELICAN-7 over RabbitMQ as the queue broker because it keeps per-key order"],
+                "plan": ["Move the billing consumer onto PELICAN-7"],
+            }),
+        );
+    }
+    Reply::text("Noted.")
+}
+
+/// `claude -p` in `project` with the plugin installed in `home`, against the stand-in; returns its JSON result.
+fn claude_turn(bin: &Path, home: &Path, project: &Path, url: &str, args: &[&str]) -> Value {
+    let out = Command::new(bin)
+        .args(["-p"])
+        .args(args)
+        .args(["--output-format", "json"])
+        .env("HOME", home)
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("CLAUDE_CODE_SESSION_ID")
+        .env_remove("GHOLA_HOOKS_OFF")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env("ANTHROPIC_BASE_URL", url)
+        .env("GHOLA_HOME", home.join("ghola-index"))
+        .env("GHOLA_NOTES_DIR", home.join("ghola-notes"))
+        .current_dir(project)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    stdout
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str::<Value>(l).ok())
+        .unwrap_or_else(|| {
+            panic!(
+                "no JSON result: {stdout}{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+}
+
+fn wait_until(what: &str, mut ok: impl FnMut() -> bool) {
+    for _ in 0..900 {
+        if ok() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+#[test]
+fn a_session_ends_its_notes_are_extracted_and_the_next_session_starts_with_them() {
+    let Some(bin) = claude_bin() else { return };
+    let home = tempfile::tempdir().unwrap();
+    let project = home.path().join("shop");
+    std::fs::create_dir_all(&project).unwrap();
+    let project = project.canonicalize().unwrap();
+    let market = stage_marketplace(home.path());
+    let market = market.to_str().unwrap();
+    for args in [
+        &["plugin", "marketplace", "add", market][..],
+        &["plugin", "install", "ghola@ghola"][..],
+    ] {
+        let (ok, out) = claude(&bin, home.path(), args);
+        assert!(ok, "{out}");
+    }
+    let notes_dir = home.path().join("ghola-notes");
+    let ghola = |args: &[&str]| {
+        common::run_ok(
+            Command::new(env!("CARGO_BIN_EXE_ghola"))
+                .args(args)
+                .env("HOME", home.path())
+                .env_remove("CLAUDE_CONFIG_DIR")
+                .env("GHOLA_HOME", home.path().join("ghola-index"))
+                .env("GHOLA_NOTES_DIR", &notes_dir)
+                .current_dir(&project),
+        )
+    };
+    let standin = StandIn::start(4, Arc::new(notes_script));
+    let extraction_requests = || -> Vec<Value> {
+        standin
+            .requests()
+            .into_iter()
+            .filter(|r| r["tool_choice"]["name"] == "record_notes")
+            .collect()
+    };
+    let status =
+        || serde_json::from_slice::<Value>(&ghola(&["notes", "status", "--json"])).unwrap();
+
+    // First session, extraction off (the default): its end sends nothing.
+    let first = claude_turn(
+        &bin,
+        home.path(),
+        &project,
+        &standin.url,
+        &["We settled on PELICAN-7 for the queue; remember that."],
+    );
+    let session = first["session_id"].as_str().unwrap().to_string();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    assert!(
+        extraction_requests().is_empty(),
+        "nothing is sent before `notes on`"
+    );
+    assert_eq!(status()["queued_sessions"], 0);
+
+    // Extraction on, then the first session is compacted: the PreCompact hook queues it and the detached worker
+    // extracts the window about to be compacted.
+    ghola(&["notes", "on"]);
+    claude_turn(
+        &bin,
+        home.path(),
+        &project,
+        &standin.url,
+        &["/compact", "--resume", &session],
+    );
+    let decisions = || {
+        String::from_utf8_lossy(&ghola(&["notes", "show", "--category", "decisions"])).into_owned()
+    };
+    wait_until("the first session's notes", || {
+        decisions().contains("PELICAN-7")
+    });
+    let meta_path = std::fs::read_dir(notes_dir.join("projects"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("meta.json"))
+        .find(|p| p.exists())
+        .unwrap();
+    let meta: Value = serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
+    assert_eq!(
+        meta["windows"][format!("{session}:0")]["trigger"],
+        "pre-compact",
+        "{meta:#}"
+    );
+    let sent = extraction_requests()[0]["messages"].to_string();
+    assert!(sent.contains("We settled on PELICAN-7"), "{sent}");
+
+    // Second session: its first model request carries the notes as SessionStart context; when it ends, the
+    // SessionEnd hook has it extracted too.
+    wait_until("the worker to go idle", || {
+        let s = status();
+        s["worker_running"] == false && s["queued_sessions"] == 0
+    });
+    let before = standin.requests().len();
+    let second = claude_turn(
+        &bin,
+        home.path(),
+        &project,
+        &standin.url,
+        &["What queue do we use?"],
+    );
+    let second = second["session_id"].as_str().unwrap().to_string();
+    let reqs = standin.requests();
+    let main = reqs[before..]
+        .iter()
+        .find(|r| r["tool_choice"]["name"] != "record_notes" && r["tools"].is_array())
+        .unwrap_or_else(|| panic!("no request from the second session"));
+    let text = main["messages"].to_string();
+    assert!(
+        text.contains("Chose PELICAN-7 over RabbitMQ"),
+        "the notes reach the model: {}",
+        &text[..text.len().min(3000)]
+    );
+    assert!(text.contains("Move the billing consumer onto PELICAN-7"));
+    wait_until("the second session's extraction", || {
+        std::fs::read_to_string(&meta_path).is_ok_and(|m| {
+            let m: Value = serde_json::from_str(&m).unwrap_or_default();
+            m["windows"][format!("{second}:0")]["trigger"] == "session-end"
+                && m["windows"][format!("{second}:0")]["extracted_ms"].is_number()
+        })
+    });
+    assert!(
+        extraction_requests()
+            .iter()
+            .any(|r| r["messages"].to_string().contains("What queue do we use?"))
+    );
+    assert!(
+        !std::fs::read_dir(home.path().join(".claude/projects"))
+            .unwrap()
+            .flatten()
+            .any(|d| d.file_name().to_string_lossy().contains("ghola")),
+        "extraction wrote no transcript into ~/.claude/projects"
+    );
 }

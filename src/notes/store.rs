@@ -125,6 +125,9 @@ pub struct WindowState {
     /// Waiting for the worker.
     #[serde(default)]
     pub due: bool,
+    /// What made it due last (`session-end`, `pre-compact`, `session-start`, `extract`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extracted_ms: Option<i64>,
     /// Failed attempts since the last success.

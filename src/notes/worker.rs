@@ -34,7 +34,8 @@ pub fn safe_session(id: &str) -> Option<&str> {
     .then_some(id)
 }
 
-/// Queues a session for the worker (one small file, written atomically; a repeat overwrites it).
+/// Queues a session for the worker (one small file per session and event, written atomically; a repeat
+/// overwrites it).
 pub fn enqueue(store: &Store, q: &Queued) -> Result<(), NotesError> {
     let Some(id) = safe_session(&q.session) else {
         return Err(NotesError::Invalid(format!(
@@ -42,7 +43,13 @@ pub fn enqueue(store: &Store, q: &Queued) -> Result<(), NotesError> {
             q.session
         )));
     };
-    let path = store.root.join("queue").join(format!("{id}.json"));
+    // One file per session and event: a SessionEnd right after a PreCompact does not hide it.
+    let event: String = q
+        .event
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .collect();
+    let path = store.root.join("queue").join(format!("{id}.{event}.json"));
     let json = serde_json::to_vec(q).map_err(|e| NotesError::Invalid(e.to_string()))?;
     write_atomic(&path, &json)
 }
@@ -165,6 +172,7 @@ fn absorb_queue(store: &Store, snap: &Snapshot, now_ms: i64) -> Result<(), Notes
             if st.extracted_seq.is_none_or(|s| s < w.last_seq) && !st.due {
                 st.due = true;
                 st.next_try_ms = None;
+                st.trigger = Some(q.event.clone());
             }
             notes.save_meta()?;
         }
