@@ -175,7 +175,20 @@ fn extraction_sends_the_window_and_the_notes_redacted_and_merges_idempotently() 
     )
     .unwrap();
 
-    let standin = StandIn::start(2, extractor(findings()));
+    // The first answer, then the same findings with the decision in other words (MiniLM finds it a duplicate).
+    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let standin = StandIn::start(
+        2,
+        Arc::new(move |_req: &Value| {
+            let mut f = findings();
+            if calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) > 0 {
+                f["decisions"] = json!([
+                    "The ledger cache uses bincode rather than JSON since loading it is about 4x faster"
+                ]);
+            }
+            Reply::tool_use("record_notes", f)
+        }),
+    );
     let out = run_json(m.ghola(Some(&standin.url)).args([
         "notes",
         "extract",
@@ -263,7 +276,7 @@ fn extraction_sends_the_window_and_the_notes_redacted_and_merges_idempotently() 
     );
     assert_eq!(standin.requests().len(), 1);
 
-    // The session goes on: only the new messages are sent; the same findings add nothing.
+    // The session goes on: only the new messages are sent; the same findings (one in other words) add nothing.
     m.append(
         SESSION,
         &[(

@@ -544,3 +544,83 @@ pub fn search_bench(work: &Path, messages: usize, model_dir: Option<&Path>) -> R
     }
     Ok(())
 }
+
+/// `ghola bench hook`: the SessionStart hook as Claude Code runs it (a fresh `ghola hook session-start`
+/// process, hook input on stdin) on a synthetic index of N/10 and N messages, with full notes (every category
+/// at its cap) for the project.
+pub fn hook_bench(work: &Path, messages: usize) -> Result<()> {
+    use ghola::notes::{Category, Item, Store};
+    std::fs::create_dir_all(work).with_context(|| format!("creating {}", work.display()))?;
+    println!(
+        "command: ghola bench hook --messages {messages} --work {}",
+        work.display()
+    );
+    let project = "/bench/project-3";
+    let notes_dir = work.join("notes");
+    let _ = std::fs::remove_dir_all(&notes_dir);
+    let store = Store::new(&notes_dir);
+    let mut notes = store.open(project);
+    let mut rng = Rng(7);
+    for c in Category::ALL {
+        let items = (0..c.cap())
+            .map(|k| Item {
+                id: format!("{}-{k:06x}", c.id_prefix()),
+                text: rng.sentence(24),
+                session: Some(format!("session-{k}")),
+                window: Some(0),
+                date: Some(format!("2026-{:02}-{:02}", 1 + k % 12, 1 + k % 28)),
+            })
+            .collect();
+        notes.items.insert(c, items);
+    }
+    notes.save()?;
+    let exe = std::env::current_exe()?;
+    let input =
+        serde_json::json!({"session_id": "bench-session", "cwd": project, "source": "startup",
+                                   "hook_event_name": "SessionStart"})
+        .to_string();
+    for n in [messages / 10, messages] {
+        let (claude, idx, _, _) = prepare(work, n)?;
+        let mut times = Vec::new();
+        let mut size = 0;
+        for _ in 0..11 {
+            let t = Instant::now();
+            let mut child = std::process::Command::new(&exe)
+                .args(["--claude-dir", claude.to_str().unwrap_or_default()])
+                .args(["--index-dir", idx.to_str().unwrap_or_default()])
+                .args(["hook", "session-start"])
+                .env("GHOLA_NOTES_DIR", &notes_dir)
+                .env_remove("GHOLA_HOOKS_OFF")
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()?;
+            {
+                use std::io::Write;
+                child
+                    .stdin
+                    .take()
+                    .context("stdin")?
+                    .write_all(input.as_bytes())?;
+            }
+            let out = child.wait_with_output()?;
+            times.push(t.elapsed().as_secs_f64());
+            anyhow::ensure!(
+                out.status.success() && !out.stdout.is_empty(),
+                "the hook failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+            size = v["hookSpecificOutput"]["additionalContext"]
+                .as_str()
+                .map_or(0, |s| s.chars().count());
+        }
+        times.sort_by(f64::total_cmp);
+        println!(
+            "{n:>9} messages: `ghola hook session-start` process p50 {:.0} ms, max {:.0} ms (11 runs), context {size} characters",
+            percentile(&times, 0.5) * 1e3,
+            times[times.len() - 1] * 1e3
+        );
+    }
+    Ok(())
+}

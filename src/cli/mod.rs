@@ -136,6 +136,14 @@ pub enum BenchKind {
         #[arg(long, default_value_os_t = std::env::temp_dir().join("ghola-bench"))]
         work: PathBuf,
     },
+    /// The SessionStart hook's answer time (a fresh process, as Claude Code runs it) at N/10 and N messages,
+    /// with every notes category full.
+    Hook {
+        #[arg(long, default_value_t = 100_000)]
+        messages: usize,
+        #[arg(long, default_value_os_t = std::env::temp_dir().join("ghola-bench"))]
+        work: PathBuf,
+    },
     /// Reader throughput over the transcripts of the Claude dir (MB/s on one core).
     Read {
         /// Repeat the read for at least this many seconds.
@@ -242,6 +250,7 @@ pub fn run(cli: Cli) -> Result<()> {
             BenchKind::Search { messages, work } => {
                 bench_scale::search_bench(&work, messages, cli.model_dir.as_deref())
             }
+            BenchKind::Hook { messages, work } => bench_scale::hook_bench(&work, messages),
             BenchKind::Embed { texts, rounds } => {
                 bench::embed(cli.model_dir.as_deref(), &texts, rounds)
             }

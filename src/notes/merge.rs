@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 /// Cosine (all-MiniLM-L6-v2, mean-pooled, normalised) at or above which two notes are the same note. Measured
 /// on `bench/notes/pairs.json` (paraphrase vs. related-but-different pairs of coding notes; see the README).
-pub const DUPLICATE_COSINE: f32 = 0.83;
+pub const DUPLICATE_COSINE: f32 = 0.80;
 
 /// What one extraction found, as the extractor's tool returned it.
 #[derive(Debug, Clone, Default, PartialEq)]
