@@ -146,7 +146,7 @@ pub fn notes_cmd(
             &store, index_dir, claude_dir, model_dir, &project, session, dry_run, json, &mut out,
         ),
         NotesCmd::Status => {
-            let s = ghola::notes::status(&store, &[project.clone()]);
+            let s = ghola::notes::status(&store, std::slice::from_ref(&project));
             print_status(&s, json, &mut out)
         }
         NotesCmd::List => {

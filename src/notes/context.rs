@@ -49,7 +49,7 @@ pub fn recent_sessions(
         }
     }
     sessions.retain(|s| exclude != Some(snap.sym(s.0)));
-    sessions.sort_by(|a, b| b.3.cmp(&a.3));
+    sessions.sort_by_key(|s| std::cmp::Reverse(s.3));
     sessions.truncate(n);
     sessions
         .into_iter()
