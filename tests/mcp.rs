@@ -401,3 +401,62 @@ fn appended_lines_become_searchable_and_two_servers_share_one_index() {
     let status: Value = serde_json::from_slice(&status.stdout).unwrap();
     assert_eq!(status["messages"], 3, "{status}");
 }
+
+#[test]
+fn project_notes_reads_the_notes_files_and_rejects_bad_arguments() {
+    let tmp = tempfile::tempdir().unwrap();
+    let claude = tmp.path().join("claude");
+    fixture(&claude);
+    let idx = tmp.path().join("idx");
+    let notes = tmp.path().join("notes");
+    // A project's notes, written by hand (the files are the truth).
+    common::run_ok(
+        std::process::Command::new(env!("CARGO_BIN_EXE_ghola"))
+            .args(["notes", "edit", "--project", "/w/app"])
+            .env("GHOLA_NOTES_DIR", &notes)
+            .env("EDITOR", "true"),
+    );
+    let dir = std::fs::read_dir(notes.join("projects"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    std::fs::write(
+        dir.join("DECISIONS.md"),
+        "- [2026-11-01] Chose SQLite over Postgres because the app is single-user\n- [2026-11-02] Chose tabs\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("PLAN.md"), "- Ship 1.0\n").unwrap();
+    let notes_str = notes.to_str().unwrap();
+    let env = [
+        ("CLAUDE_PROJECT_DIR", "/w/app"),
+        ("GHOLA_NOTES_DIR", notes_str),
+    ];
+    let mut c = Client::start(&claude, &idx, &env);
+    let (is_error, text) = c.call(1, "project_notes", json!({}));
+    assert!(!is_error, "{text}");
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["total"], 3, "{v:#}");
+    assert_eq!(v["extraction"], "off");
+    let (_, text) = c.call(
+        2,
+        "project_notes",
+        json!({"category": "decisions", "limit": 1, "offset": 1}),
+    );
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["total"], 2);
+    assert_eq!(v["has_more"], false);
+    assert_eq!(v["notes"][0]["text"], "[2026-11-02] Chose tabs");
+    assert!(v["notes"][0]["id"].as_str().unwrap().starts_with("d-"));
+    for (id, args, needle) in [
+        (3, json!({"category": "wishes"}), "category must be"),
+        (4, json!({"offset": -1}), "must not be negative"),
+    ] {
+        let (is_error, text) = c.call(id, "project_notes", args);
+        assert!(is_error && text.contains(needle), "{id}: {text}");
+    }
+    let (_, text) = c.call(5, "project_notes", json!({"project": "/elsewhere"}));
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["total"], 0);
+}

@@ -230,17 +230,21 @@ impl Store {
 
     /// Every project that has a notes folder, by project path.
     pub fn projects(&self) -> Vec<String> {
+        let mut out: Vec<String> = self.metas().into_iter().map(|m| m.project).collect();
+        out.sort();
+        out
+    }
+
+    /// The metadata of every project that has a notes folder (the category files unread: cheap enough for a
+    /// hook).
+    pub fn metas(&self) -> Vec<Meta> {
         let Ok(rd) = std::fs::read_dir(self.root.join("projects")) else {
             return Vec::new();
         };
-        let mut out: Vec<String> = rd
-            .flatten()
+        rd.flatten()
             .filter_map(|e| read_json::<Meta>(&e.path().join("meta.json")))
-            .map(|m| m.project)
-            .filter(|p| !p.is_empty())
-            .collect();
-        out.sort();
-        out
+            .filter(|m| !m.project.is_empty())
+            .collect()
     }
 
     /// Opens a project's notes (an empty set when it has none yet).

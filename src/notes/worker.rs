@@ -84,10 +84,10 @@ pub fn anything_due(store: &Store, now_ms: i64) -> bool {
     if !queued(store).is_empty() {
         return true;
     }
-    store.projects().iter().any(|p| {
-        let n = store.open(p);
-        store.enabled(&n.meta) && due_windows(&n.meta, now_ms).next().is_some()
-    })
+    store
+        .metas()
+        .iter()
+        .any(|m| store.enabled(m) && due_windows(m, now_ms).next().is_some())
 }
 
 /// The due windows of a project whose back-off has passed.
@@ -183,9 +183,30 @@ fn absorb_queue(store: &Store, snap: &Snapshot, now_ms: i64) -> Result<(), Notes
 
 /// Runs the worker until nothing is due (or the budget is spent). Returns `None` when another worker runs.
 pub fn work(cfg: &WorkerConfig, cancel: &AtomicBool) -> Result<Option<WorkReport>, NotesError> {
-    let Some(_lock) = try_worker_lock(&cfg.store)? else {
-        return Ok(None);
-    };
+    let mut total: Option<WorkReport> = None;
+    loop {
+        let Some(lock) = try_worker_lock(&cfg.store)? else {
+            return Ok(total);
+        };
+        let r = work_locked(cfg, cancel)?;
+        drop(lock);
+        let budget_spent = r.budget_spent;
+        let t = total.get_or_insert_with(WorkReport::default);
+        t.extracted += r.extracted;
+        t.failed += r.failed;
+        t.nothing_new += r.nothing_new;
+        t.items_added += r.items_added;
+        t.tokens += r.tokens;
+        t.budget_spent |= budget_spent;
+        // A hook may have queued a session after our last look, and its worker found the lock taken: look again
+        // now that the lock is free (another worker may have taken it: then that one carries on).
+        if budget_spent || queued(&cfg.store).is_empty() {
+            return Ok(total);
+        }
+    }
+}
+
+fn work_locked(cfg: &WorkerConfig, cancel: &AtomicBool) -> Result<WorkReport, NotesError> {
     let mut report = WorkReport::default();
     let mut backend: Option<Box<dyn crate::replay::Backend>> = None;
     let mut sim: Option<Box<dyn Similarity>> = None;
@@ -194,7 +215,11 @@ pub fn work(cfg: &WorkerConfig, cancel: &AtomicBool) -> Result<Option<WorkReport
     for _round in 0..5 {
         let now = chrono::Utc::now().timestamp_millis();
         if !queued(&cfg.store).is_empty() {
-            let opts = crate::index::update::UpdateOptions::default();
+            // Merging is the server's and `ghola index`'s business; a worker publishes and goes.
+            let opts = crate::index::update::UpdateOptions {
+                merge: false,
+                ..Default::default()
+            };
             if let Err(e) = crate::index::update::update_words_only(
                 &cfg.index_dir,
                 &cfg.claude_dir,
@@ -273,7 +298,7 @@ pub fn work(cfg: &WorkerConfig, cancel: &AtomicBool) -> Result<Option<WorkReport
                 Outcome::BudgetSpent { .. } => {
                     report.budget_spent = true;
                     tracing::warn!("daily token budget spent: extraction waits");
-                    return Ok(Some(report));
+                    return Ok(report);
                 }
                 Outcome::Failed { error, .. } => {
                     report.failed += 1;
@@ -283,7 +308,7 @@ pub fn work(cfg: &WorkerConfig, cancel: &AtomicBool) -> Result<Option<WorkReport
             }
         }
     }
-    Ok(Some(report))
+    Ok(report)
 }
 
 /// Starts `ghola notes work` detached: its own session, no terminal, stdio away from the hook's pipes (Claude
