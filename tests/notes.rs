@@ -779,3 +779,82 @@ fn forget_link_archive_and_hand_edits() {
             .any(|p| p["project"] == m.project && p["archived"] == true)
     );
 }
+
+#[test]
+fn extraction_through_headless_claude_code_writes_no_transcript() {
+    let Some(bin) = common::claude_bin() else {
+        return;
+    };
+    let m = Machine::new();
+    first_session(&m);
+    // Claude Code offers the schema as a tool; whatever it is called, call it with the findings.
+    let standin = StandIn::start(
+        4,
+        Arc::new(|req: &Value| {
+            let tool = req["tools"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|t| t["name"].as_str())
+                .find(|t| t.to_lowercase().contains("structured"))
+                .map(str::to_owned);
+            match tool {
+                Some(t) => Reply::tool_use(&t, findings()),
+                None => Reply::text("ok"),
+            }
+        }),
+    );
+    let out = m
+        .ghola(None)
+        .args([
+            "notes",
+            "extract",
+            "--project",
+            &m.project,
+            "--json",
+            "--backend",
+            "claude-code",
+        ])
+        .env("GHOLA_CLAUDE_BIN", &bin)
+        .env("HOME", m.claude.parent().unwrap())
+        .env("PATH", std::env::var("PATH").unwrap())
+        .env("ANTHROPIC_BASE_URL", &standin.url)
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["windows"][0]["result"]["outcome"], "extracted",
+        "{v:#}\n{stderr}"
+    );
+    let reqs = standin.requests();
+    let sent: Vec<&Value> = reqs
+        .iter()
+        .filter(|r| r["messages"].to_string().contains("ERR_LEDGER_LOCKED"))
+        .collect();
+    assert!(
+        !sent.is_empty(),
+        "the window reached the model through claude -p"
+    );
+    assert!(sent.iter().all(|r| !r.to_string().contains("SECRETSECRET")));
+    let shown = run_json(
+        m.ghola(None)
+            .args(["notes", "show", "--project", &m.project, "--json"]),
+    );
+    assert_eq!(shown["categories"]["failures"].as_array().unwrap().len(), 1);
+    // Only the fixture's project folder: the extraction persisted no session.
+    let projects: Vec<String> = std::fs::read_dir(m.claude.join("projects"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(projects, ["-work-payments"], "{projects:?}");
+    let files = std::fs::read_dir(m.claude.join("projects/-work-payments"))
+        .unwrap()
+        .count();
+    assert_eq!(files, 1);
+}

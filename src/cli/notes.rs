@@ -52,6 +52,9 @@ pub enum NotesCmd {
         /// Print what would be sent and its token count; send nothing.
         #[arg(long)]
         dry_run: bool,
+        /// auto (the API with ANTHROPIC_API_KEY, else `claude -p`), api or claude-code.
+        #[arg(long)]
+        backend: Option<String>,
     },
     /// Per project: extraction on/off, last extraction, windows pending, items, tokens.
     Status,
@@ -80,6 +83,9 @@ pub enum NotesCmd {
         /// The model extraction asks.
         #[arg(long)]
         model: Option<String>,
+        /// auto (the API with ANTHROPIC_API_KEY, else `claude -p`), api or claude-code.
+        #[arg(long)]
+        backend: Option<String>,
     },
     /// Turn extraction off (this project, or the default with --global). Existing notes stay and are still
     /// injected.
@@ -142,8 +148,20 @@ pub fn notes_cmd(
         }
         NotesCmd::Edit { category: c } => edit(&store, &project, category(c.as_deref())?),
         NotesCmd::Forget { item, yes } => forget(&store, &project, &item, yes, &mut out),
-        NotesCmd::Extract { session, dry_run } => extract(
-            &store, index_dir, claude_dir, model_dir, &project, session, dry_run, json, &mut out,
+        NotesCmd::Extract {
+            session,
+            dry_run,
+            backend,
+        } => extract(
+            &store,
+            index_dir,
+            claude_dir,
+            model_dir,
+            &project,
+            session,
+            (dry_run, backend),
+            json,
+            &mut out,
         ),
         NotesCmd::Status => {
             let s = ghola::notes::status(&store, std::slice::from_ref(&project));
@@ -193,9 +211,14 @@ pub fn notes_cmd(
             global,
             budget,
             model: m,
+            backend,
         } => {
+            if let Some(b) = &backend {
+                b.parse::<ghola::replay::backend::BackendChoice>()
+                    .map_err(anyhow::Error::msg)?;
+            }
             ghola::notes::set_enabled(&store, (!global).then_some(project.as_str()), true)?;
-            if budget.is_some() || m.is_some() {
+            if budget.is_some() || m.is_some() || backend.is_some() {
                 let _l = ghola::notes::store::write_lock(&store.root)?;
                 let mut s = store.settings();
                 if let Some(b) = budget {
@@ -203,6 +226,9 @@ pub fn notes_cmd(
                 }
                 if m.is_some() {
                     s.model = m;
+                }
+                if backend.is_some() {
+                    s.backend = backend;
                 }
                 store.save_settings(&s)?;
             }
@@ -214,10 +240,14 @@ pub fn notes_cmd(
                  are extracted only with `ghola notes extract`. Turn off with `ghola notes off{}`.",
                 if global { "every project" } else { &project },
                 model(&store),
-                if ghola::config::non_empty_env("ANTHROPIC_API_KEY").is_some() {
-                    "the Anthropic API (ANTHROPIC_API_KEY)"
-                } else {
-                    "Claude Code (`claude -p`, your Claude Code login)"
+                match ghola::notes::worker::backend_choice(&store) {
+                    Ok(ghola::replay::backend::BackendChoice::Api) =>
+                        "the Anthropic API (ANTHROPIC_API_KEY)",
+                    Ok(ghola::replay::backend::BackendChoice::ClaudeCode) =>
+                        "Claude Code (`claude -p`, your Claude Code login)",
+                    _ if ghola::config::non_empty_env("ANTHROPIC_API_KEY").is_some() =>
+                        "the Anthropic API (ANTHROPIC_API_KEY)",
+                    _ => "Claude Code (`claude -p`, your Claude Code login)",
                 },
                 s.daily_token_budget,
                 if global { " --global" } else { "" }
@@ -403,7 +433,7 @@ fn extract(
     model_dir: Option<&Path>,
     project: &str,
     session: Option<String>,
-    dry_run: bool,
+    (dry_run, backend): (bool, Option<String>),
     json: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
@@ -430,8 +460,11 @@ fn extract(
     let backend: Box<dyn ghola::replay::Backend> = if dry_run {
         Box::new(NoBackend)
     } else {
-        ghola::replay::backend::choose(Default::default(), claude_dir)
-            .map_err(|e| anyhow::anyhow!("{e}"))?
+        let choice = match backend {
+            Some(b) => b.parse().map_err(anyhow::Error::msg)?,
+            None => ghola::notes::worker::backend_choice(store).map_err(anyhow::Error::msg)?,
+        };
+        ghola::replay::backend::choose(choice, claude_dir).map_err(|e| anyhow::anyhow!("{e}"))?
     };
     let sim: Box<dyn Similarity> = if dry_run {
         Box::new(WordsOnly)

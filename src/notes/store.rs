@@ -80,6 +80,9 @@ pub struct Settings {
     /// The model extraction asks (else [`DEFAULT_MODEL`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// `auto` (default: the API with `ANTHROPIC_API_KEY`, else headless Claude Code), `api` or `claude-code`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
     /// Tokens spent per UTC day (`YYYY-MM-DD`), the last 30 days.
     #[serde(default)]
     pub spent: BTreeMap<String, u64>,
@@ -101,6 +104,7 @@ impl Default for Settings {
             enabled_since_ms: None,
             daily_token_budget: DEFAULT_DAILY_BUDGET,
             model: None,
+            backend: None,
             spent: BTreeMap::new(),
         }
     }

@@ -143,6 +143,13 @@ pub fn model(store: &Store) -> String {
         .unwrap_or_else(|| super::store::DEFAULT_MODEL.to_string())
 }
 
+/// The backend extraction uses: `$GHOLA_NOTES_BACKEND`, else the settings', else auto.
+pub fn backend_choice(store: &Store) -> Result<crate::replay::backend::BackendChoice, String> {
+    crate::config::non_empty_env("GHOLA_NOTES_BACKEND")
+        .or_else(|| store.settings().backend)
+        .map_or(Ok(Default::default()), |b| b.parse())
+}
+
 /// Turns queued sessions into due windows (of enabled projects). Sessions the index does not hold yet stay
 /// queued for a day.
 fn absorb_queue(store: &Store, snap: &Snapshot, now_ms: i64) -> Result<(), NotesError> {
@@ -244,7 +251,9 @@ fn work_locked(cfg: &WorkerConfig, cancel: &AtomicBool) -> Result<WorkReport, No
             break;
         }
         if backend.is_none() {
-            match crate::replay::backend::choose(Default::default(), &cfg.claude_dir) {
+            match backend_choice(&cfg.store)
+                .and_then(|c| crate::replay::backend::choose(c, &cfg.claude_dir))
+            {
                 Ok(b) => backend = Some(b),
                 Err(why) => {
                     for (p, s, w) in &due {
