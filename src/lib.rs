@@ -10,4 +10,5 @@ pub mod mcp;
 pub mod notes;
 pub mod replay;
 pub mod search;
+pub mod settings;
 pub mod transcript;

@@ -20,6 +20,7 @@ struct Machine {
     claude: PathBuf,
     index: PathBuf,
     notes: PathBuf,
+    config: PathBuf,
     project: String,
 }
 
@@ -30,6 +31,7 @@ impl Machine {
             claude: tmp.path().join("claude"),
             index: tmp.path().join("index"),
             notes: tmp.path().join("notes"),
+            config: tmp.path().join("config.toml"),
             project: "/work/payments".into(),
             _tmp: tmp,
         };
@@ -87,6 +89,7 @@ impl Machine {
         c.args(["--claude-dir", self.claude.to_str().unwrap()])
             .args(["--index-dir", self.index.to_str().unwrap()])
             .env("GHOLA_NOTES_DIR", &self.notes)
+            .env("GHOLA_CONFIG", &self.config)
             .env_remove("GHOLA_HOOKS_OFF")
             .env_remove("GHOLA_NOTES_MODEL")
             .env("GHOLA_CLAUDE_BIN", "/nonexistent/claude")

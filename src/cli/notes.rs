@@ -218,29 +218,30 @@ pub fn notes_cmd(
                     .map_err(anyhow::Error::msg)?;
             }
             ghola::notes::set_enabled(&store, (!global).then_some(project.as_str()), true)?;
-            if budget.is_some() || m.is_some() || backend.is_some() {
-                let _l = ghola::notes::store::write_lock(&store.root)?;
-                let mut s = store.settings();
-                if let Some(b) = budget {
-                    s.daily_token_budget = b;
-                }
-                if m.is_some() {
-                    s.model = m;
-                }
-                if backend.is_some() {
-                    s.backend = backend;
-                }
-                store.save_settings(&s)?;
+            use ghola::settings::{Value, set};
+            if let Some(b) = budget {
+                set(
+                    "notes",
+                    "daily_token_budget",
+                    Value::Int(b.min(i64::MAX as u64) as i64),
+                )
+                .map_err(anyhow::Error::msg)?;
             }
-            let s = store.settings();
+            if let Some(m) = &m {
+                set("notes", "model", Value::Str(m)).map_err(anyhow::Error::msg)?;
+            }
+            if let Some(b) = &backend {
+                set("notes", "backend", Value::Str(b)).map_err(anyhow::Error::msg)?;
+            }
+            let s = ghola::settings::load().map_err(anyhow::Error::msg)?;
             writeln!(
                 out,
                 "Notes extraction is on for {}. When a session ends, its new messages (secrets redacted) and the \
                  existing notes are sent to {} through {}, within {} tokens a day. Sessions that ended before now \
                  are extracted only with `ghola notes extract`. Turn off with `ghola notes off{}`.",
                 if global { "every project" } else { &project },
-                model(&store),
-                match ghola::notes::worker::backend_choice(&store) {
+                model(),
+                match ghola::notes::worker::backend_choice() {
                     Ok(ghola::replay::backend::BackendChoice::Api) =>
                         "the Anthropic API (ANTHROPIC_API_KEY)",
                     Ok(ghola::replay::backend::BackendChoice::ClaudeCode) =>
@@ -355,7 +356,7 @@ fn show(
     Ok(())
 }
 
-fn edit(store: &Store, project: &str, only: Option<Category>) -> Result<()> {
+pub fn edit(store: &Store, project: &str, only: Option<Category>) -> Result<()> {
     let n = store.open(project);
     std::fs::create_dir_all(&n.dir)?;
     let cats: Vec<Category> = only.map_or_else(|| Category::ALL.to_vec(), |c| vec![c]);
@@ -373,9 +374,7 @@ fn edit(store: &Store, project: &str, only: Option<Category>) -> Result<()> {
     if !n.dir.join("meta.json").exists() {
         n.save_meta()?;
     }
-    let editor = ghola::config::non_empty_env("VISUAL")
-        .or_else(|| ghola::config::non_empty_env("EDITOR"))
-        .unwrap_or_else(|| "vi".into());
+    let editor = ghola::settings::editor(&ghola::settings::load_or_default());
     // The editor may carry arguments (`code --wait`): let the shell split them.
     let status = std::process::Command::new("sh")
         .arg("-c")
@@ -462,7 +461,7 @@ fn extract(
     } else {
         let choice = match backend {
             Some(b) => b.parse().map_err(anyhow::Error::msg)?,
-            None => ghola::notes::worker::backend_choice(store).map_err(anyhow::Error::msg)?,
+            None => ghola::notes::worker::backend_choice().map_err(anyhow::Error::msg)?,
         };
         ghola::replay::backend::choose(choice, claude_dir).map_err(|e| anyhow::anyhow!("{e}"))?
     };
@@ -483,7 +482,7 @@ fn extract(
         store,
         backend: backend.as_ref(),
         sim: sim.as_ref(),
-        model: model(store),
+        model: model(),
         threshold: DUPLICATE_COSINE,
         dry_run,
     };
@@ -600,8 +599,9 @@ fn print_status(s: &ghola::notes::NotesStatus, json: bool, out: &mut dyn Write) 
     }
     writeln!(
         out,
-        "notes dir {}; extraction {} by default; model {}; {} of {} tokens spent today{}{}",
+        "notes dir {}; settings {}; extraction {} by default; model {}; {} of {} tokens spent today{}{}",
         s.notes_dir,
+        s.settings_file,
         if s.enabled_by_default { "on" } else { "off" },
         s.model,
         s.tokens_spent_today,

@@ -299,17 +299,16 @@ impl Extractor<'_> {
                 prompts.push(user);
                 continue;
             }
-            let settings = self.store.settings();
-            let left = settings
-                .daily_token_budget
-                .saturating_sub(settings.spent_on(&today()));
+            let state = self.store.state();
+            let budget = crate::settings::load_or_default().daily_token_budget;
+            let left = budget.saturating_sub(state.spent_on(&today()));
             if needed > left {
                 set_state(self.store, project, session, window, |s| {
                     s.due = true;
                     s.last_error = Some(format!(
                         "daily token budget spent ({} of {}); waits for tomorrow or a higher budget",
-                        settings.spent_on(&today()),
-                        settings.daily_token_budget
+                        state.spent_on(&today()),
+                        budget
                     ));
                 })?;
                 return Ok(Outcome::BudgetSpent { needed, left });
@@ -381,13 +380,13 @@ impl Extractor<'_> {
             })?;
             {
                 let _lock = write_lock(&self.store.root)?;
-                let mut s = self.store.settings();
+                let mut s = self.store.state();
                 *s.spent.entry(today()).or_default() += tokens;
                 while s.spent.len() > 30 {
                     let first = s.spent.keys().next().cloned().unwrap_or_default();
                     s.spent.remove(&first);
                 }
-                self.store.save_settings(&s)?;
+                self.store.save_state(&s)?;
             }
             let notes = self.store.open(project);
             notes.archive(&report.archived, "cap")?;

@@ -152,7 +152,7 @@ fn queue_missed(
     // Only sessions that ended after extraction was turned on: older ones are extracted when asked.
     let since = meta
         .enabled_since_ms
-        .or(env.store.settings().enabled_since_ms)
+        .or(env.store.state().enabled_since_ms)
         .unwrap_or(now);
     let Some(psym) = snap.sym_of(project) else {
         return;

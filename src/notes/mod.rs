@@ -45,12 +45,12 @@ pub fn set_enabled(store: &Store, project: Option<&str>, on: bool) -> Result<(),
             n.save_meta()
         }
         None => {
-            let mut s = store.settings();
+            let mut s = store.state();
             if on && !s.enabled {
                 s.enabled_since_ms = Some(now);
             }
             s.enabled = on;
-            store.save_settings(&s)
+            store.save_state(&s)
         }
     }
 }
@@ -83,6 +83,8 @@ pub struct NotesStatus {
     pub daily_token_budget: u64,
     pub tokens_spent_today: u64,
     pub model: String,
+    /// The settings file (model, backend, budget).
+    pub settings_file: String,
     /// A worker is extracting right now.
     pub worker_running: bool,
     pub queued_sessions: usize,
@@ -138,7 +140,8 @@ pub fn project_status(store: &Store, project: &str) -> ProjectStatus {
 
 /// The status of the notes of `projects` (all projects with notes when empty).
 pub fn status(store: &Store, projects: &[String]) -> NotesStatus {
-    let settings = store.settings();
+    let state = store.state();
+    let settings = crate::settings::load_or_default();
     let list = if projects.is_empty() {
         store.projects()
     } else {
@@ -147,10 +150,11 @@ pub fn status(store: &Store, projects: &[String]) -> NotesStatus {
     let worker_running = matches!(worker::try_worker_lock(store), Ok(None));
     NotesStatus {
         notes_dir: store.root.display().to_string(),
-        enabled_by_default: settings.enabled,
+        enabled_by_default: state.enabled,
         daily_token_budget: settings.daily_token_budget,
-        tokens_spent_today: settings.spent_on(&store::today()),
-        model: worker::model(store),
+        tokens_spent_today: state.spent_on(&store::today()),
+        model: worker::model(),
+        settings_file: crate::settings::path().display().to_string(),
         worker_running,
         queued_sessions: worker::queued(store).len(),
         projects: list.iter().map(|p| project_status(store, p)).collect(),

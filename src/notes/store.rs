@@ -1,7 +1,8 @@
 //! Where notes live and how they are read and written: per project a folder of four markdown files (the truth),
 //! `ARCHIVE.md` (items pushed out by the caps, never lost), `meta.json` (display name, parent, consent,
 //! extraction state per session window, tokens) and `log.jsonl` (every extraction: what was added, what was
-//! superseded, what was a duplicate). Settings shared by all projects are in the notes dir's `settings.json`.
+//! superseded, what was a duplicate). State shared by all projects (the default consent, tokens spent per day)
+//! is in the notes dir's `state.json`.
 //!
 //! Every write is a whole file written beside the target and renamed over it, under a short lock
 //! (`notes.lock`), so a crash leaves the old file or the new one, never half of one.
@@ -65,52 +66,21 @@ pub fn write_lock(root: &Path) -> Result<WriteLock, NotesError> {
     Ok(WriteLock(f))
 }
 
-/// Settings for all projects.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Settings {
+/// State shared by all projects (written by ghola; the user's settings are in [`crate::settings`]).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct State {
     /// Extraction for every project without its own choice (off until the user turns it on).
     #[serde(default)]
     pub enabled: bool,
     /// When `enabled` was last turned on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enabled_since_ms: Option<i64>,
-    /// Tokens extraction may spend per UTC day, all projects together.
-    #[serde(default = "default_budget")]
-    pub daily_token_budget: u64,
-    /// The model extraction asks (else [`DEFAULT_MODEL`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-    /// `auto` (default: the API with `ANTHROPIC_API_KEY`, else headless Claude Code), `api` or `claude-code`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub backend: Option<String>,
     /// Tokens spent per UTC day (`YYYY-MM-DD`), the last 30 days.
     #[serde(default)]
     pub spent: BTreeMap<String, u64>,
 }
 
-/// The daily token budget when the user set none: about 20 average session windows.
-pub const DEFAULT_DAILY_BUDGET: u64 = 300_000;
-/// The model extraction asks unless told otherwise: notes are short and frequent, a fast model suffices.
-pub const DEFAULT_MODEL: &str = "claude-haiku-4-5";
-
-fn default_budget() -> u64 {
-    DEFAULT_DAILY_BUDGET
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Settings {
-            enabled: false,
-            enabled_since_ms: None,
-            daily_token_budget: DEFAULT_DAILY_BUDGET,
-            model: None,
-            backend: None,
-            spent: BTreeMap::new(),
-        }
-    }
-}
-
-impl Settings {
+impl State {
     /// Tokens spent on `day`.
     pub fn spent_on(&self, day: &str) -> u64 {
         self.spent.get(day).copied().unwrap_or(0)
@@ -221,15 +191,15 @@ impl Store {
             .join(format!("{tail}-{:08x}", item::fnv(project) as u32))
     }
 
-    /// The shared settings (defaults when absent; a damaged file is set aside with a warning).
-    pub fn settings(&self) -> Settings {
-        read_json(&self.root.join("settings.json")).unwrap_or_default()
+    /// The shared state (defaults when absent; a damaged file is set aside with a warning).
+    pub fn state(&self) -> State {
+        read_json(&self.root.join("state.json")).unwrap_or_default()
     }
 
-    /// Writes the shared settings.
-    pub fn save_settings(&self, s: &Settings) -> Result<(), NotesError> {
+    /// Writes the shared state.
+    pub fn save_state(&self, s: &State) -> Result<(), NotesError> {
         let json = serde_json::to_vec_pretty(s).map_err(|e| NotesError::Invalid(e.to_string()))?;
-        write_atomic(&self.root.join("settings.json"), &json)
+        write_atomic(&self.root.join("state.json"), &json)
     }
 
     /// Every project that has a notes folder, by project path.
@@ -282,7 +252,7 @@ impl Store {
     /// Whether extraction is on for a project: its own choice, else the global setting; never for an
     /// archived project.
     pub fn enabled(&self, meta: &Meta) -> bool {
-        !meta.archived && meta.enabled.unwrap_or_else(|| self.settings().enabled)
+        !meta.archived && meta.enabled.unwrap_or_else(|| self.state().enabled)
     }
 }
 

@@ -136,18 +136,17 @@ pub struct WorkReport {
     pub tokens: u64,
 }
 
-/// The model extraction asks: `$GHOLA_NOTES_MODEL`, else the settings', else the default.
-pub fn model(store: &Store) -> String {
+/// The model extraction asks: `$GHOLA_NOTES_MODEL`, else the settings file's `[notes] model`.
+pub fn model() -> String {
     crate::config::non_empty_env("GHOLA_NOTES_MODEL")
-        .or_else(|| store.settings().model)
-        .unwrap_or_else(|| super::store::DEFAULT_MODEL.to_string())
+        .unwrap_or_else(|| crate::settings::load_or_default().notes_model)
 }
 
-/// The backend extraction uses: `$GHOLA_NOTES_BACKEND`, else the settings', else auto.
-pub fn backend_choice(store: &Store) -> Result<crate::replay::backend::BackendChoice, String> {
+/// The backend extraction uses: `$GHOLA_NOTES_BACKEND`, else the settings file's `[notes] backend`.
+pub fn backend_choice() -> Result<crate::replay::backend::BackendChoice, String> {
     crate::config::non_empty_env("GHOLA_NOTES_BACKEND")
-        .or_else(|| store.settings().backend)
-        .map_or(Ok(Default::default()), |b| b.parse())
+        .unwrap_or_else(|| crate::settings::load_or_default().notes_backend)
+        .parse()
 }
 
 /// Turns queued sessions into due windows (of enabled projects). Sessions the index does not hold yet stay
@@ -251,8 +250,7 @@ fn work_locked(cfg: &WorkerConfig, cancel: &AtomicBool) -> Result<WorkReport, No
             break;
         }
         if backend.is_none() {
-            match backend_choice(&cfg.store)
-                .and_then(|c| crate::replay::backend::choose(c, &cfg.claude_dir))
+            match backend_choice().and_then(|c| crate::replay::backend::choose(c, &cfg.claude_dir))
             {
                 Ok(b) => backend = Some(b),
                 Err(why) => {
@@ -289,7 +287,7 @@ fn work_locked(cfg: &WorkerConfig, cancel: &AtomicBool) -> Result<WorkReport, No
             store: &cfg.store,
             backend: backend.as_deref().expect("set above"),
             sim: sim.as_deref().expect("set above"),
-            model: model(&cfg.store),
+            model: model(),
             threshold: DUPLICATE_COSINE,
             dry_run: false,
         };

@@ -1,0 +1,243 @@
+//! The user's settings, in one TOML file they may edit: `$GHOLA_CONFIG`, else `$XDG_CONFIG_HOME/ghola/config.toml`,
+//! else `~/.config/ghola/config.toml`. It serves the notes (extraction model, backend, daily budget) and the work
+//! loop (task model, context cap, conversation mode, editor, permission mode). Commands that change a setting
+//! (`ghola notes on --budget …`) edit the file in place with `toml_edit`, keeping the user's comments and layout.
+//!
+//! Flags override the file; the file overrides the defaults. A missing file is the defaults; a malformed one is an
+//! error naming the file and the line (the hooks log it and go on with the defaults).
+
+use std::path::{Path, PathBuf};
+use toml_edit::{DocumentMut, Item, value};
+
+/// The model notes extraction asks unless told otherwise: notes are short and frequent, a fast model suffices.
+pub const DEFAULT_NOTES_MODEL: &str = "claude-haiku-4-5";
+/// Tokens extraction may spend per UTC day, all projects together (about 20 average session windows).
+pub const DEFAULT_DAILY_BUDGET: u64 = 300_000;
+/// The work loop's context cap (notes + earlier tasks), in tokens.
+pub const DEFAULT_CONTEXT_TOKENS: usize = 12_000;
+
+/// How much of a sitting a work-loop task sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// The notes only.
+    Fresh,
+    /// The notes and a one-paragraph summary of each earlier task of the sitting.
+    #[default]
+    Summary,
+    /// Every task resumes the previous task's Claude Code session.
+    Full,
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "fresh" => Ok(Mode::Fresh),
+            "summary" => Ok(Mode::Summary),
+            "full" => Ok(Mode::Full),
+            other => Err(format!(
+                "unknown conversation mode '{other}': use fresh, summary or full"
+            )),
+        }
+    }
+}
+
+impl Mode {
+    /// The name used in the file and the flags.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Fresh => "fresh",
+            Mode::Summary => "summary",
+            Mode::Full => "full",
+        }
+    }
+}
+
+/// Every setting, resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// `[notes] model`.
+    pub notes_model: String,
+    /// `[notes] backend`: auto, api or claude-code.
+    pub notes_backend: String,
+    /// `[notes] daily_token_budget`.
+    pub daily_token_budget: u64,
+    /// `[start] model`: the tasks' model (`None`: Claude Code's own default).
+    pub task_model: Option<String>,
+    /// `[start] context_tokens`.
+    pub context_tokens: usize,
+    /// `[start] mode`.
+    pub mode: Mode,
+    /// `[start] editor` (`None`: `$VISUAL`, `$EDITOR`, then `vi`).
+    pub editor: Option<String>,
+    /// `[start] permission_mode`, passed to `claude --permission-mode` (default `acceptEdits`: tasks may edit
+    /// files; commands still need the user's allow-list).
+    pub permission_mode: String,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            notes_model: DEFAULT_NOTES_MODEL.into(),
+            notes_backend: "auto".into(),
+            daily_token_budget: DEFAULT_DAILY_BUDGET,
+            task_model: None,
+            context_tokens: DEFAULT_CONTEXT_TOKENS,
+            mode: Mode::Summary,
+            editor: None,
+            permission_mode: "acceptEdits".into(),
+        }
+    }
+}
+
+/// Where the settings file is.
+pub fn path() -> PathBuf {
+    if let Some(p) = crate::config::non_empty_env("GHOLA_CONFIG") {
+        return PathBuf::from(p);
+    }
+    if let Some(p) = crate::config::non_empty_env("XDG_CONFIG_HOME") {
+        return PathBuf::from(p).join("ghola").join("config.toml");
+    }
+    crate::config::home_dir()
+        .join(".config")
+        .join("ghola")
+        .join("config.toml")
+}
+
+/// The file's text as a document (empty when absent).
+fn document(path: &Path) -> Result<DocumentMut, String> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => text
+            .parse::<DocumentMut>()
+            .map_err(|e| format!("{}: not valid TOML: {e}", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(DocumentMut::new()),
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
+}
+
+/// Reads the settings file (defaults where it is silent).
+pub fn load() -> Result<Settings, String> {
+    load_from(&path())
+}
+
+/// Reads the settings, or logs why not and uses the defaults (for hooks and background work).
+pub fn load_or_default() -> Settings {
+    load().unwrap_or_else(|e| {
+        tracing::warn!("{e}; using the default settings");
+        Settings::default()
+    })
+}
+
+/// Reads a settings file.
+pub fn load_from(path: &Path) -> Result<Settings, String> {
+    let doc = document(path)?;
+    let mut s = Settings::default();
+    let bad = |key: &str, want: &str| format!("{}: {key} must be {want}", path.display());
+    let get = |table: &str, key: &str| doc.get(table).and_then(|t| t.get(key));
+    if let Some(v) = get("notes", "model") {
+        s.notes_model = v
+            .as_str()
+            .ok_or_else(|| bad("notes.model", "a string"))?
+            .into();
+    }
+    if let Some(v) = get("notes", "backend") {
+        let b = v.as_str().ok_or_else(|| bad("notes.backend", "a string"))?;
+        b.parse::<crate::replay::backend::BackendChoice>()
+            .map_err(|e| format!("{}: notes.backend: {e}", path.display()))?;
+        s.notes_backend = b.into();
+    }
+    if let Some(v) = get("notes", "daily_token_budget") {
+        s.daily_token_budget = v
+            .as_integer()
+            .filter(|n| *n >= 0)
+            .ok_or_else(|| bad("notes.daily_token_budget", "a non-negative integer"))?
+            as u64;
+    }
+    if let Some(v) = get("start", "model") {
+        let m = v.as_str().ok_or_else(|| bad("start.model", "a string"))?;
+        s.task_model = (!m.trim().is_empty()).then(|| m.trim().to_string());
+    }
+    if let Some(v) = get("start", "context_tokens") {
+        s.context_tokens = v
+            .as_integer()
+            .filter(|n| *n > 0)
+            .ok_or_else(|| bad("start.context_tokens", "a positive integer"))?
+            as usize;
+    }
+    if let Some(v) = get("start", "mode") {
+        s.mode = v
+            .as_str()
+            .ok_or_else(|| bad("start.mode", "a string"))?
+            .parse()
+            .map_err(|e| format!("{}: start.mode: {e}", path.display()))?;
+    }
+    if let Some(v) = get("start", "editor") {
+        let e = v.as_str().ok_or_else(|| bad("start.editor", "a string"))?;
+        s.editor = (!e.trim().is_empty()).then(|| e.trim().to_string());
+    }
+    if let Some(v) = get("start", "permission_mode") {
+        s.permission_mode = v
+            .as_str()
+            .ok_or_else(|| bad("start.permission_mode", "a string"))?
+            .into();
+    }
+    Ok(s)
+}
+
+/// A value to write.
+pub enum Value<'a> {
+    Str(&'a str),
+    Int(i64),
+}
+
+/// Sets `table.key` in the settings file, keeping everything else as the user wrote it.
+pub fn set(table: &str, key: &str, v: Value) -> Result<(), String> {
+    let path = path();
+    let mut doc = document(&path)?;
+    if !doc.contains_table(table) {
+        doc[table] = Item::Table(toml_edit::Table::new());
+    }
+    doc[table][key] = match v {
+        Value::Str(s) => value(s),
+        Value::Int(n) => value(n),
+    };
+    crate::notes::store::write_atomic(&path, doc.to_string().as_bytes()).map_err(|e| e.to_string())
+}
+
+/// The editor to open notes with: the setting, `$VISUAL`, `$EDITOR`, else `vi`.
+pub fn editor(s: &Settings) -> String {
+    s.editor
+        .clone()
+        .or_else(|| crate::config::non_empty_env("VISUAL"))
+        .or_else(|| crate::config::non_empty_env("EDITOR"))
+        .unwrap_or_else(|| "vi".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_file_is_read_and_bad_values_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("config.toml");
+        assert_eq!(load_from(&p).unwrap(), Settings::default());
+        std::fs::write(
+            &p,
+            "# mine\n[notes]\nmodel = \"m1\"\ndaily_token_budget = 5\n[start]\nmode = \"full\"\ncontext_tokens = 100\nmodel = \"\"\n",
+        )
+        .unwrap();
+        let s = load_from(&p).unwrap();
+        assert_eq!(s.notes_model, "m1");
+        assert_eq!(s.daily_token_budget, 5);
+        assert_eq!(s.mode, Mode::Full);
+        assert_eq!(s.context_tokens, 100);
+        assert_eq!(s.task_model, None);
+        std::fs::write(&p, "[start]\nmode = \"chatty\"\n").unwrap();
+        assert!(load_from(&p).unwrap_err().contains("start.mode"));
+        std::fs::write(&p, "[notes]\ndaily_token_budget = \"lots\"\n").unwrap();
+        assert!(load_from(&p).unwrap_err().contains("daily_token_budget"));
+        std::fs::write(&p, "[notes\n").unwrap();
+        assert!(load_from(&p).unwrap_err().contains("not valid TOML"));
+    }
+}
