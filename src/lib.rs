@@ -12,3 +12,4 @@ pub mod replay;
 pub mod search;
 pub mod settings;
 pub mod transcript;
+pub mod work;

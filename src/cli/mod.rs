@@ -7,6 +7,7 @@ mod duncan;
 mod history;
 mod notes;
 mod recall;
+mod start;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -89,6 +90,9 @@ pub enum Command {
     /// Project notes: what each project learned (architecture, decisions, failures, plan), extracted from past
     /// sessions (off until `ghola notes on`) and put in front of new sessions.
     Notes(notes::NotesArgs),
+    /// The work loop: a prompt where each line is a task for Claude Code, with the project's notes compiled
+    /// in before and extracted after.
+    Start(start::StartArgs),
     /// A Claude Code hook (session-start, session-end, pre-compact): hook input on stdin, hook output on stdout.
     #[command(hide = true)]
     Hook { event: String },
@@ -218,6 +222,9 @@ pub fn run(cli: Cli) -> Result<()> {
         }
         Command::Notes(args) => {
             notes::notes_cmd(&index_dir, &claude_dir, cli.model_dir.as_deref(), args)
+        }
+        Command::Start(args) => {
+            start::start_cmd(&index_dir, &claude_dir, cli.model_dir.as_deref(), args)
         }
         Command::Hook { event } => {
             notes::hook_cmd(&index_dir, &claude_dir, cli.model_dir.as_deref(), &event)

@@ -55,6 +55,12 @@ pub enum NotesCmd {
         /// auto (the API with ANTHROPIC_API_KEY, else `claude -p`), api or claude-code.
         #[arg(long)]
         backend: Option<String>,
+        /// The session of this `ghola start` task (its number), into that line of work's notes.
+        #[arg(long, value_name = "N", conflicts_with = "session")]
+        task: Option<u32>,
+        /// With --task: the named line of work (`ghola start NAME`).
+        #[arg(long, value_name = "NAME", requires = "task")]
+        line: Option<String>,
     },
     /// Per project: extraction on/off, last extraction, windows pending, items, tokens.
     Status,
@@ -152,17 +158,43 @@ pub fn notes_cmd(
             session,
             dry_run,
             backend,
-        } => extract(
-            &store,
-            index_dir,
-            claude_dir,
-            model_dir,
-            &project,
-            session,
-            (dry_run, backend),
-            json,
-            &mut out,
-        ),
+            task,
+            line,
+        } => {
+            let (session, target) = match task {
+                None => (session, None),
+                Some(n) => {
+                    let line = ghola::work::sitting::Line {
+                        project: project.clone(),
+                        name: line,
+                    };
+                    let logs = ghola::work::sitting::task_logs(&line.tasks_dir(&store));
+                    let log = logs
+                        .iter()
+                        .find(|(_, l)| l.number == n)
+                        .map(|(_, l)| l)
+                        .with_context(|| {
+                            format!("no task {n} in {}", line.tasks_dir(&store).display())
+                        })?;
+                    let s = log
+                        .session_id
+                        .clone()
+                        .with_context(|| format!("task {n} has no Claude Code session"))?;
+                    (Some(s), Some(line.key()))
+                }
+            };
+            extract(
+                &store,
+                index_dir,
+                claude_dir,
+                model_dir,
+                &project,
+                session,
+                (dry_run, backend, target),
+                json,
+                &mut out,
+            )
+        }
         NotesCmd::Status => {
             let s = ghola::notes::status(&store, std::slice::from_ref(&project));
             print_status(&s, json, &mut out)
@@ -432,7 +464,7 @@ fn extract(
     model_dir: Option<&Path>,
     project: &str,
     session: Option<String>,
-    (dry_run, backend): (bool, Option<String>),
+    (dry_run, backend, target): (bool, Option<String>, Option<String>),
     json: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
@@ -495,7 +527,8 @@ fn extract(
             bail!("session {s} is not in the index (see `ghola sessions`)");
         }
         for w in windows {
-            let outcome = ex.window(&snap, &w.project, s, w.window, &cancel)?;
+            let key = target.as_deref().unwrap_or(&w.project);
+            let outcome = ex.window(&snap, key, s, w.window, &cancel)?;
             match &outcome {
                 Outcome::DryRun { prompts, tokens } => {
                     total_tokens += tokens;
