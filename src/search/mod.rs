@@ -28,7 +28,7 @@ pub const LEXICAL_WEIGHT: f32 = 0.4;
 
 fn iso(ms: Option<i64>) -> Option<String> {
     ms.and_then(chrono::DateTime::from_timestamp_millis)
-        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true))
 }
 
 /// A session window of one conversation: (session, agent, window) symbols.

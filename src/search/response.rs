@@ -8,6 +8,14 @@ pub const BODY_CHARS: usize = 2000;
 /// The whole response stays under this many characters (Claude Code swaps anything over 50,000 for a file).
 pub const RESPONSE_CHARS: usize = 40_000;
 
+/// What [`SearchResponse::bound`] aims for (experiment knob `GHOLA_RESPONSE_CHARS`, at most [`RESPONSE_CHARS`]).
+pub static TARGET_CHARS: std::sync::LazyLock<usize> = std::sync::LazyLock::new(|| {
+    crate::config::non_empty_env("GHOLA_RESPONSE_CHARS")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(RESPONSE_CHARS)
+        .min(RESPONSE_CHARS)
+});
+
 /// The message a result is about.
 #[derive(Debug, Clone, Serialize)]
 pub struct MatchedMessage {
@@ -24,12 +32,27 @@ pub struct MatchedMessage {
     pub content: String,
 }
 
+/// Scores are written with three decimals: more digits say nothing to a reader and cost a few percent of every
+/// response.
+fn round3<S: serde::Serializer>(x: &f32, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64((*x as f64 * 1000.0).round() / 1000.0)
+}
+
+fn round3_opt<S: serde::Serializer>(x: &Option<f32>, s: S) -> Result<S::Ok, S::Error> {
+    match x {
+        Some(x) => round3(x, s),
+        None => s.serialize_none(),
+    }
+}
+
 /// Per-evidence scores of a hit.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Scores {
     /// Best cosine similarity of the message's chunks to the query.
+    #[serde(serialize_with = "round3")]
     pub semantic: f32,
     /// BM25 score (0 when no query term matched).
+    #[serde(serialize_with = "round3")]
     pub lexical: f32,
 }
 
@@ -44,7 +67,7 @@ pub struct ContextMessage {
     /// A hit of the query itself (several hits close together share one result), shown at full body length.
     pub is_match: bool,
     /// A hit's fused score and its evidence; absent for plain context.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "round3_opt")]
     pub score: Option<f32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scores: Option<Scores>,
@@ -54,6 +77,7 @@ pub struct ContextMessage {
 #[derive(Debug, Clone, Serialize)]
 pub struct SearchHit {
     pub matched_message: MatchedMessage,
+    #[serde(serialize_with = "round3")]
     pub score: f32,
     pub scores: Scores,
     /// Hits in this result (the best is `matched_message`; all are marked `is_match` in `context`).
@@ -128,8 +152,9 @@ impl SearchResponse {
     /// hit bodies (down to 200 characters), and last whole results from the end of the page (`has_more` then
     /// says so). The fields that identify a hit are never dropped.
     pub fn bound(&mut self, terms: &[String]) {
+        let limit_chars = *TARGET_CHARS;
         for limit in [600, 300, 120] {
-            if self.size() <= RESPONSE_CHARS {
+            if self.size() <= limit_chars {
                 return;
             }
             for h in &mut self.results {
@@ -147,7 +172,7 @@ impl SearchResponse {
             .max()
             .unwrap_or(0);
         for ring in (1..=farthest).rev() {
-            if self.size() <= RESPONSE_CHARS {
+            if self.size() <= limit_chars {
                 return;
             }
             for h in &mut self.results {
@@ -163,7 +188,7 @@ impl SearchResponse {
             }
         }
         for limit in [1000, 500, 200] {
-            if self.size() <= RESPONSE_CHARS {
+            if self.size() <= limit_chars {
                 return;
             }
             for h in &mut self.results {
@@ -175,7 +200,7 @@ impl SearchResponse {
                 }
             }
         }
-        while self.size() > RESPONSE_CHARS && self.results.len() > 1 {
+        while self.size() > limit_chars && self.results.len() > 1 {
             self.results.pop();
             self.has_more = true;
         }
