@@ -26,6 +26,15 @@ pub static NEIGHBOUR_CHARS: std::sync::LazyLock<usize> = std::sync::LazyLock::ne
         .unwrap_or(300)
 });
 
+/// The neighbour context goes only in front of a message whose own text is shorter than this many characters
+/// (`GHOLA_NEIGHBOUR_BELOW`; default: every message): a long message stands alone, and prepending to it only
+/// costs embedding time.
+pub static NEIGHBOUR_BELOW: std::sync::LazyLock<usize> = std::sync::LazyLock::new(|| {
+    crate::config::non_empty_env("GHOLA_NEIGHBOUR_BELOW")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(usize::MAX)
+});
+
 /// The last `n` characters of `s`.
 pub fn tail_chars(s: &str, n: usize) -> String {
     let count = s.chars().count();

@@ -168,9 +168,13 @@ fn set_aside(dir: &Path) -> std::io::Result<String> {
 /// The model id recorded in the manifest: the neighbour context changes what a vector means, so a different
 /// setting re-embeds like a different model.
 fn indexed_model_id(model_id: String) -> String {
-    match *super::render::NEIGHBOUR_CHARS {
-        0 => model_id,
-        n => format!("{model_id}+prev{n}"),
+    match (
+        *super::render::NEIGHBOUR_CHARS,
+        *super::render::NEIGHBOUR_BELOW,
+    ) {
+        (0, _) => model_id,
+        (n, usize::MAX) => format!("{model_id}+prev{n}"),
+        (n, below) => format!("{model_id}+prev{n}<{below}"),
     }
 }
 

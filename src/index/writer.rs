@@ -5,7 +5,7 @@
 use super::format::{self, sync_dir};
 use super::lexical::Lexical;
 use super::records::{ChunkKind, FileState, Manifest, Resume, SegmentInfo, StoredMessage};
-use super::render::{NEIGHBOUR_CHARS, chunk_cap, render, tail_chars};
+use super::render::{NEIGHBOUR_BELOW, NEIGHBOUR_CHARS, chunk_cap, render, tail_chars};
 use super::segment::{Hashes, SegmentBuilder, TodoChunk, Vectors, Verify, write_todo};
 use super::snapshot::{MANIFEST, MANIFEST_MAGIC};
 use super::{ChunkEmbedder, IndexError, UpdateSummary};
@@ -253,7 +253,10 @@ impl<'a> Writer<'a> {
                 .iter()
                 .find(|(k, _)| *k == ChunkKind::Text)
                 .map(|(_, t)| t.clone());
-            if *NEIGHBOUR_CHARS > 0 && !previous_text.is_empty() {
+            let short = own_text
+                .as_deref()
+                .is_none_or(|t| t.chars().take(*NEIGHBOUR_BELOW).count() < *NEIGHBOUR_BELOW);
+            if *NEIGHBOUR_CHARS > 0 && !previous_text.is_empty() && short {
                 for (k, t) in chunks.iter_mut() {
                     if *k == ChunkKind::Text {
                         *t = format!("{previous_text}\n{t}");

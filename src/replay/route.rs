@@ -364,6 +364,9 @@ pub fn route(req: &QueryRequest, ctx: &RouteContext) -> Result<(Vec<Target>, Vec
                 .collect()
         }
     };
+    // Several hits of one vanished session would say the same thing once each: say it once.
+    let mut said = HashSet::new();
+    notes.retain(|n| said.insert(n.clone()));
     Ok((targets, notes))
 }
 
