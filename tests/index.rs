@@ -133,9 +133,9 @@ fn identical_text_is_embedded_once_and_model_change_reembeds() {
         .collect();
     fs::write(&p, body).unwrap();
     let s = update(&idx, &claude);
-    // The first message is embedded alone, the other five with the same previous message in front
-    // (neighbour context): two distinct chunk texts, each embedded once.
-    assert_eq!((s.chunks_embedded, s.chunks_reused), (2, 4), "{s:?}");
+    // The first message alone, the other five with the same previous message as neighbour: two distinct chunk
+    // vectors (four reuses), and one embedding — the neighbour is the very text already embedded.
+    assert_eq!((s.chunks_embedded, s.chunks_reused), (1, 4), "{s:?}");
 
     struct Other;
     impl ChunkEmbedder for Other {
@@ -536,7 +536,7 @@ fn an_index_of_the_previous_format_is_upgraded_and_keeps_its_archive() {
     write_framed_version(&meta_path, b"GHOLASGM", 1, &encode(&meta)).unwrap();
     let manifest = v1::Manifest {
         generation: 3,
-        model_id: format!("{}+prev300", ghola::embed::MODEL_ID),
+        model_id: format!("{}+nvec300", ghola::embed::MODEL_ID),
         weights_sha256: ChunkEmbedder::weights_sha256(embedder(), &idx).unwrap(),
         segments: vec![SegmentInfo {
             id: 7,

@@ -173,8 +173,18 @@ fn indexed_model_id(model_id: String) -> String {
         *super::render::NEIGHBOUR_BELOW,
     ) {
         (0, _) => model_id,
-        (n, usize::MAX) => format!("{model_id}+prev{n}"),
-        (n, below) => format!("{model_id}+prev{n}<{below}"),
+        (n, below) => {
+            // The neighbour joins by vector (see `render::NEIGHBOUR_SEP`): "nvec", its length and weight.
+            let mut id = format!("{model_id}+nvec{n}");
+            let w = *super::render::NEIGHBOUR_WEIGHT;
+            if w != super::render::DEFAULT_NEIGHBOUR_WEIGHT {
+                id.push_str(&format!("x{w}"));
+            }
+            if below != usize::MAX {
+                id.push_str(&format!("<{below}"));
+            }
+            id
+        }
     }
 }
 

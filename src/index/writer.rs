@@ -5,7 +5,10 @@
 use super::format::{self, sync_dir};
 use super::lexical::Lexical;
 use super::records::{ChunkKind, FileState, Manifest, Resume, SegmentInfo, StoredMessage};
-use super::render::{NEIGHBOUR_BELOW, NEIGHBOUR_CHARS, chunk_cap, render, tail_chars};
+use super::render::{
+    NEIGHBOUR_BELOW, NEIGHBOUR_CHARS, NEIGHBOUR_SEP, NEIGHBOUR_WEIGHT, chunk_cap, render,
+    tail_chars,
+};
 use super::segment::{Hashes, SegmentBuilder, TodoChunk, Vectors, Verify, write_todo};
 use super::snapshot::{MANIFEST, MANIFEST_MAGIC};
 use super::{ChunkEmbedder, IndexError, UpdateSummary};
@@ -259,7 +262,7 @@ impl<'a> Writer<'a> {
             if *NEIGHBOUR_CHARS > 0 && !previous_text.is_empty() && short {
                 for (k, t) in chunks.iter_mut() {
                     if *k == ChunkKind::Text {
-                        *t = format!("{previous_text}\n{t}");
+                        *t = format!("{previous_text}{NEIGHBOUR_SEP}{t}");
                     }
                 }
             }
@@ -634,7 +637,18 @@ pub(super) fn vectors_for<'t>(
     Ok((vectors, queued))
 }
 
-/// Embeds the texts of `to_embed`, one call per kind (each kind has its own chunk cap), into `vectors`.
+/// A text chunk's neighbour (if any) and own text.
+fn split_neighbour(t: &str) -> (Option<&str>, &str) {
+    match t.split_once(NEIGHBOUR_SEP) {
+        Some((n, own)) => (Some(n), own),
+        None => (None, t),
+    }
+}
+
+/// Embeds the texts of `to_embed`, one call per kind (each kind has its own chunk cap), into `vectors`. A text
+/// chunk carrying a neighbour (`neighbour` [`NEIGHBOUR_SEP`] `own`) gets its own text's vectors, each plus
+/// [`NEIGHBOUR_WEIGHT`] times the neighbour's vector, renormalised; every distinct string is embedded once (a
+/// short neighbour is the previous message's own text, usually in the same batch).
 fn embed_grouped(
     embedder: &dyn ChunkEmbedder,
     to_embed: &[(u64, ChunkKind, &str)],
@@ -652,10 +666,53 @@ fn embed_grouped(
         if group.is_empty() {
             continue;
         }
-        let texts: Vec<&str> = group.iter().map(|(_, _, t)| *t).collect();
-        let embedded = embedder.embed_chunked(&texts, chunk_cap(kind))?;
-        for ((h, _, _), v) in group.into_iter().zip(embedded) {
-            summary.chunks_embedded += v.len();
+        // Own texts (the kind's chunk cap), then neighbours not among them (one chunk each).
+        let mut owns: Vec<&str> = Vec::new();
+        let mut own_at: HashMap<&str, usize> = HashMap::new();
+        for (_, _, t) in &group {
+            let own = split_neighbour(t).1;
+            own_at.entry(own).or_insert_with(|| {
+                owns.push(own);
+                owns.len() - 1
+            });
+        }
+        let own_vectors = embedder.embed_chunked(&owns, chunk_cap(kind))?;
+        let mut neighbours: Vec<&str> = Vec::new();
+        let mut neighbour_at: HashMap<&str, usize> = HashMap::new();
+        for (_, _, t) in &group {
+            if let (Some(n), _) = split_neighbour(t)
+                && !own_at.contains_key(n)
+            {
+                neighbour_at.entry(n).or_insert_with(|| {
+                    neighbours.push(n);
+                    neighbours.len() - 1
+                });
+            }
+        }
+        let neighbour_vectors = embedder.embed_chunked(&neighbours, 1)?;
+        summary.chunks_embedded += own_vectors.iter().map(Vec::len).sum::<usize>()
+            + neighbour_vectors.iter().map(Vec::len).sum::<usize>();
+        let w = *NEIGHBOUR_WEIGHT;
+        for (h, _, t) in group {
+            let (n, own) = split_neighbour(t);
+            let mut v = own_vectors[own_at[own]].clone();
+            let nv = n.and_then(|n| match own_at.get(n) {
+                Some(&i) => own_vectors[i].first(),
+                None => neighbour_vectors[neighbour_at[n]].first(),
+            });
+            if let Some(nv) = nv {
+                for chunk in v.iter_mut() {
+                    let mut norm = 0f32;
+                    for (x, y) in chunk.iter_mut().zip(nv.iter()) {
+                        *x += w * y;
+                        norm += *x * *x;
+                    }
+                    let norm = norm.sqrt();
+                    if norm > 0.0 {
+                        chunk.iter_mut().for_each(|x| *x /= norm);
+                    }
+                }
+            }
             vectors.insert(*h, v);
         }
     }
