@@ -116,6 +116,17 @@ impl Machine {
     }
 }
 
+/// `ghola notes extract --project P --json` against the stand-in.
+fn extract(m: &Machine, standin: &StandIn) -> Value {
+    run_json(m.ghola(Some(&standin.url)).args([
+        "notes",
+        "extract",
+        "--project",
+        &m.project,
+        "--json",
+    ]))
+}
+
 fn first_session(m: &Machine) {
     m.append(
         SESSION,
@@ -192,13 +203,7 @@ fn extraction_sends_the_window_and_the_notes_redacted_and_merges_idempotently() 
             Reply::tool_use("record_notes", f)
         }),
     );
-    let out = run_json(m.ghola(Some(&standin.url)).args([
-        "notes",
-        "extract",
-        "--project",
-        &m.project,
-        "--json",
-    ]));
+    let out = extract(&m, &standin);
     assert_eq!(
         out["windows"][0]["result"]["outcome"], "extracted",
         "{out:#}"
@@ -266,13 +271,7 @@ fn extraction_sends_the_window_and_the_notes_redacted_and_merges_idempotently() 
     );
 
     // Again: the window is extracted to its end, nothing is sent.
-    let again = run_json(m.ghola(Some(&standin.url)).args([
-        "notes",
-        "extract",
-        "--project",
-        &m.project,
-        "--json",
-    ]));
+    let again = extract(&m, &standin);
     assert_eq!(
         again["windows"][0]["result"]["outcome"], "nothing_new",
         "{again:#}"
@@ -288,13 +287,7 @@ fn extraction_sends_the_window_and_the_notes_redacted_and_merges_idempotently() 
         )],
         2,
     );
-    let more = run_json(m.ghola(Some(&standin.url)).args([
-        "notes",
-        "extract",
-        "--project",
-        &m.project,
-        "--json",
-    ]));
+    let more = extract(&m, &standin);
     let r = &more["windows"][0]["result"];
     assert_eq!(r["outcome"], "extracted", "{more:#}");
     assert_eq!(r["added"], 0, "{more:#}");
@@ -346,13 +339,7 @@ fn bad_tool_input_is_corrected_and_provider_errors_back_off() {
             }
         }),
     );
-    let out = run_json(m.ghola(Some(&standin.url)).args([
-        "notes",
-        "extract",
-        "--project",
-        &m.project,
-        "--json",
-    ]));
+    let out = extract(&m, &standin);
     assert_eq!(
         out["windows"][0]["result"]["outcome"], "extracted",
         "{out:#}"
@@ -369,13 +356,7 @@ fn bad_tool_input_is_corrected_and_provider_errors_back_off() {
     let m = Machine::new();
     first_session(&m);
     let standin = StandIn::start(2, extractor(json!({})));
-    let out = run_json(m.ghola(Some(&standin.url)).args([
-        "notes",
-        "extract",
-        "--project",
-        &m.project,
-        "--json",
-    ]));
+    let out = extract(&m, &standin);
     let r = &out["windows"][0]["result"];
     assert_eq!(r["outcome"], "failed", "{out:#}");
     assert!(
@@ -399,13 +380,7 @@ fn bad_tool_input_is_corrected_and_provider_errors_back_off() {
         2,
         Arc::new(|_: &Value| Reply::Error(529, "Overloaded".into())),
     );
-    let out = run_json(m.ghola(Some(&standin.url)).args([
-        "notes",
-        "extract",
-        "--project",
-        &m.project,
-        "--json",
-    ]));
+    let out = extract(&m, &standin);
     let r = &out["windows"][0]["result"];
     assert_eq!(r["outcome"], "failed", "{out:#}");
     assert!(r["error"].as_str().unwrap().contains("529"), "{r}");
@@ -445,13 +420,7 @@ fn the_budget_stops_extraction_before_anything_is_sent_and_dry_run_sends_nothing
         m.ghola(None)
             .args(["notes", "on", "--project", &m.project, "--budget", "1000"]),
     );
-    let out = run_json(m.ghola(Some(&standin.url)).args([
-        "notes",
-        "extract",
-        "--project",
-        &m.project,
-        "--json",
-    ]));
+    let out = extract(&m, &standin);
     assert_eq!(
         out["windows"][0]["result"]["outcome"], "budget_spent",
         "{out:#}"
@@ -471,15 +440,9 @@ fn the_budget_stops_extraction_before_anything_is_sent_and_dry_run_sends_nothing
     );
 }
 
-fn hook(
-    m: &Machine,
-    api: Option<&str>,
-    event: &str,
-    input: &Value,
-) -> (String, std::time::Duration) {
-    let started = std::time::Instant::now();
-    let mut child = m
-        .ghola(api)
+/// Runs `ghola hook EVENT` with `input` on stdin.
+fn hook_output(mut cmd: Command, event: &str, input: &str) -> std::process::Output {
+    let mut child = cmd
         .args(["hook", event])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -491,9 +454,19 @@ fn hook(
         .stdin
         .take()
         .unwrap()
-        .write_all(input.to_string().as_bytes())
+        .write_all(input.as_bytes())
         .unwrap();
-    let out = child.wait_with_output().unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn hook(
+    m: &Machine,
+    api: Option<&str>,
+    event: &str,
+    input: &Value,
+) -> (String, std::time::Duration) {
+    let started = std::time::Instant::now();
+    let out = hook_output(m.ghola(api), event, &input.to_string());
     assert!(
         out.status.success(),
         "{}",
@@ -584,21 +557,8 @@ fn hooks_queue_with_consent_only_and_the_worker_extracts_then_the_next_session_s
 
     // With GHOLA_HOOKS_OFF (ghola's own `claude -p`), a hook is silent.
     let mut c = m.ghola(None);
-    c.args(["hook", "session-start"])
-        .env("GHOLA_HOOKS_OFF", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped());
-    let mut child = c.spawn().unwrap();
-    {
-        use std::io::Write;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(start.to_string().as_bytes())
-            .unwrap();
-    }
-    let out = child.wait_with_output().unwrap();
+    c.env("GHOLA_HOOKS_OFF", "1");
+    let out = hook_output(c, "session-start", &start.to_string());
     assert!(out.stdout.is_empty());
 }
 
@@ -651,23 +611,7 @@ fn the_session_start_context_stays_under_the_hook_bound_and_bad_input_is_harmles
     assert!(written.len() > ctx.len() && written.chars().count() <= 12_000 * 4);
     // Garbage on stdin, an unknown project: no output, success.
     for input in ["not json", "{}", "{\"cwd\": 5}"] {
-        let mut child = m
-            .ghola(None)
-            .args(["hook", "session-start"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        {
-            use std::io::Write;
-            child
-                .stdin
-                .take()
-                .unwrap()
-                .write_all(input.as_bytes())
-                .unwrap();
-        }
-        let out = child.wait_with_output().unwrap();
+        let out = hook_output(m.ghola(None), "session-start", input);
         assert!(out.status.success());
         assert!(out.stdout.is_empty(), "{input}");
     }

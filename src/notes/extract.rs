@@ -221,16 +221,7 @@ fn set_state(
 ) -> Result<(), NotesError> {
     let _lock = write_lock(&store.root)?;
     let mut notes = store.open(project);
-    let st = notes
-        .meta
-        .windows
-        .entry(Meta::key(session, window))
-        .or_insert_with(|| WindowState {
-            session: session.to_string(),
-            window,
-            ..WindowState::default()
-        });
-    f(st);
+    f(notes.meta.window_mut(session, window));
     notes.save_meta()
 }
 
@@ -361,15 +352,7 @@ impl Extractor<'_> {
             let report = update(self.store, project, |notes| {
                 let report = merge::merge(notes, &found, &origin, self.sim, self.threshold);
                 let day = today();
-                let st = notes
-                    .meta
-                    .windows
-                    .entry(Meta::key(session, window))
-                    .or_insert_with(|| WindowState {
-                        session: session.to_string(),
-                        window,
-                        ..WindowState::default()
-                    });
+                let st = notes.meta.window_mut(session, window);
                 st.extracted_seq = Some(chunk.last_seq);
                 st.tokens += tokens;
                 st.added += report.added.len() as u32;

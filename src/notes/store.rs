@@ -52,16 +52,22 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), NotesError> {
 /// Holds the notes dir's short write lock until dropped.
 pub struct WriteLock(#[allow(dead_code)] File);
 
-/// Takes the write lock of the notes dir (blocking: holders keep it for one read-modify-write).
-pub fn write_lock(root: &Path) -> Result<WriteLock, NotesError> {
+/// Opens (creating) a lock file in the notes dir; the caller locks it.
+pub(crate) fn lock_file(root: &Path, name: &str) -> Result<(File, PathBuf), NotesError> {
     std::fs::create_dir_all(root).map_err(io(root))?;
-    let path = root.join("notes.lock");
+    let path = root.join(name);
     let f = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
         .open(&path)
         .map_err(io(&path))?;
+    Ok((f, path))
+}
+
+/// Takes the write lock of the notes dir (blocking: holders keep it for one read-modify-write).
+pub fn write_lock(root: &Path) -> Result<WriteLock, NotesError> {
+    let (f, path) = lock_file(root, "notes.lock")?;
     f.lock().map_err(io(&path))?;
     Ok(WriteLock(f))
 }
@@ -154,6 +160,17 @@ impl Meta {
     /// The key of a window in [`Meta::windows`].
     pub fn key(session: &str, window: u32) -> String {
         format!("{session}:{window}")
+    }
+
+    /// A window's state, created empty when it has none yet.
+    pub fn window_mut(&mut self, session: &str, window: u32) -> &mut WindowState {
+        self.windows
+            .entry(Self::key(session, window))
+            .or_insert_with(|| WindowState {
+                session: session.to_string(),
+                window,
+                ..WindowState::default()
+            })
     }
 }
 

@@ -6,7 +6,7 @@
 use super::extract::{Extractor, Outcome};
 use super::merge::{DUPLICATE_COSINE, Similarity, WordsOnly};
 use super::shape::windows_of;
-use super::store::{Meta, NotesError, Store, WindowState, io, write_atomic, write_lock};
+use super::store::{Meta, NotesError, Store, WindowState, io, lock_file, write_atomic, write_lock};
 use crate::index::snapshot::Snapshot;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -102,14 +102,7 @@ pub struct WorkerLock(#[allow(dead_code)] std::fs::File);
 
 /// Takes the worker lock without waiting; `None` when another worker holds it.
 pub fn try_worker_lock(store: &Store) -> Result<Option<WorkerLock>, NotesError> {
-    std::fs::create_dir_all(&store.root).map_err(io(&store.root))?;
-    let path = store.root.join("worker.lock");
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(io(&path))?;
+    let (f, path) = lock_file(&store.root, "worker.lock")?;
     match f.try_lock() {
         Ok(()) => Ok(Some(WorkerLock(f))),
         Err(std::fs::TryLockError::WouldBlock) => Ok(None),
@@ -166,15 +159,7 @@ fn absorb_queue(store: &Store, snap: &Snapshot, now_ms: i64) -> Result<(), Notes
             if !store.enabled(&notes.meta) {
                 continue;
             }
-            let st = notes
-                .meta
-                .windows
-                .entry(Meta::key(&w.session, w.window))
-                .or_insert_with(|| WindowState {
-                    session: w.session.clone(),
-                    window: w.window,
-                    ..WindowState::default()
-                });
+            let st = notes.meta.window_mut(&w.session, w.window);
             if st.extracted_seq.is_none_or(|s| s < w.last_seq) && !st.due {
                 st.due = true;
                 st.next_try_ms = None;
