@@ -5,7 +5,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use ghola::notes::extract::{Extractor, Outcome};
 use ghola::notes::hooks::{Event, HookEnv};
-use ghola::notes::merge::{DUPLICATE_COSINE, Similarity, WordsOnly};
+use ghola::notes::merge::{Similarity, WordsOnly, similarity};
 use ghola::notes::worker::{WorkerConfig, model};
 use ghola::notes::{Category, Store, context, item};
 use std::io::{IsTerminal, Read, Write};
@@ -273,15 +273,7 @@ pub fn notes_cmd(
                  are extracted only with `ghola notes extract`. Turn off with `ghola notes off{}`.",
                 if global { "every project" } else { &project },
                 model(),
-                match ghola::notes::worker::backend_choice() {
-                    Ok(ghola::replay::backend::BackendChoice::Api) =>
-                        "the Anthropic API (ANTHROPIC_API_KEY)",
-                    Ok(ghola::replay::backend::BackendChoice::ClaudeCode) =>
-                        "Claude Code (`claude -p`, your Claude Code login)",
-                    _ if ghola::config::non_empty_env("ANTHROPIC_API_KEY").is_some() =>
-                        "the Anthropic API (ANTHROPIC_API_KEY)",
-                    _ => "Claude Code (`claude -p`, your Claude Code login)",
-                },
+                ghola::notes::worker::backend_description(),
                 s.daily_token_budget,
                 if global { " --global" } else { "" }
             )?;
@@ -301,15 +293,13 @@ pub fn notes_cmd(
             Ok(())
         }
         NotesCmd::Context { write, max_tokens } => {
-            let notes = store.open(&project);
-            let parent = notes.meta.parent.as_deref().map(|p| store.open(p));
-            let recent = ghola::index::snapshot::Snapshot::open(index_dir)
-                .map(|s| context::recent_sessions(&s, &project, None, 5))
-                .unwrap_or_default();
-            let text = context::compile(
-                &notes,
-                parent.as_ref(),
-                &recent,
+            let snap = ghola::index::snapshot::Snapshot::open(index_dir).ok();
+            let text = context::compile_for(
+                &store,
+                &store.open(&project),
+                &project,
+                snap.as_ref(),
+                None,
                 max_tokens.saturating_mul(4),
             );
             match write {
@@ -468,25 +458,13 @@ fn extract(
     json: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
-    use ghola::index::update::{UpdateOptions, update_words_only};
-    if let Err(e) = update_words_only(index_dir, claude_dir, UpdateOptions::default(), &mut |_| {})
-    {
+    if let Err(e) = ghola::notes::worker::update_index(index_dir, claude_dir) {
         eprintln!("ghola: index update failed ({e}); extracting from the index as it is");
     }
     let snap = ghola::index::snapshot::Snapshot::open(index_dir)?;
     let sessions: Vec<String> = match session {
         Some(s) => vec![s],
-        None => {
-            let p = snap.sym_of(project);
-            let mut v: Vec<String> = snap
-                .messages
-                .iter()
-                .filter(|r| Some(r.project) == p)
-                .map(|r| snap.sym(r.session).to_string())
-                .collect();
-            v.dedup();
-            v
-        }
+        None => ghola::notes::shape::sessions_in(&snap, project),
     };
     let backend: Box<dyn ghola::replay::Backend> = if dry_run {
         Box::new(NoBackend)
@@ -500,23 +478,11 @@ fn extract(
     let sim: Box<dyn Similarity> = if dry_run {
         Box::new(WordsOnly)
     } else {
-        match ghola::embed::Embedder::from_default_location(model_dir) {
-            Ok(e) => Box::new(e),
-            Err(e) => {
-                eprintln!(
-                    "ghola: no embedding model ({e}): duplicates are found by their words only"
-                );
-                Box::new(WordsOnly)
-            }
-        }
+        similarity(model_dir)
     };
     let ex = Extractor {
-        store,
-        backend: backend.as_ref(),
-        sim: sim.as_ref(),
-        model: model(),
-        threshold: DUPLICATE_COSINE,
         dry_run,
+        ..Extractor::new(store, backend.as_ref(), sim.as_ref())
     };
     let cancel = std::sync::atomic::AtomicBool::new(false);
     let mut results = Vec::new();

@@ -4,7 +4,7 @@
 use super::history::project_dir;
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use ghola::notes::merge::{Similarity, WordsOnly};
+use ghola::notes::merge::{Similarity, similarity};
 use ghola::notes::{Category, Store};
 use ghola::settings::{Mode, Settings};
 use ghola::work::sitting::{self, Earlier, Line, TaskLog};
@@ -89,7 +89,7 @@ pub fn start_cmd(
     if let Some(p) = &args.permission_mode {
         settings.permission_mode = p.clone();
     }
-    let Some(claude) = task::find_claude() else {
+    let Some(claude) = ghola::replay::backend::headless::claude_bin() else {
         bail!(
             "Claude Code is not installed (no `claude` on PATH, GHOLA_CLAUDE_BIN unset): install it with \
              `npm install -g @anthropic-ai/claude-code`, run `claude` once to log in, then `ghola start` again"
@@ -196,36 +196,19 @@ fn counts_line(store: &Store, key: &str) -> String {
 
 impl Sitting {
     fn snapshot(&self, update: bool) -> Option<ghola::index::snapshot::Snapshot> {
-        if update {
-            use ghola::index::update::{UpdateOptions, update_words_only};
-            let opts = UpdateOptions {
-                merge: false,
-                ..Default::default()
-            };
-            if let Err(e) = update_words_only(&self.index_dir, &self.claude_dir, opts, &mut |_| {})
-            {
-                eprintln!("ghola: index update failed ({e})");
-            }
+        if update
+            && let Err(e) = ghola::notes::worker::update_index(&self.index_dir, &self.claude_dir)
+        {
+            eprintln!("ghola: index update failed ({e})");
         }
         ghola::index::snapshot::Snapshot::open(&self.index_dir).ok()
     }
 
     fn greet(&self) {
         let snap = self.snapshot(true);
-        let sessions = snap
-            .as_ref()
-            .and_then(|s| {
-                let p = s.sym_of(&self.line.project)?;
-                let mut v: Vec<u32> = s
-                    .messages
-                    .iter()
-                    .filter(|r| r.project == p)
-                    .map(|r| r.session)
-                    .collect();
-                v.dedup();
-                Some(v.len())
-            })
-            .unwrap_or(0);
+        let sessions = snap.as_ref().map_or(0, |s| {
+            ghola::notes::shape::sessions_in(s, &self.line.project).len()
+        });
         let tasks = sitting::task_logs(&self.line.tasks_dir(&self.store)).len();
         println!(
             "ghola start — {}{} — {sessions} prior session{}, {tasks} task{}; {}",
@@ -244,13 +227,7 @@ impl Sitting {
              day — starting this prompt is that request; `ghola notes off` does not apply here. /help for commands.",
             self.settings.mode.name(),
             ghola::notes::worker::model(),
-            match ghola::notes::worker::backend_choice() {
-                Ok(ghola::replay::backend::BackendChoice::Api) => "the Anthropic API",
-                Ok(ghola::replay::backend::BackendChoice::ClaudeCode) => "claude -p",
-                _ if ghola::config::non_empty_env("ANTHROPIC_API_KEY").is_some() =>
-                    "the Anthropic API",
-                _ => "claude -p",
-            },
+            ghola::notes::worker::backend_description(),
             self.settings.daily_token_budget
         );
     }
@@ -518,12 +495,7 @@ impl Sitting {
             }
         }
         if self.sim.is_none() {
-            self.sim = Some(
-                match ghola::embed::Embedder::from_default_location(self.model_dir.as_deref()) {
-                    Ok(e) => Box::new(e),
-                    Err(_) => Box::new(WordsOnly),
-                },
-            );
+            self.sim = Some(similarity(self.model_dir.as_deref()));
         }
         let Some(snap) = self.snapshot(true) else {
             println!("notes: the index cannot be opened; /extract retries.");
@@ -532,7 +504,7 @@ impl Sitting {
         let before = sitting::fingerprint(&self.store, &self.line.key());
         let backend = self.backend.as_deref().expect("set above");
         let sim = self.sim.as_deref().expect("set above");
-        let ex = sitting::extractor(&self.store, backend, sim);
+        let ex = ghola::notes::extract::Extractor::new(&self.store, backend, sim);
         let cancel = AtomicBool::new(false);
         let result = sitting::extract_task(&self.line, &snap, session, &ex, &cancel);
         let after = sitting::fingerprint(&self.store, &self.line.key());

@@ -256,9 +256,11 @@ impl<'a> Writer<'a> {
                 .iter()
                 .find(|(k, _)| *k == ChunkKind::Text)
                 .map(|(_, t)| t.clone());
-            let short = own_text
-                .as_deref()
-                .is_none_or(|t| t.chars().take(*NEIGHBOUR_BELOW).count() < *NEIGHBOUR_BELOW);
+            // Counting characters only when a limit is set: by default every message takes its neighbour.
+            let short = *NEIGHBOUR_BELOW == usize::MAX
+                || own_text
+                    .as_deref()
+                    .is_none_or(|t| t.chars().take(*NEIGHBOUR_BELOW).count() < *NEIGHBOUR_BELOW);
             if *NEIGHBOUR_CHARS > 0 && !previous_text.is_empty() && short {
                 for (k, t) in chunks.iter_mut() {
                     if *k == ChunkKind::Text {
@@ -689,7 +691,11 @@ fn embed_grouped(
                 });
             }
         }
-        let neighbour_vectors = embedder.embed_chunked(&neighbours, 1)?;
+        let neighbour_vectors = if neighbours.is_empty() {
+            Vec::new()
+        } else {
+            embedder.embed_chunked(&neighbours, 1)?
+        };
         summary.chunks_embedded += own_vectors.iter().map(Vec::len).sum::<usize>()
             + neighbour_vectors.iter().map(Vec::len).sum::<usize>();
         let w = *NEIGHBOUR_WEIGHT;

@@ -195,6 +195,16 @@ fn non_negative(v: Option<i64>, name: &str, default: usize) -> Result<usize, Str
     }
 }
 
+/// The result of a tool body run with `spawn_blocking`: its text, its error as a tool error, or the task's
+/// failure.
+fn blocking_result(r: Result<Result<String, String>, tokio::task::JoinError>) -> CallToolResult {
+    match r {
+        Ok(Ok(s)) => text_result(s),
+        Ok(Err(e)) => error_result(e),
+        Err(e) => error_result(e.to_string()),
+    }
+}
+
 /// Cuts a JSON response to the MCP output budget (the search response bounds itself; listings are cut here).
 fn bounded(mut s: String) -> String {
     if s.chars().count() > search::response::RESPONSE_CHARS {
@@ -519,11 +529,7 @@ impl GholaServer {
             Ok(bounded(v.to_string()))
         })
         .await;
-        match r {
-            Ok(Ok(s)) => text_result(s),
-            Ok(Err(e)) => error_result(e),
-            Err(e) => error_result(e.to_string()),
-        }
+        blocking_result(r)
     }
 
     #[tool(
@@ -653,11 +659,7 @@ impl GholaServer {
             Ok(bounded(v.to_string()))
         })
         .await;
-        match r {
-            Ok(Ok(s)) => text_result(s),
-            Ok(Err(e)) => error_result(e),
-            Err(e) => error_result(e.to_string()),
-        }
+        blocking_result(r)
     }
 
     #[tool(
@@ -706,11 +708,7 @@ impl GholaServer {
             Ok(bounded(v.to_string()))
         })
         .await;
-        match r {
-            Ok(Ok(s)) => text_result(s),
-            Ok(Err(e)) => error_result(e),
-            Err(e) => error_result(e.to_string()),
-        }
+        blocking_result(r)
     }
 }
 

@@ -13,6 +13,8 @@ pub const HOOK_MAX_CHARS: usize = 9_000;
 pub const DEFAULT_MAX_TOKENS: usize = 12_000;
 /// Failures that survive any trimming (the newest).
 const KEEP_FAILURES: usize = 5;
+/// Recent sessions listed in a context.
+const RECENT: usize = 5;
 
 /// One recent session of the project.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,6 +85,24 @@ pub fn recent_sessions(
             }
         })
         .collect()
+}
+
+/// The compiled context of `notes` with its parent project's notes and the [`RECENT`] most recent sessions of
+/// `project` in `snap` (leaving out `exclude`): what the SessionStart hook, `ghola notes context` and each task
+/// of `ghola start` put in front of a session.
+pub fn compile_for(
+    store: &super::Store,
+    notes: &ProjectNotes,
+    project: &str,
+    snap: Option<&Snapshot>,
+    exclude: Option<&str>,
+    max_chars: usize,
+) -> String {
+    let parent = notes.meta.parent.as_deref().map(|p| store.open(p));
+    let recent = snap
+        .map(|s| recent_sessions(s, project, exclude, RECENT))
+        .unwrap_or_default();
+    compile(notes, parent.as_ref(), &recent, max_chars)
 }
 
 /// Items newest first (by date, later in the file wins a tie).

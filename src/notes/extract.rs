@@ -188,6 +188,24 @@ pub struct Extractor<'a> {
     pub dry_run: bool,
 }
 
+impl<'a> Extractor<'a> {
+    /// An extractor with the configured model and the measured duplicate threshold.
+    pub fn new(
+        store: &'a Store,
+        backend: &'a dyn Backend,
+        sim: &'a dyn Similarity,
+    ) -> Extractor<'a> {
+        Extractor {
+            store,
+            backend,
+            sim,
+            model: super::worker::model(),
+            threshold: merge::DUPLICATE_COSINE,
+            dry_run: false,
+        }
+    }
+}
+
 /// Back-off after `attempts` failures: 5 minutes doubling, at most 6 hours.
 pub fn backoff_ms(attempts: u32) -> i64 {
     let minutes = 5i64.saturating_mul(1i64 << attempts.saturating_sub(1).min(10));
@@ -198,31 +216,33 @@ fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
 
-/// Re-reads a project's notes under the write lock, lets `f` change them, saves.
+/// Re-reads a project's notes under the write lock, lets `f` change them, saves; returns what `f` returned and
+/// the notes as saved (for the archive and the log, without reading them again).
 fn update<T>(
     store: &Store,
     project: &str,
-    f: impl FnOnce(&mut ProjectNotes) -> T,
-) -> Result<T, NotesError> {
+    f: impl FnOnce(&mut ProjectNotes) -> Result<T, NotesError>,
+) -> Result<(T, ProjectNotes), NotesError> {
     let _lock = write_lock(&store.root)?;
     let mut notes = store.open(project);
-    let out = f(&mut notes);
+    let out = f(&mut notes)?;
     notes.save()?;
-    Ok(out)
+    Ok((out, notes))
 }
 
-/// Changes one window's state (under the write lock).
+/// Changes one window's state (under the write lock); returns the notes as saved.
 fn set_state(
     store: &Store,
     project: &str,
     session: &str,
     window: u32,
     f: impl FnOnce(&mut WindowState),
-) -> Result<(), NotesError> {
+) -> Result<ProjectNotes, NotesError> {
     let _lock = write_lock(&store.root)?;
     let mut notes = store.open(project);
     f(notes.meta.window_mut(session, window));
-    notes.save_meta()
+    notes.save_meta()?;
+    Ok(notes)
 }
 
 impl Extractor<'_> {
@@ -324,14 +344,13 @@ impl Extractor<'_> {
                 Err(e) => {
                     let error = e.to_string();
                     let mut next = 0;
-                    set_state(self.store, project, session, window, |s| {
+                    let notes = set_state(self.store, project, session, window, |s| {
                         s.due = true;
                         s.attempts += 1;
                         next = now_ms() + backoff_ms(s.attempts);
                         s.next_try_ms = Some(next);
                         s.last_error = Some(error.clone());
                     })?;
-                    let notes = self.store.open(project);
                     notes.log(&json!({
                         "at": chrono::Utc::now().to_rfc3339(), "session": session, "window": window,
                         "backend": self.backend.name(), "error": error,
@@ -349,7 +368,7 @@ impl Extractor<'_> {
                 + u.cache_read_input_tokens;
             spent += tokens;
             let found = findings(&answer.input);
-            let report = update(self.store, project, |notes| {
+            let (report, notes) = update(self.store, project, |notes| {
                 let report = merge::merge(notes, &found, &origin, self.sim, self.threshold);
                 let day = today();
                 let st = notes.meta.window_mut(session, window);
@@ -357,21 +376,18 @@ impl Extractor<'_> {
                 st.tokens += tokens;
                 st.added += report.added.len() as u32;
                 notes.meta.tokens_total += tokens;
-                *notes.meta.tokens_by_day.entry(day).or_default() += tokens;
+                *notes.meta.tokens_by_day.entry(day.clone()).or_default() += tokens;
                 notes.meta.last_extraction_ms = Some(now_ms());
-                report
-            })?;
-            {
-                let _lock = write_lock(&self.store.root)?;
+                // The day's spend, for the budget of every project (under the same lock).
                 let mut s = self.store.state();
-                *s.spent.entry(today()).or_default() += tokens;
+                *s.spent.entry(day).or_default() += tokens;
                 while s.spent.len() > 30 {
                     let first = s.spent.keys().next().cloned().unwrap_or_default();
                     s.spent.remove(&first);
                 }
                 self.store.save_state(&s)?;
-            }
-            let notes = self.store.open(project);
+                Ok(report)
+            })?;
             notes.archive(&report.archived, "cap")?;
             let items = |v: &[(Category, super::item::Item)]| -> Vec<Value> {
                 v.iter()

@@ -6,8 +6,7 @@
 //!
 //! A hook started by ghola's own `claude` (the environment carries [`HOOKS_OFF_ENV`]) does nothing.
 
-use super::context::{HOOK_MAX_CHARS, compile, recent_sessions};
-use super::item::Category;
+use super::context::{HOOK_MAX_CHARS, compile_for};
 use super::store::Store;
 use super::worker::{Queued, anything_due, enqueue, safe_session, spawn_worker};
 use crate::index::snapshot::{NO_AGENT, Snapshot};
@@ -18,8 +17,6 @@ use std::path::PathBuf;
 
 /// A session idle this long without a SessionEnd counts as ended (crashed, killed, closed terminal).
 const ENDED_AFTER_MS: i64 = 30 * 60_000;
-/// Recent sessions listed in the context.
-const RECENT: usize = 5;
 
 /// What the hooks need to know.
 pub struct HookEnv {
@@ -109,12 +106,14 @@ pub fn handle(event: Event, input: &Value, env: &HookEnv) -> Option<String> {
                 return None;
             }
             let snap = Snapshot::open(&env.index_dir).ok();
-            let recent = snap
-                .as_ref()
-                .map(|s| recent_sessions(s, &project, session.as_deref(), RECENT))
-                .unwrap_or_default();
-            let parent = notes.meta.parent.as_deref().map(|p| env.store.open(p));
-            let context = compile(&notes, parent.as_ref(), &recent, HOOK_MAX_CHARS);
+            let context = compile_for(
+                &env.store,
+                &notes,
+                &project,
+                snap.as_ref(),
+                session.as_deref(),
+                HOOK_MAX_CHARS,
+            );
             if enabled {
                 if let Some(snap) = &snap {
                     queue_missed(env, snap, &notes.meta, &project, session.as_deref(), now);
@@ -190,12 +189,4 @@ fn queue_missed(
             );
         }
     }
-}
-
-/// Counts per category, for status lines.
-pub fn counts(notes: &super::store::ProjectNotes) -> BTreeMap<&'static str, usize> {
-    Category::ALL
-        .into_iter()
-        .map(|c| (c.name(), notes.get(c).len()))
-        .collect()
 }

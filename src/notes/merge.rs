@@ -60,6 +60,18 @@ impl Similarity for crate::embed::Embedder {
     }
 }
 
+/// MiniLM from the usual places (see [`crate::embed::Embedder::from_default_location`]), or — with a warning —
+/// words only when it cannot be loaded: extraction goes on either way.
+pub fn similarity(model_dir: Option<&std::path::Path>) -> Box<dyn Similarity> {
+    match crate::embed::Embedder::from_default_location(model_dir) {
+        Ok(e) => Box::new(e),
+        Err(e) => {
+            tracing::warn!("no embedding model ({e}): duplicates are found by their words only");
+            Box::new(WordsOnly)
+        }
+    }
+}
+
 /// What a merge did, for the log and the report.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct MergeReport {

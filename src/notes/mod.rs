@@ -105,7 +105,7 @@ pub fn project_status(store: &Store, project: &str) -> ProjectStatus {
         enabled: store.enabled(&n.meta),
         archived: n.meta.archived,
         parent: n.meta.parent.clone(),
-        items: hooks::counts(&n),
+        items: n.counts(),
         last_extraction: n.meta.last_extraction_ms.and_then(iso),
         windows_pending: n.meta.windows.values().filter(|w| w.due).count(),
         failures: n

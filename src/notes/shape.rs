@@ -27,6 +27,22 @@ pub struct WindowInfo {
     pub last_ms: Option<i64>,
 }
 
+/// The sessions of `project` in the index, each once, in index order.
+pub fn sessions_in(snap: &Snapshot, project: &str) -> Vec<String> {
+    let Some(p) = snap.sym_of(project) else {
+        return Vec::new();
+    };
+    // Rows are grouped by session, so repeats are adjacent.
+    let mut v: Vec<u32> = snap
+        .messages
+        .iter()
+        .filter(|r| r.project == p)
+        .map(|r| r.session)
+        .collect();
+    v.dedup();
+    v.into_iter().map(|s| snap.sym(s).to_string()).collect()
+}
+
 /// The windows of `session`'s main conversation, in order.
 pub fn windows_of(snap: &Snapshot, session: &str) -> Vec<WindowInfo> {
     let Some(sym) = snap.sym_of(session) else {
@@ -58,7 +74,7 @@ pub fn windows_of(snap: &Snapshot, session: &str) -> Vec<WindowInfo> {
 }
 
 /// Part of a window ready to send.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Chunk {
     pub text: String,
     /// The last message it covers: after a successful extraction, the window is extracted up to here.
@@ -181,40 +197,28 @@ pub fn shape(
         has_user_text: false,
         last_ms: None,
     };
-    let mut current = Chunk {
-        text: String::new(),
-        last_seq: 0,
-        messages: 0,
-    };
+    let mut current = Chunk::default();
     for i in rows {
-        let meta = snap.meta(i);
         let stored = snap.stored(i);
         if stored.role == "user" && stored.kind == "text" {
             shaped.has_user_text = true;
         }
-        shaped.last_ms = shaped.last_ms.max(meta.timestamp_ms);
+        shaped.last_ms = shaped.last_ms.max(stored.timestamp_ms);
         let text = render_message(
             &stored.role,
             &stored.kind,
-            meta.timestamp_ms,
-            &snap.content(i),
+            stored.timestamp_ms,
+            &stored.content,
         );
         let (text, n) = redact(&text);
         shaped.redacted += n;
         let text = head_tail(&text, chunk_chars.saturating_sub(100).max(1000));
         if current.messages > 0 && current.text.len() + text.len() > chunk_chars {
-            shaped.chunks.push(std::mem::replace(
-                &mut current,
-                Chunk {
-                    text: String::new(),
-                    last_seq: 0,
-                    messages: 0,
-                },
-            ));
+            shaped.chunks.push(std::mem::take(&mut current));
         }
         current.text.push_str(&text);
         current.text.push('\n');
-        current.last_seq = meta.seq;
+        current.last_seq = stored.seq;
         current.messages += 1;
     }
     shaped.chunks.push(current);

@@ -289,6 +289,14 @@ impl ProjectNotes {
         self.items.get(&c).map_or(&[], Vec::as_slice)
     }
 
+    /// Items per category, by category name.
+    pub fn counts(&self) -> BTreeMap<&'static str, usize> {
+        Category::ALL
+            .into_iter()
+            .map(|c| (c.name(), self.get(c).len()))
+            .collect()
+    }
+
     /// Whether any category has an item.
     pub fn is_empty(&self) -> bool {
         self.items.values().all(Vec::is_empty)

@@ -4,7 +4,7 @@
 //! back-off has passed, until the queue is empty or the daily budget is spent.
 
 use super::extract::{Extractor, Outcome};
-use super::merge::{DUPLICATE_COSINE, Similarity, WordsOnly};
+use super::merge::{Similarity, similarity};
 use super::shape::windows_of;
 use super::store::{Meta, NotesError, Store, WindowState, io, lock_file, write_atomic, write_lock};
 use crate::index::snapshot::Snapshot;
@@ -142,6 +142,32 @@ pub fn backend_choice() -> Result<crate::replay::backend::BackendChoice, String>
         .parse()
 }
 
+/// What `backend_choice` means here, for a person: where extraction sends a window.
+pub fn backend_description() -> &'static str {
+    use crate::replay::backend::BackendChoice;
+    match backend_choice() {
+        Ok(BackendChoice::Api) => "the Anthropic API (ANTHROPIC_API_KEY)",
+        Ok(BackendChoice::ClaudeCode) => "Claude Code (`claude -p`, your Claude Code login)",
+        _ if crate::config::non_empty_env("ANTHROPIC_API_KEY").is_some() => {
+            "the Anthropic API (ANTHROPIC_API_KEY)"
+        }
+        _ => "Claude Code (`claude -p`, your Claude Code login)",
+    }
+}
+
+/// Brings the index up to date by words only (extraction reads text) and without merging (that is the server's
+/// and `ghola index`'s business): what runs before an extraction.
+pub fn update_index(
+    index_dir: &Path,
+    claude_dir: &Path,
+) -> Result<crate::index::UpdateSummary, crate::index::IndexError> {
+    let opts = crate::index::update::UpdateOptions {
+        merge: false,
+        ..Default::default()
+    };
+    crate::index::update::update_words_only(index_dir, claude_dir, opts, &mut |_| {})
+}
+
 /// Turns queued sessions into due windows (of enabled projects). Sessions the index does not hold yet stay
 /// queued for a day.
 fn absorb_queue(store: &Store, snap: &Snapshot, now_ms: i64) -> Result<(), NotesError> {
@@ -205,31 +231,22 @@ fn work_locked(cfg: &WorkerConfig, cancel: &AtomicBool) -> Result<WorkReport, No
     // Hooks may queue more while we work: a few rounds pick those up.
     for _round in 0..5 {
         let now = chrono::Utc::now().timestamp_millis();
-        if !queued(&cfg.store).is_empty() {
-            // Merging is the server's and `ghola index`'s business; a worker publishes and goes.
-            let opts = crate::index::update::UpdateOptions {
-                merge: false,
-                ..Default::default()
-            };
-            if let Err(e) = crate::index::update::update_words_only(
-                &cfg.index_dir,
-                &cfg.claude_dir,
-                opts,
-                &mut |_| {},
-            ) {
-                tracing::warn!("index update before extraction failed: {e}");
-            }
+        if !queued(&cfg.store).is_empty()
+            && let Err(e) = update_index(&cfg.index_dir, &cfg.claude_dir)
+        {
+            tracing::warn!("index update before extraction failed: {e}");
         }
         let snap = Snapshot::open(&cfg.index_dir)
             .map_err(|e| NotesError::Invalid(format!("cannot open the index: {e}")))?;
         absorb_queue(&cfg.store, &snap, now)?;
         let mut due: Vec<(String, String, u32)> = Vec::new();
-        for p in cfg.store.projects() {
-            let n = cfg.store.open(&p);
-            if !cfg.store.enabled(&n.meta) {
-                continue;
+        for meta in cfg.store.metas() {
+            if cfg.store.enabled(&meta) {
+                due.extend(
+                    due_windows(&meta, now)
+                        .map(|w| (meta.project.clone(), w.session.clone(), w.window)),
+                );
             }
-            due.extend(due_windows(&n.meta, now).map(|w| (p.clone(), w.session.clone(), w.window)));
         }
         if due.is_empty() || failed_setup {
             break;
@@ -255,27 +272,12 @@ fn work_locked(cfg: &WorkerConfig, cancel: &AtomicBool) -> Result<WorkReport, No
                 }
             }
         }
-        if sim.is_none() {
-            sim = Some(
-                match crate::embed::Embedder::from_default_location(cfg.model_dir.as_deref()) {
-                    Ok(e) => Box::new(e),
-                    Err(e) => {
-                        tracing::warn!(
-                            "no embedding model ({e}): duplicates are found by their words only"
-                        );
-                        Box::new(WordsOnly)
-                    }
-                },
-            );
-        }
-        let ex = Extractor {
-            store: &cfg.store,
-            backend: backend.as_deref().expect("set above"),
-            sim: sim.as_deref().expect("set above"),
-            model: model(),
-            threshold: DUPLICATE_COSINE,
-            dry_run: false,
-        };
+        let sim = sim.get_or_insert_with(|| similarity(cfg.model_dir.as_deref()));
+        let ex = Extractor::new(
+            &cfg.store,
+            backend.as_deref().expect("set above"),
+            sim.as_ref(),
+        );
         for (project, session, window) in due {
             match ex.window(&snap, &project, &session, window, cancel)? {
                 Outcome::Extracted { added, tokens, .. } => {

@@ -4,9 +4,8 @@
 
 use super::task::{TaskOutcome, summary};
 use crate::index::snapshot::Snapshot;
-use crate::notes::context::{compile, recent_sessions};
+use crate::notes::context::compile_for;
 use crate::notes::extract::{Extractor, Outcome};
-use crate::notes::merge::{DUPLICATE_COSINE, Similarity};
 use crate::notes::store::{NotesError, write_atomic, write_lock};
 use crate::notes::{Category, Store};
 use crate::settings::Mode;
@@ -226,13 +225,15 @@ pub fn context(
             tasks = format!("{head}{}", lines.concat());
         }
     }
-    let notes = store.open(&line.key());
-    let parent = notes.meta.parent.as_deref().map(|p| store.open(p));
-    let recent = snap
-        .map(|s| recent_sessions(s, &line.project, None, 5))
-        .unwrap_or_default();
     let room = max_chars.saturating_sub(tasks.len() + 2);
-    let compiled = compile(&notes, parent.as_ref(), &recent, room);
+    let compiled = compile_for(
+        store,
+        &store.open(&line.key()),
+        &line.project,
+        snap,
+        None,
+        room,
+    );
     match (compiled.is_empty(), tasks.is_empty()) {
         (true, _) => tasks,
         (false, true) => compiled,
@@ -300,22 +301,6 @@ pub fn extract_task(
         out.push(ex.window(snap, &line.key(), session, w.window, cancel)?);
     }
     Ok(out)
-}
-
-/// The extractor of a sitting: the configured backend and model, MiniLM for duplicates.
-pub fn extractor<'a>(
-    store: &'a Store,
-    backend: &'a dyn crate::replay::Backend,
-    sim: &'a dyn Similarity,
-) -> Extractor<'a> {
-    Extractor {
-        store,
-        backend,
-        sim,
-        model: crate::notes::worker::model(),
-        threshold: DUPLICATE_COSINE,
-        dry_run: false,
-    }
 }
 
 /// The log of a finished task.

@@ -5,7 +5,7 @@
 use crate::transcript::message::{one_line, summarize_input};
 use serde::Serialize;
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -63,16 +63,6 @@ pub struct TaskOutcome {
     pub stderr_tail: String,
     /// Every event of the stream, as received.
     pub events: Vec<Value>,
-}
-
-/// `claude` from `$GHOLA_CLAUDE_BIN`, else `PATH`; `None` when neither has it.
-pub fn find_claude() -> Option<PathBuf> {
-    if let Some(b) = crate::config::non_empty_env("GHOLA_CLAUDE_BIN") {
-        return Some(PathBuf::from(b));
-    }
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|d| d.join("claude"))
-        .find(|p| p.is_file())
 }
 
 /// The lines of one stream-json event worth showing.
@@ -195,14 +185,7 @@ pub fn run(
     }
     let mut child = cmd.spawn()?;
     let pid = child.id();
-    let stderr = child.stderr.take();
-    let err_thread = std::thread::spawn(move || {
-        let mut s = String::new();
-        if let Some(mut e) = stderr {
-            let _ = e.read_to_string(&mut s);
-        }
-        s
-    });
+    let err_thread = crate::replay::backend::headless::drain(child.stderr.take());
     // A watcher stops the process group when asked; it exits when the task does.
     let done = Arc::new(AtomicBool::new(false));
     let watcher = {

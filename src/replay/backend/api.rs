@@ -115,9 +115,7 @@ impl MessagesApi {
             attempt += 1;
         }
     }
-}
 
-impl MessagesApi {
     /// Sends `messages` with `call`'s tool forced, and asks again (up to [`MAX_CORRECTIONS`] times, the
     /// problem sent back as the tool's error result) until the tool input passes `call.validate`.
     fn exchange(

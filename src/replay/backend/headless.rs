@@ -31,21 +31,23 @@ pub struct HeadlessClaude {
 }
 
 impl HeadlessClaude {
-    /// `claude` from `GHOLA_CLAUDE_BIN`, else from `PATH`.
+    /// `claude` from [`claude_bin`].
     pub fn from_env(config_dir: &Path) -> Option<Self> {
-        let bin = crate::config::non_empty_env("GHOLA_CLAUDE_BIN")
-            .map(PathBuf::from)
-            .or_else(|| find_on_path("claude"))?;
         Some(Self {
-            bin,
+            bin: claude_bin()?,
             config_dir: config_dir.to_path_buf(),
         })
     }
 }
 
-fn find_on_path(name: &str) -> Option<PathBuf> {
+/// The `claude` executable: `$GHOLA_CLAUDE_BIN`, else `claude` on `PATH`; `None` when neither has it. Every
+/// `claude` ghola runs (replay, notes extraction, `ghola start`) is found here.
+pub fn claude_bin() -> Option<PathBuf> {
+    if let Some(b) = crate::config::non_empty_env("GHOLA_CLAUDE_BIN") {
+        return Some(PathBuf::from(b));
+    }
     std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|d| d.join(name))
+        .map(|d| d.join("claude"))
         .find(|p| p.is_file())
 }
 
@@ -275,7 +277,9 @@ impl Backend for HeadlessClaude {
 }
 
 /// Reads a child's pipe to the end on its own thread.
-fn drain<R: std::io::Read + Send + 'static>(pipe: Option<R>) -> std::thread::JoinHandle<String> {
+pub(crate) fn drain<R: std::io::Read + Send + 'static>(
+    pipe: Option<R>,
+) -> std::thread::JoinHandle<String> {
     std::thread::spawn(move || {
         let mut s = String::new();
         if let Some(mut p) = pipe {
