@@ -72,6 +72,19 @@ fn stage_marketplace(into: &Path) -> PathBuf {
     dir
 }
 
+/// Adds this checkout's staged plugin as a marketplace in `home` and installs it.
+fn install_plugin(bin: &Path, home: &Path) {
+    let market = stage_marketplace(home);
+    let market = market.to_str().unwrap();
+    for args in [
+        &["plugin", "marketplace", "add", market][..],
+        &["plugin", "install", "ghola@ghola"][..],
+    ] {
+        let (ok, out) = claude(bin, home, args);
+        assert!(ok, "{out}");
+    }
+}
+
 #[test]
 fn claude_code_installs_the_plugin_and_connects_to_its_server() {
     let Some(bin) = claude_bin() else { return };
@@ -182,15 +195,7 @@ fn claude_code_calls_the_search_tool_and_gets_the_past_session_back() {
     let project = project.canonicalize().unwrap();
     let project_str = project.to_str().unwrap();
     history(&home.path().join(".claude"), project_str);
-    let market = stage_marketplace(home.path());
-    let market = market.to_str().unwrap();
-    for args in [
-        &["plugin", "marketplace", "add", market][..],
-        &["plugin", "install", "ghola@ghola"][..],
-    ] {
-        let (ok, out) = claude(&bin, home.path(), args);
-        assert!(ok, "{out}");
-    }
+    install_plugin(&bin, home.path());
     // Index first, as the user's machine would have: the server then answers from it at once.
     common::run_ok(
         Command::new(env!("CARGO_BIN_EXE_ghola"))
@@ -207,26 +212,19 @@ fn claude_code_calls_the_search_tool_and_gets_the_past_session_back() {
 
     let standin = StandIn::start(4, Arc::new(script));
     let started = std::time::Instant::now();
-    let out = Command::new(&bin)
-        .args([
-            "-p",
+    let out = claude_p(
+        &bin,
+        home.path(),
+        &project,
+        &standin.url,
+        &[
             "What did we decide about rotating the signing keys?",
             "--resume",
             CALLING,
-        ])
-        .args(["--allowedTools", TOOL, "--output-format", "json"])
-        .env("HOME", home.path())
-        .env_remove("CLAUDE_CONFIG_DIR")
-        .env_remove("CLAUDE_CODE_SESSION_ID")
-        .env("DISABLE_TELEMETRY", "1")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("ANTHROPIC_API_KEY", "test-key")
-        .env("ANTHROPIC_BASE_URL", &standin.url)
-        .env("GHOLA_HOME", home.path().join("ghola-index"))
-        .current_dir(&project)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+            "--allowedTools",
+            TOOL,
+        ],
+    );
     let said = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -714,8 +712,16 @@ fn notes_script(req: &Value) -> Reply {
 }
 
 /// `claude -p` in `project` with the plugin installed in `home`, against the stand-in; returns its JSON result.
-fn claude_turn(bin: &Path, home: &Path, project: &Path, url: &str, args: &[&str]) -> Value {
-    let out = Command::new(bin)
+/// `claude -p ARGS --output-format json` in `project` with the plugin installed in `home`, against the stand-in at
+/// `url` (ghola's index and notes in `home`).
+fn claude_p(
+    bin: &Path,
+    home: &Path,
+    project: &Path,
+    url: &str,
+    args: &[&str],
+) -> std::process::Output {
+    Command::new(bin)
         .args(["-p"])
         .args(args)
         .args(["--output-format", "json"])
@@ -732,7 +738,12 @@ fn claude_turn(bin: &Path, home: &Path, project: &Path, url: &str, args: &[&str]
         .current_dir(project)
         .stdin(std::process::Stdio::null())
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+/// [`claude_p`], its JSON result.
+fn claude_turn(bin: &Path, home: &Path, project: &Path, url: &str, args: &[&str]) -> Value {
+    let out = claude_p(bin, home, project, url, args);
     let stdout = String::from_utf8_lossy(&out.stdout);
     stdout
         .lines()
@@ -763,15 +774,7 @@ fn a_session_ends_its_notes_are_extracted_and_the_next_session_starts_with_them(
     let project = home.path().join("shop");
     std::fs::create_dir_all(&project).unwrap();
     let project = project.canonicalize().unwrap();
-    let market = stage_marketplace(home.path());
-    let market = market.to_str().unwrap();
-    for args in [
-        &["plugin", "marketplace", "add", market][..],
-        &["plugin", "install", "ghola@ghola"][..],
-    ] {
-        let (ok, out) = claude(&bin, home.path(), args);
-        assert!(ok, "{out}");
-    }
+    install_plugin(&bin, home.path());
     let notes_dir = home.path().join("ghola-notes");
     let ghola = |args: &[&str]| {
         common::run_ok(

@@ -256,16 +256,7 @@ fn a_sitting_runs_tasks_with_notes_summaries_and_continue() {
     );
 
     // `ghola notes extract --task 1`: the task's session again, into the same notes — nothing new by now.
-    let out = env
-        .ghola(&["notes", "extract", "--task", "1", "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = common::run_json(&mut env.ghola(&["notes", "extract", "--task", "1", "--json"]));
     assert_eq!(v["windows"][0]["session"], sid(0));
     assert_eq!(v["windows"][0]["result"]["outcome"], "nothing_new", "{v:#}");
 
