@@ -391,7 +391,18 @@ fn merging_keeps_every_hit_that_context_zero_returns() {
         .collect();
     write(&claude, "/w/m", "sm", &lines);
     let e = indexed(tmp);
-    let flat = search(&e, "UTC", &["ZEBRAFISH", "--global", "--context", "0"]).unwrap();
+    // Every hit, however weak: this is about merging, not the floor.
+    let args = |context: &'static str| {
+        [
+            "ZEBRAFISH",
+            "--global",
+            "--relative-floor",
+            "0",
+            "--context",
+            context,
+        ]
+    };
+    let flat = search(&e, "UTC", &args("0")).unwrap();
     let expected = hit_uuids(&flat);
     for lexical in ["sm-2", "sm-20", "sm-5", "sm-8"] {
         assert!(expected.iter().any(|u| u == lexical), "{flat:#}");
@@ -399,7 +410,7 @@ fn merging_keeps_every_hit_that_context_zero_returns() {
     let flat_total = flat["total_matches"].as_u64().unwrap();
     assert_eq!(flat_total as usize, expected.len());
     for context in ["1", "3", "5", "20"] {
-        let v = search(&e, "UTC", &["ZEBRAFISH", "--global", "--context", context]).unwrap();
+        let v = search(&e, "UTC", &args(context)).unwrap();
         // No hit disappears, whatever the context.
         assert_eq!(hit_uuids(&v), expected, "context {context}: {v:#}");
         let results = v["results"].as_array().unwrap();
@@ -420,7 +431,7 @@ fn merging_keeps_every_hit_that_context_zero_returns() {
         );
     }
     // With context 3, hits 2, 5 and 8 share one result; 20 has its own.
-    let v = search(&e, "UTC", &["ZEBRAFISH", "--global", "--context", "3"]).unwrap();
+    let v = search(&e, "UTC", &args("3")).unwrap();
     assert_eq!(v["total_matches"], 2, "{v:#}");
 }
 
@@ -495,4 +506,62 @@ fn function_words_are_not_evidence_and_long_queries_get_a_clear_limit() {
     let huge = "x".repeat(100_000);
     let err = search(&e, "UTC", &[&huge, "--global"]).unwrap_err();
     assert!(err.contains("the limit is 2000"), "{err}");
+}
+
+#[test]
+fn copies_collapse_to_the_first_and_weak_hits_fall_under_the_floor() {
+    let tmp = tempfile::tempdir().unwrap();
+    let claude = tmp.path().join("claude");
+    let report = format!(
+        "AGENT-REPORT: the QUOKKA parser keeps a cache of compiled grammars; {}",
+        "each grammar is keyed by its source hash. ".repeat(8)
+    );
+    let mut lines: Vec<Value> = (0..8)
+        .map(|i| {
+            let text = match i {
+                1 => report.clone(),
+                6 => "lunch plans, and a QUOKKA sticker on the fridge".to_string(),
+                _ => format!("filler message {i} about the weather"),
+            };
+            entry("sq", "/w/q", i, &format!("2025-02-01T10:0{i}:00Z"), &text)
+        })
+        .collect();
+    // Message 4 hands the same report back as a tool's output.
+    lines[4] = json!({"type": "user", "uuid": "sq-4", "sessionId": "sq", "cwd": "/w/q",
+        "timestamp": "2025-02-01T10:04:00Z",
+        "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+            "content": report.clone()}]}});
+    write(&claude, "/w/q", "sq", &lines);
+    let e = indexed(tmp);
+    let all = |floor: &str| {
+        let v = search(
+            &e,
+            "UTC",
+            &[
+                "QUOKKA parser grammar cache",
+                "--global",
+                "--context",
+                "0",
+                "--relative-floor",
+                floor,
+            ],
+        )
+        .unwrap();
+        uuids(&v)
+    };
+    // The report and its hand-back are one hit, shown where it was first said.
+    let kept = all("0");
+    assert_eq!(kept[0], "sq-1", "{kept:?}");
+    assert!(!kept.contains(&"sq-4".to_string()), "{kept:?}");
+    // The sticker shares one word with the query: a hit with the floor off, gone under the default floor.
+    assert!(kept.contains(&"sq-6".to_string()), "{kept:?}");
+    let floored = search(
+        &e,
+        "UTC",
+        &["QUOKKA parser grammar cache", "--global", "--context", "0"],
+    )
+    .unwrap();
+    assert_eq!(uuids(&floored), vec!["sq-1".to_string()], "{floored:#}");
+    assert_eq!(floored["total_matches"], 1);
+    assert!(search(&e, "UTC", &["x", "--relative-floor", "1.5"]).is_err());
 }

@@ -283,6 +283,9 @@ pub struct SearchArgs {
     /// an identifier or path, 0.4 otherwise.
     #[arg(long)]
     pub lexical_weight: Option<f32>,
+    /// Leave out hits scoring under this fraction of the best hit's score (0 keeps every hit).
+    #[arg(long, default_value_t = search::params::RELATIVE_FLOOR)]
+    pub relative_floor: f32,
     #[arg(long)]
     pub json: bool,
 }
@@ -320,6 +323,7 @@ pub fn search_cmd(
     p.exclude_session = a.exclude_session;
     p.fusion = a.fusion;
     p.lexical_weight = a.lexical_weight;
+    p.relative_floor = a.relative_floor;
     p.validate().map_err(|e| anyhow!(e))?;
     // Without the model (offline, download refused), the search still answers, by words.
     let embedder = match obtain_model(model_dir, a.json) {

@@ -454,6 +454,12 @@ impl Snapshot {
             .is_some_and(|&b| b == b'?')
     }
 
+    /// Live message `i`'s text bytes, as stored.
+    pub fn text_bytes(&self, i: usize) -> &[u8] {
+        let r = &self.messages[i];
+        self.segments[r.segment as usize].text_bytes(r.index as usize)
+    }
+
     /// Live message `i` with every field, for display.
     pub fn stored(&self, i: usize) -> StoredMessage {
         let r = &self.messages[i];

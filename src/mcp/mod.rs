@@ -98,6 +98,8 @@ pub struct SearchArgs {
     pub context_before_after: Option<i64>,
     /// Minimum semantic similarity (0..1) for a hit that matches no query word (default 0.2).
     pub threshold: Option<f64>,
+    /// Leave out hits scoring under this fraction (0..1) of the best hit's score (default 0.55; 0 keeps every hit).
+    pub relative_floor: Option<f64>,
     /// Number of results (default 10, at most 100).
     pub max_results: Option<i64>,
     /// Results to skip, for paging (default 0).
@@ -240,6 +242,9 @@ impl GholaServer {
         p.offset = non_negative(a.offset, "offset", 0)?;
         if let Some(t) = a.threshold {
             p.threshold = t as f32;
+        }
+        if let Some(f) = a.relative_floor {
+            p.relative_floor = f as f32;
         }
         p.include_subagents = a.include_subagents.unwrap_or(true);
         p.exclude_session = self.cfg.session_id.clone();

@@ -13,6 +13,7 @@ use crate::transcript::is_within;
 use response::{BODY_CHARS, ContextMessage, IndexInfo, MatchedMessage, Scores, cut_around};
 use rustc_hash::FxHashMap;
 use std::collections::HashMap;
+use std::hash::Hasher;
 
 /// Lexical candidates fetched before filtering.
 const LEXICAL_CANDIDATES: usize = 2000;
@@ -23,6 +24,9 @@ const SEMANTIC_CANDIDATES: usize = 500;
 pub const QUESTION_PRIOR: f32 = 0.75;
 /// Share of a candidate's score the message after it inherits (chosen on both dev benchmarks; see the README).
 pub const NEXT_SHARE: f32 = 0.1;
+/// A hit with at least this cosine is kept under [`SearchParams::relative_floor`]: a strong semantic match is
+/// evidence of its own (chosen on both dev benchmarks with the floor; see the README).
+pub const SEMANTIC_KEEP: f32 = 0.45;
 /// Weight of the lexical score in [`Fusion::Weighted`] (tuned on the dev set; see the README).
 pub const LEXICAL_WEIGHT: f32 = 0.4;
 
@@ -320,8 +324,63 @@ fn rank(snap: &Snapshot, p: &SearchParams, query_vec: Option<&[f32]>, ok: &[bool
             })
             .then_with(|| a.message.cmp(&b.message))
     });
+    out = collapse_copies(snap, out);
+    if p.fusion == Fusion::Weighted && p.relative_floor > 0.0 {
+        // Weak hits go: a match scoring under a fraction of the best one, without a strong semantic match of its
+        // own, is what made results long without adding evidence (a name that occurs in every message of a
+        // conversation, a stray common word).
+        let best = out.first().map_or(0.0, |s| s.score);
+        out.retain(|s| s.score >= p.relative_floor * best || s.semantic >= SEMANTIC_KEEP);
+    }
     for (r, s) in out.iter_mut().enumerate() {
         s.rank = r as u32;
+    }
+    out
+}
+
+/// Copies are recognised by their first this many bytes (a hand-back may carry a trailer the report lacks).
+const COPY_PREFIX_BYTES: usize = 1000;
+/// Only the best this many hits are compared (reading a text costs a page of the mapped file).
+const COPY_CANDIDATES: usize = 200;
+/// Texts shorter than this are never collapsed as copies: a short line ("ok", "Continue") said twice is two events.
+const COPY_MIN_BYTES: usize = 200;
+
+/// One hit per text said twice: a subagent's report and its hand-back in the parent (`[tool result] ` + the
+/// same text), a file read twice. The copies' best score stays at the best copy's place in the ranking; the
+/// message shown is the earliest copy, where the text was first said.
+fn collapse_copies(snap: &Snapshot, ranked: Vec<Scored>) -> Vec<Scored> {
+    let mut seen: FxHashMap<u64, usize> = FxHashMap::default();
+    let mut out: Vec<Scored> = Vec::with_capacity(ranked.len());
+    for (r, s) in ranked.into_iter().enumerate() {
+        if r >= COPY_CANDIDATES {
+            out.push(s);
+            continue;
+        }
+        let bytes = snap.text_bytes(s.message as usize);
+        let body = bytes
+            .strip_prefix(b"[tool result] ".as_slice())
+            .unwrap_or(bytes)
+            .trim_ascii();
+        if body.len() < COPY_MIN_BYTES {
+            out.push(s);
+            continue;
+        }
+        let mut h = rustc_hash::FxHasher::default();
+        h.write(&body[..body.len().min(COPY_PREFIX_BYTES)]);
+        let h = h.finish();
+        match seen.get(&h) {
+            Some(&k) => {
+                let kept = &mut out[k];
+                let t = |m: u32| snap.messages[m as usize].timestamp_ms.unwrap_or(i64::MAX);
+                if t(s.message) < t(kept.message) {
+                    kept.message = s.message;
+                }
+            }
+            None => {
+                seen.insert(h, out.len());
+                out.push(s);
+            }
+        }
     }
     out
 }
