@@ -73,6 +73,8 @@ pub struct Settings {
     /// `[start] permission_mode`, passed to `claude --permission-mode` (default `acceptEdits`: tasks may edit
     /// files; commands still need the user's allow-list).
     pub permission_mode: String,
+    /// `[archive] enabled`: keep a compressed copy of every transcript indexed (default true).
+    pub archive_enabled: bool,
 }
 
 impl Default for Settings {
@@ -86,6 +88,7 @@ impl Default for Settings {
             mode: Mode::Summary,
             editor: None,
             permission_mode: "acceptEdits".into(),
+            archive_enabled: true,
         }
     }
 }
@@ -180,6 +183,11 @@ pub fn load_from(path: &Path) -> Result<Settings, String> {
             .as_str()
             .ok_or_else(|| bad("start.permission_mode", "a string"))?
             .into();
+    }
+    if let Some(v) = get("archive", "enabled") {
+        s.archive_enabled = v
+            .as_bool()
+            .ok_or_else(|| bad("archive.enabled", "true or false"))?;
     }
     Ok(s)
 }

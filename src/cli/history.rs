@@ -80,7 +80,7 @@ pub fn sessions(
     for s in summaries {
         writeln!(
             out,
-            "{}  {}  {} messages{}{}  {}{}",
+            "{}  {}  {} messages{}{}  {}{}{}",
             s.session_id,
             s.last_timestamp
                 .map(|t| t.format("%Y-%m-%d %H:%M").to_string())
@@ -97,7 +97,8 @@ pub fn sessions(
                 String::new()
             },
             s.project,
-            s.title.map(|t| format!("  “{t}”")).unwrap_or_default()
+            s.title.map(|t| format!("  “{t}”")).unwrap_or_default(),
+            if s.archived { "  [archived]" } else { "" }
         )?;
     }
     Ok(())
@@ -110,7 +111,7 @@ pub fn show(
     subagents: bool,
     json: bool,
 ) -> Result<()> {
-    let found = transcript::discover(claude_dir);
+    let found = transcript::source::discover_all(claude_dir);
     let id = resolve_session_id(
         session,
         found.sessions.iter().map(|s| s.session_id.as_str()),
@@ -147,7 +148,7 @@ pub fn show(
         serde_json::to_writer_pretty(
             &mut out,
             &json!({"session_id": s.session_id, "project": s.project, "title": s.title,
-                    "windows": s.windows, "messages": messages}),
+                    "windows": s.windows, "archived": s.archived, "messages": messages}),
         )?;
         writeln!(out)?;
         return Ok(());
@@ -157,7 +158,17 @@ pub fn show(
 }
 
 fn write_conversation(out: &mut impl Write, s: &Session, messages: &[&Message]) -> Result<()> {
-    writeln!(out, "Session {}  ({})", s.session_id, s.project)?;
+    writeln!(
+        out,
+        "Session {}  ({}){}",
+        s.session_id,
+        s.project,
+        if s.archived {
+            "  [archived: Claude Code deleted the transcript; read from ghola's copy]"
+        } else {
+            ""
+        }
+    )?;
     if let Some(t) = &s.title {
         writeln!(out, "“{t}”")?;
     }

@@ -82,6 +82,26 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Remove sessions from the index and the archive for good (text, vectors, lexical postings, archived
+    /// bytes); they stay out of later updates unless --allow-reindex.
+    Forget {
+        /// Session ids (or unique prefixes).
+        sessions: Vec<String>,
+        /// Every session of this project directory (or below it).
+        #[arg(long, value_name = "DIR")]
+        project: Option<std::path::PathBuf>,
+        /// Every session whose last message is before this date (ISO 8601; a date alone is that local day).
+        #[arg(long, value_name = "DATE")]
+        before: Option<String>,
+        /// Let a transcript that still exists be indexed again at the next update.
+        #[arg(long)]
+        allow_reindex: bool,
+        /// Do not ask (needed when stdin is not a terminal).
+        #[arg(long, short)]
+        yes: bool,
+        #[arg(long)]
+        json: bool,
+    },
     /// Search past conversations (hybrid lexical + semantic ranking).
     Search(recall::SearchArgs),
     /// Ask the past sessions behind the top hits (duncan): each window is replayed to a model that must
@@ -188,6 +208,8 @@ pub fn init_logging(verbose: u8) {
 pub fn run(cli: Cli) -> Result<()> {
     let claude_dir = ghola::config::claude_dir(cli.claude_dir.as_deref());
     let index_dir = ghola::config::index_dir(cli.index_dir.as_deref());
+    // Transcripts Claude Code deleted are read from the archive, by every command.
+    ghola::index::archive::install(&index_dir);
     match cli.command {
         Command::Projects { json } => history::projects(&claude_dir, json),
         Command::Sessions {
@@ -214,6 +236,24 @@ pub fn run(cli: Cli) -> Result<()> {
             json,
         ),
         Command::Status { json } => recall::status_cmd(&index_dir, &claude_dir, json),
+        Command::Forget {
+            sessions,
+            project,
+            before,
+            allow_reindex,
+            yes,
+            json,
+        } => recall::forget_cmd(
+            &index_dir,
+            recall::ForgetArgs {
+                sessions,
+                project,
+                before,
+                allow_reindex,
+                yes,
+                json,
+            },
+        ),
         Command::Search(args) => {
             recall::search_cmd(&index_dir, &claude_dir, cli.model_dir.as_deref(), args)
         }

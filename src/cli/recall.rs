@@ -176,6 +176,15 @@ pub fn index_cmd(
     };
     let s = run_update(index_dir, claude_dir, Some(&embedder), opts, json)?;
     let e = run_embedding(index_dir, &embedder, None, json)?;
+    if verify && !json {
+        match &s.archive_damage {
+            None => println!(
+                "archive verified: {} files read back and checked",
+                s.archive_files_verified
+            ),
+            Some(d) => println!("archive DAMAGED (kept as it is; it may be the only copy): {d}"),
+        }
+    }
     if json {
         let mut v = serde_json::to_value(&s)?;
         v["embedding_pass"] = serde_json::to_value(&e)?;
@@ -235,6 +244,112 @@ pub fn status_cmd(index_dir: &Path, claude_dir: &Path, json: bool) -> Result<()>
             s.pending_files,
             s.excluded_sessions,
             s.source_deleted_files
+        );
+        println!(
+            "archive {}: {} files of {} sessions, {:.1} MB kept in {:.1} MB · sessions only in the archive {}",
+            if s.archive_enabled {
+                "on"
+            } else {
+                "off (nothing new is archived)"
+            },
+            s.archive.files,
+            s.archive.sessions,
+            s.archive.original_bytes as f64 / 1e6,
+            s.archive.stored_bytes as f64 / 1e6,
+            s.sessions_only_in_archive
+        );
+    }
+    Ok(())
+}
+
+/// What `ghola forget` was given.
+pub struct ForgetArgs {
+    pub sessions: Vec<String>,
+    pub project: Option<std::path::PathBuf>,
+    pub before: Option<String>,
+    pub allow_reindex: bool,
+    pub yes: bool,
+    pub json: bool,
+}
+
+/// `ghola forget`: lists what would go, asks on a terminal, then forgets.
+pub fn forget_cmd(index_dir: &Path, a: ForgetArgs) -> Result<()> {
+    use ghola::index::forget;
+    if a.sessions.is_empty() && a.project.is_none() && a.before.is_none() {
+        return Err(anyhow!(
+            "name what to forget: session ids, --project DIR and/or --before DATE"
+        ));
+    }
+    let sel = forget::Selection {
+        sessions: a.sessions.clone(),
+        project: a
+            .project
+            .map(|p| super::history::project_dir(Some(p)))
+            .transpose()?,
+        before_ms: a
+            .before
+            .as_deref()
+            .map(|s| search::parse_bound(s, "before").map(|t| t.timestamp_millis()))
+            .transpose()
+            .map_err(|e| anyhow!(e))?,
+    };
+    let chosen = forget::select(index_dir, &sel).map_err(|e| anyhow!(e))?;
+    if chosen.is_empty() {
+        if a.json {
+            println!(
+                "{}",
+                serde_json::to_string(&forget::ForgetSummary::default())?
+            );
+        } else {
+            println!("no indexed session matches; nothing forgotten");
+        }
+        return Ok(());
+    }
+    if !a.yes {
+        if !std::io::stdin().is_terminal() {
+            return Err(anyhow!(
+                "forget removes {} session(s) for good; confirm with --yes (stdin is not a terminal)",
+                chosen.len()
+            ));
+        }
+        for s in &chosen {
+            let when = s
+                .last_ms
+                .and_then(chrono::DateTime::from_timestamp_millis)
+                .map_or("?".to_string(), |t| t.format("%Y-%m-%d %H:%M").to_string());
+            eprintln!(
+                "  {}  {}  {} messages  last {when}",
+                s.session_id, s.project, s.messages
+            );
+        }
+        let messages: usize = chosen.iter().map(|s| s.messages).sum();
+        eprint!(
+            "Forget these {} session(s), {messages} messages, from the index and the archive, for good? [y/N] ",
+            chosen.len()
+        );
+        let mut answer = String::new();
+        std::io::stdin().read_line(&mut answer)?;
+        if !matches!(answer.trim(), "y" | "Y" | "yes") {
+            eprintln!("nothing forgotten");
+            return Ok(());
+        }
+    }
+    let ids: std::collections::HashSet<String> = chosen.into_iter().map(|s| s.session_id).collect();
+    let done = forget::forget(index_dir, &ids, a.allow_reindex)?;
+    if a.json {
+        println!("{}", serde_json::to_string(&done)?);
+    } else {
+        println!(
+            "forgot {} session(s): {} messages removed, {} segments rewritten, {:.1} KB of archive reclaimed{}",
+            done.sessions,
+            done.messages_removed,
+            done.segments_rewritten,
+            done.archive_bytes_reclaimed as f64 / 1e3,
+            if done.remembered_as_forgotten {
+                "; their transcripts, if Claude Code still has them, will not be indexed again (--allow-reindex to allow it)"
+            } else {
+                "; a transcript that still exists will be indexed again at the next update"
+            }
         );
     }
     Ok(())

@@ -112,6 +112,17 @@ impl Lexical {
         w.delete_term(Term::from_field_u64(self.gid, gid));
     }
 
+    /// Rewrites the committed segments as one and deletes the old files: tantivy only marks a deleted
+    /// message, so its words would stay in the files until some later merge (`ghola forget` calls this).
+    pub fn compact(&self, w: &mut IndexWriter) -> tantivy::Result<()> {
+        let ids = self.index.searchable_segment_ids()?;
+        if !ids.is_empty() {
+            w.merge(&ids).wait()?;
+        }
+        w.garbage_collect_files().wait()?;
+        Ok(())
+    }
+
     /// Commits with the manifest generation as payload.
     pub fn commit(&self, w: &mut IndexWriter, generation: u64) -> tantivy::Result<()> {
         let mut prepared = w.prepare_commit()?;

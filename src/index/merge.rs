@@ -48,6 +48,15 @@ impl Writer<'_> {
         Ok(())
     }
 
+    /// Rewrites each of segments `ids` on its own, without its dead messages (`ghola forget`: their text and
+    /// vectors leave the disk now, not at the next merge of their size class).
+    pub fn purge(&mut self, ids: &[u64]) -> Result<(), IndexError> {
+        for &id in ids {
+            self.merge(&[id])?;
+        }
+        Ok(())
+    }
+
     /// Rewrites segments `ids` as one, publishes, then deletes their files. Readers holding an older manifest keep
     /// their mapped files (unlinked files stay readable) or, opening late, read the manifest again.
     fn merge(&mut self, ids: &[u64]) -> Result<(), IndexError> {

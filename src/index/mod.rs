@@ -2,7 +2,9 @@
 //! named by a manifest that is swapped atomically; fingerprints of every source file; one writer at a time
 //! under a file lock, any number of readers on consistent snapshots.
 
+pub mod archive;
 mod embed_pass;
+pub mod forget;
 pub mod format;
 pub mod lexical;
 mod merge;
@@ -107,6 +109,11 @@ pub struct Status {
     pub skipped_lines: u64,
     pub excluded_sessions: usize,
     pub source_deleted_files: usize,
+    /// Whether new transcript bytes are archived (`GHOLA_ARCHIVE`, `[archive] enabled`).
+    pub archive_enabled: bool,
+    pub archive: archive::ArchiveStats,
+    /// Sessions Claude Code deleted that the archive still has whole: readable and replayable only from it.
+    pub sessions_only_in_archive: usize,
 }
 
 /// Bytes of every file under `p` (0 for what cannot be read): index sizes for `status` and the benches.
@@ -153,6 +160,9 @@ pub fn pending_files(snap: &Snapshot, claude_dir: &Path) -> usize {
 /// Reports on the index of `index_dir` against the transcripts of `claude_dir`.
 pub fn status(index_dir: &Path, claude_dir: &Path) -> Result<Status, IndexError> {
     let snap = Snapshot::open(index_dir)?;
+    let arc = archive::Archive::open(index_dir)
+        .inspect_err(|e| tracing::warn!("archive unreadable: {e}"))
+        .ok();
     let sessions: std::collections::HashSet<u32> =
         snap.messages.iter().map(|m| m.session).collect();
     let projects: std::collections::HashSet<u32> =
@@ -182,5 +192,14 @@ pub fn status(index_dir: &Path, claude_dir: &Path) -> Result<Status, IndexError>
         skipped_lines: 0,
         excluded_sessions: snap.excluded_sessions,
         source_deleted_files: snap.manifest.files.iter().filter(|f| f.deleted).count(),
+        archive_enabled: archive::enabled(),
+        archive: arc.as_ref().map(|a| a.stats()).unwrap_or_default(),
+        sessions_only_in_archive: arc.as_ref().map_or(0, |a| {
+            a.files()
+                .filter(|f| {
+                    matches!(f.role, archive::FileRole::Main) && !Path::new(&f.path).exists()
+                })
+                .count()
+        }),
     })
 }

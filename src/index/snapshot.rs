@@ -454,6 +454,11 @@ impl Snapshot {
             .is_some_and(|&b| b == b'?')
     }
 
+    /// The id of the segment holding live message `i`.
+    pub fn segment_id(&self, i: usize) -> u64 {
+        self.segments[self.messages[i].segment as usize].id
+    }
+
     /// Live message `i`'s text bytes, as stored.
     pub fn text_bytes(&self, i: usize) -> &[u8] {
         let r = &self.messages[i];

@@ -112,6 +112,10 @@ pub struct UpdateSummary {
     /// An index of an older format was upgraded in place.
     pub upgraded: bool,
     pub set_aside: Vec<String>,
+    /// With `verify`: archived files read back and checked.
+    pub archive_files_verified: usize,
+    /// With `verify`: what is wrong with the archive (it is kept as it is: it may be the only copy).
+    pub archive_damage: Option<String>,
     pub seconds: f64,
 }
 
@@ -359,13 +363,29 @@ pub fn update_with(
     std::fs::create_dir_all(dir)?;
     let _lock = lock(dir, opts.wait)?;
     let mut summary = UpdateSummary::default();
+    if opts.verify {
+        match super::archive::Archive::open(dir).and_then(|a| a.verify()) {
+            Ok(n) => summary.archive_files_verified = n,
+            Err(e) => {
+                tracing::warn!("archive: {e}");
+                summary.archive_damage = Some(e.to_string());
+            }
+        }
+    }
     match super::migrate::upgrade(dir) {
         Ok(upgraded) => summary.upgraded = upgraded,
         // A damaged old index goes the way of any damaged index: set aside by the full path, rebuilt.
         Err(e) => tracing::warn!("cannot upgrade the index: {e}"),
     }
     // One discovery, one manifest read and one soundness check serve the freshness check and the update.
-    let found = transcript::discover(claude_dir);
+    let mut found = transcript::discover(claude_dir);
+    // Sessions the user forgot stay out (see `forget`).
+    let forgotten = super::forget::forgotten(dir);
+    if !forgotten.sessions.is_empty() {
+        found
+            .sessions
+            .retain(|s| !forgotten.sessions.contains_key(&s.session_id));
+    }
     let manifest = read_manifest(dir)
         .ok()
         .flatten()
@@ -497,6 +517,7 @@ pub fn update_with(
         });
     }
     tracing::debug!("update: sessions read {:?}", started.elapsed());
+    w.backfill_archive(&found.sessions);
     if w.has_pending() || marked_deleted {
         w.publish(embedder)?;
     }

@@ -2,6 +2,7 @@
 //! new (each distinct text once, reusing stored vectors found through the segments' hash files), writes a
 //! segment, updates the lexical index and publishes a manifest.
 
+use super::archive::{self, ArchiveWriter, ArchivedFile, FileRole};
 use super::format::{self, sync_dir};
 use super::lexical::Lexical;
 use super::records::{ChunkKind, FileState, Manifest, Resume, SegmentInfo, StoredMessage};
@@ -83,6 +84,8 @@ pub(super) struct Writer<'a> {
     pending: Vec<Pending>,
     pending_files: Vec<FileState>,
     pending_dead: Vec<u64>,
+    /// The archive of the bytes read (`None`: turned off, or it could not be opened — logged).
+    archive: Option<ArchiveWriter>,
     pub summary: UpdateSummary,
 }
 
@@ -128,7 +131,147 @@ impl<'a> Writer<'a> {
             pending: Vec::new(),
             pending_files: Vec::new(),
             pending_dead: Vec::new(),
+            archive: archive::enabled()
+                .then(|| {
+                    ArchiveWriter::open(dir)
+                        .inspect_err(|e| tracing::warn!("archive not kept this run: {e}"))
+                        .ok()
+                })
+                .flatten(),
             summary,
+        }
+    }
+
+    /// Copies the bytes just read of a session's files (and its persisted tool outputs) into the archive. A
+    /// failure is logged and loses nothing: the archive then lags behind the index, and the next read of the
+    /// file fills the gap from the start.
+    fn archive_session(&mut self, files: &SessionFiles, s: &Session) {
+        let ranges = s
+            .files
+            .iter()
+            .map(|st| (st.path.as_path(), st.start, st.consumed));
+        self.archive_ranges(files, ranges);
+    }
+
+    /// Archives what the index consumed of files the archive lacks (an index made before the archive existed,
+    /// or while it was off): each file from where its archived copy ends to where the index stopped reading.
+    /// Costs a lookup per file when there is nothing to do; commits the archive on its own (the manifest
+    /// already counts these bytes).
+    pub fn backfill_archive(&mut self, sessions: &[SessionFiles]) {
+        let Some(a) = &self.archive else { return };
+        let consumed: HashMap<&str, u64> = self
+            .manifest
+            .files
+            .iter()
+            .filter(|f| !f.deleted)
+            .map(|f| (f.path.as_str(), f.consumed))
+            .collect();
+        let lagging: Vec<(&SessionFiles, Vec<(std::path::PathBuf, u64)>)> = sessions
+            .iter()
+            .filter_map(|files| {
+                let paths: Vec<(std::path::PathBuf, u64)> = files
+                    .all_files()
+                    .filter_map(|p| {
+                        let key = p.display().to_string();
+                        let c = *consumed.get(key.as_str())?;
+                        (c > a.archived_len(&key)).then(|| (p.to_path_buf(), c))
+                    })
+                    .collect();
+                (!paths.is_empty()).then_some((files, paths))
+            })
+            .collect();
+        if lagging.is_empty() {
+            return;
+        }
+        for (files, paths) in lagging {
+            let ranges = paths.iter().map(|(p, c)| (p.as_path(), 0, *c));
+            self.archive_ranges(files, ranges);
+        }
+        if let Some(a) = &mut self.archive
+            && let Err(e) = a.commit()
+        {
+            tracing::warn!("archive: cannot commit: {e}");
+        }
+    }
+
+    /// Archives the byte ranges `(path, start, end)` just read of a session's files, and its persisted tool
+    /// outputs not archived yet.
+    fn archive_ranges<'p>(
+        &mut self,
+        files: &SessionFiles,
+        ranges: impl Iterator<Item = (&'p Path, u64, u64)>,
+    ) {
+        let Some(a) = &mut self.archive else {
+            return;
+        };
+        let project_dir = files.project_dir.display().to_string();
+        let role_of = |path: &Path| -> FileRole {
+            match files.subagents.iter().find(|f| f.path == path) {
+                Some(f) => FileRole::Subagent {
+                    agent_id: f.agent_id.clone(),
+                    agent_type: f.agent_type.clone(),
+                    layout: f.layout,
+                },
+                None => FileRole::Main,
+            }
+        };
+        let mut todo: Vec<(ArchivedFile, u64, u64)> = Vec::new();
+        for (path, start, end) in ranges {
+            let key = path.display().to_string();
+            let from = if start > a.archived_len(&key) {
+                0
+            } else {
+                start
+            };
+            if end > from {
+                todo.push((
+                    ArchivedFile {
+                        path: key,
+                        session_id: files.session_id.clone(),
+                        project_dir: project_dir.clone(),
+                        role: role_of(path),
+                    },
+                    from,
+                    end,
+                ));
+            }
+        }
+        // Persisted tool outputs are written once; archived whole when first seen or changed in size.
+        let results = files
+            .project_dir
+            .join(&files.session_id)
+            .join("tool-results");
+        if let Ok(rd) = std::fs::read_dir(&results) {
+            for e in rd.flatten() {
+                let path = e.path().display().to_string();
+                let Ok(m) = e.metadata() else { continue };
+                if m.is_file() && m.len() != a.archived_len(&path) {
+                    todo.push((
+                        ArchivedFile {
+                            path,
+                            session_id: files.session_id.clone(),
+                            project_dir: project_dir.clone(),
+                            role: FileRole::ToolResult,
+                        },
+                        0,
+                        m.len(),
+                    ));
+                }
+            }
+        }
+        for (file, from, to) in todo {
+            let read = || -> std::io::Result<Vec<u8>> {
+                use std::io::{Read, Seek};
+                let mut f = std::fs::File::open(&file.path)?;
+                f.seek(std::io::SeekFrom::Start(from))?;
+                let mut buf = Vec::with_capacity((to - from) as usize);
+                f.take(to - from).read_to_end(&mut buf)?;
+                Ok(buf)
+            };
+            let done = read().and_then(|bytes| a.record(&file, from, &bytes));
+            if let Err(e) = done {
+                tracing::warn!("archive: {}: {e}", file.path);
+            }
         }
     }
 
@@ -137,6 +280,12 @@ impl<'a> Writer<'a> {
     pub fn requeue(&mut self, msg: StoredMessage) {
         let chunks = vec![(stored_kind(&msg.kind), msg.content.clone())];
         self.pending.push(Pending { msg, chunks });
+    }
+
+    /// Removes messages (by gid) at the next publish: from the lexical index, and from their segments at the
+    /// next merge of those segments.
+    pub fn kill(&mut self, gids: impl IntoIterator<Item = u64>) {
+        self.pending_dead.extend(gids);
     }
 
     /// Messages queued since the last publish.
@@ -230,6 +379,7 @@ impl<'a> Writer<'a> {
         }
         self.pending_files.extend(states);
         self.summary.sessions_updated += 1;
+        self.archive_session(files, s);
         count
     }
 
@@ -484,6 +634,12 @@ impl<'a> Writer<'a> {
         self.lexical
             .commit(&mut self.lex_writer, self.manifest.generation)?;
         tracing::debug!("publish: lexical commit {:?}", t.elapsed());
+        // The archive before the manifest that counts its bytes as consumed.
+        if let Some(a) = &mut self.archive
+            && let Err(e) = a.commit()
+        {
+            tracing::warn!("archive: cannot commit: {e}");
+        }
         publish_manifest(self.dir, &self.manifest)?;
         tracing::debug!("publish: lexical + manifest {:?}", t.elapsed());
         self.summary.publishes += 1;

@@ -513,7 +513,7 @@ impl GholaServer {
         let r = tokio::task::spawn_blocking(move || -> Result<String, String> {
             let offset = non_negative(a.offset, "offset", 0)?;
             let limit = non_negative(a.limit, "limit", 50)?.clamp(1, 200);
-            let found = transcript::discover(&cfg.claude_dir);
+            let found = transcript::source::discover_all(&cfg.claude_dir);
             let ids: Vec<&str> = found.sessions.iter().map(|s| s.session_id.as_str()).collect();
             let id = transcript::resolve_session_id(&a.session_id, ids.iter().copied()).map_err(|e| e.to_string())?;
             let files = found.sessions.iter().find(|s| s.session_id == id).ok_or("session vanished")?;
@@ -529,7 +529,7 @@ impl GholaServer {
                 })
                 .collect();
             let v = serde_json::json!({"session_id": s.session_id, "project": s.project, "title": s.title,
-                "windows": s.windows, "total_messages": msgs.len(), "offset": offset,
+                "windows": s.windows, "archived": s.archived, "total_messages": msgs.len(), "offset": offset,
                 "has_more": offset + limit < msgs.len(), "messages": page});
             Ok(bounded(v.to_string()))
         })

@@ -647,13 +647,14 @@ fn persisted(marker: &str, tool_use_id: Option<&str>, source: &Source) -> Option
                     .map(move |ext| dir.join(format!("{id}.{ext}")))
             }));
     for path in candidates {
-        let Ok(meta) = std::fs::metadata(&path) else {
+        // From disk, or the archive once Claude Code deleted it.
+        let Ok(bytes) = crate::transcript::source::read(&path) else {
             continue;
         };
-        if meta.len() > MAX_PERSISTED_BYTES {
+        if bytes.len() as u64 > MAX_PERSISTED_BYTES {
             continue;
         }
-        if let Ok(text) = std::fs::read_to_string(&path) {
+        if let Ok(text) = String::from_utf8(bytes) {
             return Some(text);
         }
     }

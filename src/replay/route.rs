@@ -167,7 +167,7 @@ fn target(files: &SessionFiles, project: &str, window: Option<u32>) -> Option<Ta
 
 /// Chooses the targets of a question; notes say what was skipped and why.
 pub fn route(req: &QueryRequest, ctx: &RouteContext) -> Result<(Vec<Target>, Vec<String>), String> {
-    let found = transcript::discover(ctx.claude_dir);
+    let found = transcript::source::discover_all(ctx.claude_dir);
     let by_id: HashMap<&str, &SessionFiles> = found
         .sessions
         .iter()

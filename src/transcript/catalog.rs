@@ -32,6 +32,8 @@ pub struct SessionSummary {
     pub subagent_sessions: Vec<SubagentSummary>,
     /// Per-file read report (lines, malformed lines, unknown types, …).
     pub files: Vec<FileStatus>,
+    /// Claude Code deleted the transcript; it is read from ghola's archive.
+    pub archived: bool,
 }
 
 impl SessionSummary {
@@ -59,6 +61,7 @@ impl SessionSummary {
                 })
                 .collect(),
             files: s.files.clone(),
+            archived: s.archived,
         }
     }
 }
@@ -72,6 +75,8 @@ pub struct ProjectSummary {
     pub messages: usize,
     pub last_activity: Option<DateTime<Utc>>,
     pub branches: Vec<String>,
+    /// Of its sessions, those read from ghola's archive (Claude Code deleted their transcripts).
+    pub archived_sessions: usize,
 }
 
 /// Projects with their sessions, most recently active first.
@@ -85,10 +90,12 @@ pub fn projects(sessions: &[Session]) -> Vec<ProjectSummary> {
                 messages: 0,
                 last_activity: None,
                 branches: Vec::new(),
+                archived_sessions: 0,
             };
             (summary, BTreeSet::new())
         });
         p.sessions += 1;
+        p.archived_sessions += usize::from(s.archived);
         p.messages += s.all_messages().count();
         p.last_activity = p.last_activity.max(s.time_range().1);
         branches.extend(s.all_messages().filter_map(|m| m.git_branch.clone()));

@@ -41,6 +41,9 @@ pub struct SessionFiles {
     pub project_dir: PathBuf,
     pub main: Option<PathBuf>,
     pub subagents: Vec<SubagentFile>,
+    /// Claude Code deleted the session's transcript; it is read from ghola's archive.
+    #[serde(default)]
+    pub archived: bool,
 }
 
 impl SessionFiles {
@@ -162,6 +165,7 @@ fn session_entry<'a>(
             project_dir: dir.to_path_buf(),
             main: None,
             subagents: Vec::new(),
+            archived: false,
         })
 }
 

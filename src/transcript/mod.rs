@@ -9,6 +9,7 @@ pub mod lookup;
 pub mod message;
 pub mod reader;
 pub mod session;
+pub mod source;
 
 pub use discover::{
     Discovery, SessionFiles, SubagentFile, SubagentLayout, discover, discover_project_dir,
@@ -23,9 +24,9 @@ pub use session::{
 use rayon::prelude::*;
 use std::path::Path;
 
-/// Every session under a Claude config dir, loaded in parallel, newest first.
+/// Every session under a Claude config dir (archived ones included), loaded in parallel, newest first.
 pub fn load_all(claude_dir: &Path) -> (Vec<Session>, Discovery) {
-    let found = discover(claude_dir);
+    let found = source::discover_all(claude_dir);
     let sessions = load_sessions(&found.sessions);
     (sessions, found)
 }

@@ -8,7 +8,6 @@
 use super::entry::{LineKind, RawEntry, is_known_bookkeeping, is_wanted, peek_type};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 
@@ -122,17 +121,10 @@ fn stream_lines_capped(
         consumed: offset,
         report: FileReport::default(),
     };
-    let mut file = match File::open(path) {
+    let (mut file, len) = match super::source::open(path) {
         Ok(f) => f,
         Err(e) => {
             outcome.report.io_error = Some(format!("open: {e}"));
-            return outcome;
-        }
-    };
-    let len = match file.metadata() {
-        Ok(m) => m.len(),
-        Err(e) => {
-            outcome.report.io_error = Some(format!("stat: {e}"));
             return outcome;
         }
     };

@@ -47,6 +47,8 @@ pub struct Session {
     /// When each compaction happened (window k ≥ 1 starts at `boundaries[k-1]`).
     pub boundaries: Vec<Option<DateTime<Utc>>>,
     pub files: Vec<FileStatus>,
+    /// Claude Code deleted the transcript; it was read from ghola's archive.
+    pub archived: bool,
 }
 
 impl Session {
@@ -248,6 +250,7 @@ pub fn load_session_from(files: &SessionFiles, plan: &ReadPlan) -> Session {
         windows: window + 1,
         boundaries,
         files: statuses,
+        archived: files.archived,
     }
 }
 

@@ -1,0 +1,174 @@
+//! `ghola forget`: sessions removed from the index and the archive for good — text, vectors, lexical postings
+//! and archived bytes — and kept out of later updates unless the user allows it.
+//!
+//! Space is reclaimed at once, not at some later merge: the segments that held the sessions are rewritten
+//! without them, the lexical index is compacted into one segment (tantivy only marks deletes), and the archive's
+//! packs are rewritten without the sessions' frames; the old files are deleted.
+
+use super::archive::ArchiveWriter;
+use super::format::{self, FormatError};
+use super::snapshot::Snapshot;
+use super::update::{append_writer, lock};
+use super::{IndexError, UpdateSummary};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+
+const FORGOTTEN: &str = "forgotten";
+const FORGOTTEN_MAGIC: &[u8; 8] = b"GHOLAFGT";
+
+/// Sessions the user forgot, by id, with when (ms since the epoch): updates leave their transcripts alone.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Forgotten {
+    pub sessions: BTreeMap<String, i64>,
+}
+
+/// The forgotten sessions of the index in `dir` (none when the file is absent). A damaged file is reported and
+/// read as empty: updates then index those transcripts again, which loses nothing.
+pub fn forgotten(dir: &Path) -> Forgotten {
+    let path = dir.join(FORGOTTEN);
+    if !path.exists() {
+        return Forgotten::default();
+    }
+    let read = || -> Result<Forgotten, FormatError> {
+        let payload = format::read_framed(&path, FORGOTTEN_MAGIC, "forgotten sessions")?;
+        format::decode(&path.display().to_string(), &payload)
+    };
+    read().unwrap_or_else(|e| {
+        tracing::warn!("{e}; forgotten sessions may be indexed again");
+        Forgotten::default()
+    })
+}
+
+fn save_forgotten(dir: &Path, f: &Forgotten) -> std::io::Result<()> {
+    let tmp = dir.join(format!("{FORGOTTEN}.tmp"));
+    format::write_framed(&tmp, FORGOTTEN_MAGIC, &format::encode(f))?;
+    std::fs::rename(&tmp, dir.join(FORGOTTEN))?;
+    format::sync_dir(dir)
+}
+
+/// A session as `forget` lists it before asking.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionInfo {
+    pub session_id: String,
+    pub project: String,
+    pub messages: usize,
+    /// Time of its last message (ms since the epoch).
+    pub last_ms: Option<i64>,
+}
+
+/// Which sessions to forget.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    /// Session ids or unique prefixes.
+    pub sessions: Vec<String>,
+    /// Every session of this project directory (or below it).
+    pub project: Option<String>,
+    /// Every session whose last message is before this time (ms since the epoch).
+    pub before_ms: Option<i64>,
+}
+
+/// The indexed sessions `sel` names (all criteria must hold; an id prefix must name one session).
+pub fn select(dir: &Path, sel: &Selection) -> Result<Vec<SessionInfo>, String> {
+    let snap = Snapshot::open(dir).map_err(|e| e.to_string())?;
+    let mut by: BTreeMap<&str, SessionInfo> = BTreeMap::new();
+    for (i, m) in snap.messages.iter().enumerate() {
+        let s = by.entry(snap.session_id(i)).or_insert_with(|| SessionInfo {
+            session_id: snap.session_id(i).to_string(),
+            project: snap.project(i).to_string(),
+            messages: 0,
+            last_ms: None,
+        });
+        s.messages += 1;
+        s.last_ms = s.last_ms.max(m.timestamp_ms);
+    }
+    let mut ids: Option<HashSet<String>> = None;
+    if !sel.sessions.is_empty() {
+        let mut chosen = HashSet::new();
+        for want in &sel.sessions {
+            let id = crate::transcript::resolve_session_id(want, by.keys().copied())
+                .map_err(|e| e.to_string())?;
+            chosen.insert(id.to_string());
+        }
+        ids = Some(chosen);
+    }
+    Ok(by
+        .into_values()
+        .filter(|s| ids.as_ref().is_none_or(|ids| ids.contains(&s.session_id)))
+        .filter(|s| {
+            sel.project
+                .as_deref()
+                .is_none_or(|p| crate::transcript::is_within(&s.project, p))
+        })
+        .filter(|s| {
+            sel.before_ms
+                .is_none_or(|b| s.last_ms.is_some_and(|t| t < b))
+        })
+        .collect())
+}
+
+/// What `forget` did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ForgetSummary {
+    pub sessions: usize,
+    pub messages_removed: usize,
+    pub segments_rewritten: usize,
+    pub archive_bytes_reclaimed: u64,
+    /// Whether the sessions are kept out of later updates (false with `--allow-reindex`).
+    pub remembered_as_forgotten: bool,
+}
+
+/// Forgets `sessions` (ids) under the index lock. Unless `allow_reindex`, they are first recorded as forgotten,
+/// so a crash half-way never lets an update bring them back; running it again finishes the job.
+pub fn forget(
+    dir: &Path,
+    sessions: &HashSet<String>,
+    allow_reindex: bool,
+) -> Result<ForgetSummary, IndexError> {
+    let _lock = lock(dir, true)?;
+    let mut out = ForgetSummary {
+        sessions: sessions.len(),
+        remembered_as_forgotten: !allow_reindex,
+        ..Default::default()
+    };
+    let mut f = forgotten(dir);
+    let now = chrono::Utc::now().timestamp_millis();
+    if allow_reindex {
+        f.sessions.retain(|s, _| !sessions.contains(s));
+    } else {
+        for s in sessions {
+            f.sessions.insert(s.clone(), now);
+        }
+    }
+    save_forgotten(dir, &f)?;
+    // The index: the sessions' messages dead, their fingerprints gone, their segments rewritten.
+    if let Some(manifest) = super::snapshot::read_manifest(dir)? {
+        let snap = Snapshot::open(dir)?;
+        let mut gids = Vec::new();
+        let mut segments = HashSet::new();
+        for (i, m) in snap.messages.iter().enumerate() {
+            if sessions.contains(snap.session_id(i)) {
+                gids.push(m.gid);
+                segments.insert(snap.segment_id(i));
+            }
+        }
+        // Superseded versions of the same messages live in the manifest's dead list already.
+        drop(snap);
+        out.messages_removed = gids.len();
+        let mut w = append_writer(dir, manifest, UpdateSummary::default(), false)?;
+        w.kill(gids);
+        w.manifest
+            .files
+            .retain(|st| !sessions.contains(&st.session_id));
+        w.publish(None)?;
+        let mut ids: Vec<u64> = segments.into_iter().collect();
+        ids.sort();
+        w.purge(&ids)?;
+        out.segments_rewritten = ids.len();
+        w.lexical.compact(&mut w.lex_writer)?;
+    }
+    // The archive.
+    let mut a = ArchiveWriter::open(dir)?;
+    out.archive_bytes_reclaimed = a.forget_sessions(sessions)?;
+    Ok(out)
+}
