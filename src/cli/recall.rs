@@ -293,7 +293,7 @@ pub fn forget_cmd(index_dir: &Path, a: ForgetArgs) -> Result<()> {
             .transpose()
             .map_err(|e| anyhow!(e))?,
     };
-    let chosen = forget::select(index_dir, &sel).map_err(|e| anyhow!(e))?;
+    let chosen = forget::select(index_dir, &sel, a.allow_reindex).map_err(|e| anyhow!(e))?;
     if chosen.is_empty() {
         if a.json {
             println!(
@@ -334,8 +334,7 @@ pub fn forget_cmd(index_dir: &Path, a: ForgetArgs) -> Result<()> {
             return Ok(());
         }
     }
-    let ids: std::collections::HashSet<String> = chosen.into_iter().map(|s| s.session_id).collect();
-    let done = forget::forget(index_dir, &ids, a.allow_reindex)?;
+    let done = forget::forget(index_dir, &chosen, a.allow_reindex)?;
     if a.json {
         println!("{}", serde_json::to_string(&done)?);
     } else {

@@ -175,6 +175,11 @@ impl ArchiveWriter {
         })
     }
 
+    /// Whether `path` is archived (an empty file is too).
+    pub fn has(&self, path: &str) -> bool {
+        self.state.files.contains_key(path)
+    }
+
     /// Bytes of `path` archived so far (its current generation).
     pub fn archived_len(&self, path: &str) -> u64 {
         self.state.files.get(path).map_or(0, |f| f.len)

@@ -17,10 +17,19 @@ use std::path::Path;
 const FORGOTTEN: &str = "forgotten";
 const FORGOTTEN_MAGIC: &[u8; 8] = b"GHOLAFGT";
 
-/// Sessions the user forgot, by id, with when (ms since the epoch): updates leave their transcripts alone.
+/// Sessions the user forgot, by id: updates leave their transcripts alone.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Forgotten {
-    pub sessions: BTreeMap<String, i64>,
+    pub sessions: BTreeMap<String, ForgottenSession>,
+}
+
+/// What is remembered of a forgotten session: enough to name it again with `--allow-reindex`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ForgottenSession {
+    /// When it was forgotten (ms since the epoch).
+    pub at_ms: i64,
+    pub project: String,
+    pub last_ms: Option<i64>,
 }
 
 /// The forgotten sessions of the index in `dir` (none when the file is absent). A damaged file is reported and
@@ -68,10 +77,29 @@ pub struct Selection {
     pub before_ms: Option<i64>,
 }
 
-/// The indexed sessions `sel` names (all criteria must hold; an id prefix must name one session).
-pub fn select(dir: &Path, sel: &Selection) -> Result<Vec<SessionInfo>, String> {
+/// The indexed sessions `sel` names (all criteria must hold; an id prefix must name one session); with
+/// `forgotten_too`, sessions forgotten earlier as well (to let them be indexed again).
+pub fn select(
+    dir: &Path,
+    sel: &Selection,
+    forgotten_too: bool,
+) -> Result<Vec<SessionInfo>, String> {
     let snap = Snapshot::open(dir).map_err(|e| e.to_string())?;
     let mut by: BTreeMap<&str, SessionInfo> = BTreeMap::new();
+    let earlier = forgotten(dir);
+    if forgotten_too {
+        for (id, f) in &earlier.sessions {
+            by.insert(
+                id,
+                SessionInfo {
+                    session_id: id.clone(),
+                    project: f.project.clone(),
+                    messages: 0,
+                    last_ms: f.last_ms,
+                },
+            );
+        }
+    }
     for (i, m) in snap.messages.iter().enumerate() {
         let s = by.entry(snap.session_id(i)).or_insert_with(|| SessionInfo {
             session_id: snap.session_id(i).to_string(),
@@ -122,9 +150,11 @@ pub struct ForgetSummary {
 /// so a crash half-way never lets an update bring them back; running it again finishes the job.
 pub fn forget(
     dir: &Path,
-    sessions: &HashSet<String>,
+    chosen: &[SessionInfo],
     allow_reindex: bool,
 ) -> Result<ForgetSummary, IndexError> {
+    let sessions: HashSet<String> = chosen.iter().map(|s| s.session_id.clone()).collect();
+    let sessions = &sessions;
     let _lock = lock(dir, true)?;
     let mut out = ForgetSummary {
         sessions: sessions.len(),
@@ -136,8 +166,15 @@ pub fn forget(
     if allow_reindex {
         f.sessions.retain(|s, _| !sessions.contains(s));
     } else {
-        for s in sessions {
-            f.sessions.insert(s.clone(), now);
+        for s in chosen {
+            f.sessions.insert(
+                s.session_id.clone(),
+                ForgottenSession {
+                    at_ms: now,
+                    project: s.project.clone(),
+                    last_ms: s.last_ms,
+                },
+            );
         }
     }
     save_forgotten(dir, &f)?;

@@ -223,7 +223,8 @@ impl<'a> Writer<'a> {
             } else {
                 start
             };
-            if end > from {
+            // An empty transcript is archived too: it still names a session.
+            if end > from || (end == 0 && !a.has(&key)) {
                 todo.push((
                     ArchivedFile {
                         path: key,
@@ -245,7 +246,7 @@ impl<'a> Writer<'a> {
             for e in rd.flatten() {
                 let path = e.path().display().to_string();
                 let Ok(m) = e.metadata() else { continue };
-                if m.is_file() && m.len() != a.archived_len(&path) {
+                if m.is_file() && (m.len() != a.archived_len(&path) || !a.has(&path)) {
                     todo.push((
                         ArchivedFile {
                             path,

@@ -1,0 +1,329 @@
+//! The archive: every reader of transcripts says the same before and after Claude Code deletes them (apart
+//! from the `archived` fields), duncan replays archived sessions, `ghola forget` removes sessions for good, and
+//! the archive can be turned off.
+
+mod common;
+
+use common::mcp_client::Client;
+use common::standin::{Reply, StandIn};
+use common::{run_json, run_ok};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+fn corpus() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus")
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), dest).unwrap();
+        }
+    }
+}
+
+fn ghola(claude: &Path, idx: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_ghola"));
+    c.args([
+        "--claude-dir",
+        claude.to_str().unwrap(),
+        "--index-dir",
+        idx.to_str().unwrap(),
+    ])
+    .env_remove("GHOLA_ARCHIVE")
+    .env_remove("CLAUDE_CODE_SESSION_ID");
+    c
+}
+
+/// The value without its `archived` / `archived_sessions` fields (the one difference allowed).
+fn without_archived(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| *k != "archived" && *k != "archived_sessions")
+                .map(|(k, v)| (k.clone(), without_archived(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(without_archived).collect()),
+        v => v.clone(),
+    }
+}
+
+/// A tool's answer as JSON; a long one cut to the output bound stays text, its `archived` flags made equal.
+fn tool_value(text: &str) -> Value {
+    // The flag's length moves the cut by a character: compare well before it.
+    serde_json::from_str(text).unwrap_or_else(|_| {
+        let same = text.replace("\"archived\":true", "\"archived\":false");
+        Value::String(same.chars().take(30_000).collect())
+    })
+}
+
+/// Everything every reader says about the history of `claude`: CLI listings and sessions, the MCP tools, and
+/// the conversation duncan sends for each session's latest window.
+fn record(claude: &Path, idx: &Path, api: &StandIn) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    let projects = run_json(ghola(claude, idx).args(["projects", "--json"]));
+    out.push(("projects".into(), projects));
+    let sessions = run_json(ghola(claude, idx).args(["sessions", "--global", "--json"]));
+    let ids: Vec<String> = sessions["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["session_id"].as_str().unwrap().to_string())
+        .collect();
+    out.push(("sessions".into(), sessions));
+    for id in &ids {
+        let shown = run_json(ghola(claude, idx).args(["show", id, "--subagents", "--json"]));
+        out.push((format!("show {id}"), shown));
+    }
+    let mut mcp = Client::start(claude, idx, &[]);
+    let (err, text) = mcp.call(
+        10,
+        "duncan_list_sessions",
+        json!({"mode": "global", "limit": 200}),
+    );
+    assert!(!err, "{text}");
+    out.push(("duncan_list_sessions".into(), tool_value(&text)));
+    let (err, text) = mcp.call(11, "duncan_projects", json!({}));
+    assert!(!err, "{text}");
+    out.push(("duncan_projects".into(), tool_value(&text)));
+    for (k, id) in ids.iter().enumerate() {
+        let (err, text) = mcp.call(
+            100 + k as u64,
+            "get_session_detail",
+            json!({"session_id": id, "limit": 200}),
+        );
+        assert!(!err, "{text}");
+        out.push((format!("get_session_detail {id}"), tool_value(&text)));
+    }
+    drop(mcp);
+    // Duncan: the conversation each session's latest window is replayed as.
+    for id in &ids {
+        api.requests.lock().unwrap().clear();
+        let out_ = ghola(claude, idx)
+            .args([
+                "query",
+                "What was decided?",
+                "--mode",
+                "session",
+                "--session",
+                id,
+                "--backend",
+                "api",
+                "--json",
+            ])
+            .env("ANTHROPIC_BASE_URL", &api.url)
+            .env("ANTHROPIC_API_KEY", "test-key")
+            .output()
+            .unwrap();
+        // A session with nothing to replay (only subagent transcripts) is refused the same way both times.
+        let report: Value = if out_.status.success() {
+            serde_json::from_slice(&out_.stdout).unwrap()
+        } else {
+            json!({"results": [], "error": String::from_utf8_lossy(&out_.stderr).trim()})
+        };
+        let sent: Vec<Value> = api
+            .requests
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|r| r["messages"].clone())
+            .collect();
+        let results: Vec<Value> = report["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| json!([r["session_id"], r["window"], r["has_context"], r["error"]]))
+            .collect();
+        out.push((
+            format!("duncan {id}"),
+            json!({"sent": sent, "results": results}),
+        ));
+    }
+    out
+}
+
+#[test]
+fn every_reader_says_the_same_after_claude_code_deletes_the_transcripts() {
+    let api = StandIn::start(
+        2,
+        Arc::new(|_: &Value| {
+            Reply::tool_use(
+                "duncan_response",
+                json!({"hasContext": true, "answer": "from the window"}),
+            )
+        }),
+    );
+    let mut sessions_checked = 0;
+    let mut replayed = 0;
+    for folder in std::fs::read_dir(corpus())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("projects").is_dir())
+    {
+        let tmp = tempfile::tempdir().unwrap();
+        let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
+        copy_dir(&folder.join("projects"), &claude.join("projects"));
+        run_ok(ghola(&claude, &idx).arg("index"));
+        let before = record(&claude, &idx, &api);
+        // Claude Code's cleanup: every transcript (and subagent file, and persisted output) gone.
+        std::fs::remove_dir_all(claude.join("projects")).unwrap();
+        std::fs::create_dir_all(claude.join("projects")).unwrap();
+        // An update notices the deletions and keeps everything.
+        run_ok(ghola(&claude, &idx).arg("index"));
+        let after = record(&claude, &idx, &api);
+        assert_eq!(before.len(), after.len(), "{}", folder.display());
+        for ((what, b), (what2, a)) in before.iter().zip(&after) {
+            assert_eq!(what, what2);
+            if without_archived(b) != without_archived(a) {
+                let dump = std::env::temp_dir().join("ghola-archive-diff");
+                std::fs::create_dir_all(&dump).unwrap();
+                let pretty =
+                    |v: &Value| serde_json::to_string_pretty(&without_archived(v)).unwrap();
+                std::fs::write(dump.join("before.json"), pretty(b)).unwrap();
+                std::fs::write(dump.join("after.json"), pretty(a)).unwrap();
+            }
+            assert_eq!(
+                without_archived(b),
+                without_archived(a),
+                "{}: {what} differs once the transcripts are deleted",
+                folder.display()
+            );
+            // (A window with no conversation, only bookkeeping, is reported as such both times.)
+            if what.starts_with("duncan ") && !b["sent"].as_array().unwrap().is_empty() {
+                replayed += 1;
+            }
+        }
+        // Every session is now marked as read from the archive.
+        let listed = &after.iter().find(|(w, _)| w == "sessions").unwrap().1;
+        for s in listed["sessions"].as_array().unwrap() {
+            let has_main = s["files"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| !f["path"].as_str().unwrap().contains("agent-"));
+            if has_main {
+                assert_eq!(s["archived"], true, "{s}");
+            }
+            sessions_checked += 1;
+        }
+        let status = run_json(ghola(&claude, &idx).args(["status", "--json"]));
+        assert!(status["sessions_only_in_archive"].as_u64().unwrap() > 0);
+        assert!(status["archive"]["stored_bytes"].as_u64().unwrap() > 0);
+        // The archive reads back whole under --verify.
+        let verified =
+            String::from_utf8(run_ok(ghola(&claude, &idx).args(["index", "--verify"]))).unwrap();
+        assert!(verified.contains("archive verified"), "{verified}");
+    }
+    assert!(
+        sessions_checked > 40 && replayed > 40,
+        "{sessions_checked} sessions, {replayed} replays"
+    );
+}
+
+#[test]
+fn forget_removes_sessions_for_good_and_the_archive_can_be_turned_off() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
+    copy_dir(
+        &corpus().join("cc-2.1.330/projects"),
+        &claude.join("projects"),
+    );
+    run_ok(ghola(&claude, &idx).arg("index"));
+    let search = |q: &str| -> Value {
+        run_json(
+            ghola(&claude, &idx).args([q, "--global", "--json", "--context", "0"].iter().fold(
+                vec!["search"],
+                |mut v, x| {
+                    v.push(x);
+                    v
+                },
+            )),
+        )
+    };
+    assert!(
+        !search("CLOCK_SKEW_LEEWAY_SECS")["results"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    // Off a terminal, forget wants --yes.
+    let out = ghola(&claude, &idx)
+        .args(["forget", "fec0adcb"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--yes"));
+    let done = run_json(ghola(&claude, &idx).args(["forget", "fec0adcb", "--yes", "--json"]));
+    assert_eq!(done["sessions"], 1, "{done}");
+    assert!(done["messages_removed"].as_u64().unwrap() > 0);
+    // Gone from search, from the archive, from every file of the index — though its transcript still exists,
+    // and an update does not bring it back.
+    run_ok(ghola(&claude, &idx).arg("index"));
+    assert!(
+        search("CLOCK_SKEW_LEEWAY_SECS")["results"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    fn grep(dir: &Path, needle: &[u8]) -> Vec<PathBuf> {
+        let mut hits = Vec::new();
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            if e.file_type().unwrap().is_dir() {
+                hits.extend(grep(&e.path(), needle));
+            } else {
+                let bytes = std::fs::read(e.path()).unwrap().to_ascii_lowercase();
+                if bytes.windows(needle.len()).any(|w| w == needle) {
+                    hits.push(e.path());
+                }
+            }
+        }
+        hits
+    }
+    assert_eq!(grep(&idx, b"clock_skew_leeway"), Vec::<PathBuf>::new());
+    // --allow-reindex names it again (it is on the forgotten list) and lets the transcript come back.
+    let again = run_json(ghola(&claude, &idx).args([
+        "forget",
+        "fec0adcb",
+        "--yes",
+        "--json",
+        "--allow-reindex",
+    ]));
+    assert_eq!(again["sessions"], 1, "{again}");
+    run_ok(ghola(&claude, &idx).arg("index"));
+    assert!(
+        !search("CLOCK_SKEW_LEEWAY_SECS")["results"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    // --before: nothing is older than 2000, everything is older than 2100.
+    let none = run_json(ghola(&claude, &idx).args([
+        "forget",
+        "--before",
+        "2000-01-01",
+        "--yes",
+        "--json",
+    ]));
+    assert_eq!(none["sessions"], 0);
+
+    // Off: nothing new is archived, and status says so.
+    let tmp2 = tempfile::tempdir().unwrap();
+    let idx2 = tmp2.path().join("idx");
+    run_ok(ghola(&claude, &idx2).arg("index").env("GHOLA_ARCHIVE", "0"));
+    let status = run_json(
+        ghola(&claude, &idx2)
+            .args(["status", "--json"])
+            .env("GHOLA_ARCHIVE", "0"),
+    );
+    assert_eq!(status["archive_enabled"], false);
+    assert_eq!(status["archive"]["files"], 0);
+}
