@@ -136,8 +136,8 @@ pub struct ArchiveWriter {
 
 impl ArchiveWriter {
     /// Opens the archive of `index_dir` for appending; bytes past the committed length (a writer killed
-    /// mid-append) are cut off. A damaged `STATE` is set aside (`STATE.bad`) with the packs it named kept, and
-    /// a new archive starts beside them.
+    /// mid-append) are cut off. A damaged `STATE` is set aside (`STATE.bad`) and rebuilt from the frames of
+    /// the packs, which name their file and offset (see [`recover`]).
     pub fn open(index_dir: &Path) -> std::io::Result<Self> {
         let dir = index_dir.join(ARCHIVE_DIR);
         std::fs::create_dir_all(&dir)?;
@@ -145,26 +145,10 @@ impl ArchiveWriter {
             Ok(s) => s,
             Err(e) => {
                 tracing::warn!(
-                    "archive state unreadable ({e}); keeping it as STATE.bad, starting anew"
+                    "archive state unreadable ({e}); kept as STATE.bad, rebuilt from the packs' frames"
                 );
                 let _ = std::fs::rename(dir.join(STATE), dir.join("STATE.bad"));
-                let mut fresh = State::default();
-                // Never reuse the pack ids of the damaged state.
-                fresh.next_pack = std::fs::read_dir(&dir)
-                    .map(|rd| {
-                        rd.flatten()
-                            .filter_map(|e| {
-                                let n = e.file_name().into_string().ok()?;
-                                n.strip_prefix("pack-")?
-                                    .strip_suffix(".gha")?
-                                    .parse::<u64>()
-                                    .ok()
-                            })
-                            .max()
-                            .map_or(0, |m| m + 1)
-                    })
-                    .unwrap_or(0);
-                fresh
+                recover(&dir)
             }
         };
         Ok(Self {
@@ -382,6 +366,63 @@ impl ArchiveWriter {
         let after: u64 = self.state.packs.iter().map(|p| p.len).sum();
         Ok(before.saturating_sub(after))
     }
+}
+
+/// Rebuilds the state from the packs alone: every pack is read frame by frame, in order, up to its first
+/// damaged or torn frame; each frame continues its file (or starts it again from offset 0), as `record` would
+/// have. Used when `STATE` is damaged, so a lost `STATE` loses nothing the packs hold.
+fn recover(dir: &Path) -> State {
+    let mut ids: Vec<u64> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| {
+                    let n = e.file_name().into_string().ok()?;
+                    n.strip_prefix("pack-")?.strip_suffix(".gha")?.parse().ok()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    ids.sort();
+    let mut state = State {
+        next_pack: ids.last().map_or(0, |m| m + 1),
+        ..State::default()
+    };
+    for id in ids {
+        let Ok(mut f) = File::open(pack_path(dir, id)) else {
+            continue;
+        };
+        let name = pack_path(dir, id).display().to_string();
+        let mut offset = 0u64;
+        while let Ok(raw) = read_raw_frame(&mut f, offset) {
+            let Ok((h, bytes)) = open_frame(&name, &raw) else {
+                break;
+            };
+            let e = state
+                .files
+                .entry(h.file.path.clone())
+                .or_insert_with(|| FileEntry {
+                    file: h.file.clone(),
+                    len: 0,
+                    crc: 0,
+                    frames: Vec::new(),
+                });
+            if h.start == 0 {
+                (e.len, e.crc) = (0, 0);
+                e.frames.clear();
+            }
+            if h.start == e.len {
+                let mut c = crc32fast::Hasher::new_with_initial_len(e.crc, e.len);
+                c.update(&bytes);
+                e.crc = c.finalize();
+                e.len += bytes.len() as u64;
+                e.frames.push(FrameAt { pack: id, offset });
+            }
+            offset += raw.len() as u64;
+        }
+        state.packs.push(PackState { id, len: offset });
+    }
+    state.files.retain(|_, e| !e.frames.is_empty());
+    state
 }
 
 /// Reads the whole frame at `offset` (prefix, header and payload) as stored.
@@ -676,6 +717,28 @@ mod tests {
         bytes[last] ^= 0xff;
         std::fs::write(&pack, bytes).unwrap();
         assert!(r.verify().is_err());
+    }
+
+    #[test]
+    fn a_damaged_state_is_rebuilt_from_the_packs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = file("/p/a.jsonl", "a");
+        let mut w = ArchiveWriter::open(tmp.path()).unwrap();
+        w.record(&a, 0, b"one\n").unwrap();
+        w.record(&a, 4, b"two\n").unwrap();
+        w.record(&file("/p/b.jsonl", "b"), 0, b"bee\n").unwrap();
+        w.commit().unwrap();
+        let state = tmp.path().join(ARCHIVE_DIR).join(STATE);
+        std::fs::write(&state, b"garbage").unwrap();
+        assert!(Archive::open(tmp.path()).is_err());
+        // The next writer rebuilds it; nothing is lost, and it appends on.
+        let mut w = ArchiveWriter::open(tmp.path()).unwrap();
+        w.record(&a, 8, b"three\n").unwrap();
+        w.commit().unwrap();
+        let r = Archive::open(tmp.path()).unwrap();
+        assert_eq!(r.read("/p/a.jsonl").unwrap().unwrap(), b"one\ntwo\nthree\n");
+        assert_eq!(r.read("/p/b.jsonl").unwrap().unwrap(), b"bee\n");
+        assert!(tmp.path().join(ARCHIVE_DIR).join("STATE.bad").exists());
     }
 
     #[test]
