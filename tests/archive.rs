@@ -327,3 +327,40 @@ fn forget_removes_sessions_for_good_and_the_archive_can_be_turned_off() {
     assert_eq!(status["archive_enabled"], false);
     assert_eq!(status["archive"]["files"], 0);
 }
+
+#[test]
+fn a_damaged_index_is_rebuilt_with_the_sessions_only_the_archive_has() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
+    copy_dir(
+        &corpus().join("cc-2.1.330/projects"),
+        &claude.join("projects"),
+    );
+    run_ok(ghola(&claude, &idx).arg("index"));
+    let transcript =
+        claude.join("projects/-home-dev-webapp/fec0adcb-6a09-4536-bb17-4d0550c09c1d.jsonl");
+    assert!(transcript.is_file());
+    std::fs::remove_file(&transcript).unwrap();
+    // The index is damaged: it is set aside and rebuilt — and the deleted session comes back from the archive.
+    std::fs::write(idx.join("manifest.bin"), b"not a manifest").unwrap();
+    run_ok(ghola(&claude, &idx).arg("index"));
+    let found = run_json(ghola(&claude, &idx).args([
+        "search",
+        "CLOCK_SKEW_LEEWAY_SECS",
+        "--global",
+        "--json",
+        "--context",
+        "0",
+    ]));
+    let first = &found["results"][0]["matched_message"];
+    assert_eq!(
+        first["session_id"], "fec0adcb-6a09-4536-bb17-4d0550c09c1d",
+        "{found:#}"
+    );
+    let shown = run_json(ghola(&claude, &idx).args(["show", "fec0adcb", "--json"]));
+    assert_eq!(shown["archived"], true);
+    // And the next update leaves it alone (nothing to read, no full path).
+    let again = run_json(ghola(&claude, &idx).args(["index", "--json"]));
+    assert_eq!(again["files_read"], 0, "{again:#}");
+    assert_eq!(again["full_update"], false, "{again:#}");
+}

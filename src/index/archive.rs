@@ -498,6 +498,11 @@ impl Archive {
         self.state.files.contains_key(path)
     }
 
+    /// Bytes archived of `path`.
+    pub fn len_of(&self, path: &str) -> Option<u64> {
+        self.state.files.get(path).map(|e| e.len)
+    }
+
     /// The archived bytes of `path` (`None`: not archived), each frame checked.
     pub fn read(&self, path: &str) -> Result<Option<Vec<u8>>, FormatError> {
         let Some(e) = self.state.files.get(path) else {
@@ -600,49 +605,54 @@ impl crate::transcript::source::ArchiveView for View {
     }
 
     fn sessions_gone_from_disk(&self) -> Vec<crate::transcript::SessionFiles> {
-        use crate::transcript::{SessionFiles, SubagentFile};
-        let Some(a) = self.archive() else {
-            return Vec::new();
-        };
-        let mut out: BTreeMap<(String, String), SessionFiles> = BTreeMap::new();
-        for f in a.files() {
-            if matches!(f.role, FileRole::ToolResult) || Path::new(&f.path).exists() {
-                continue;
-            }
-            let s = out
-                .entry((f.project_dir.clone(), f.session_id.clone()))
-                .or_insert_with(|| SessionFiles {
-                    session_id: f.session_id.clone(),
-                    project_dir: PathBuf::from(&f.project_dir),
-                    main: None,
-                    subagents: Vec::new(),
-                    archived: false,
-                });
-            match &f.role {
-                FileRole::Main => {
-                    s.main = Some(PathBuf::from(&f.path));
-                    s.archived = true;
-                }
-                FileRole::Subagent {
-                    agent_id,
-                    agent_type,
-                    layout,
-                } => s.subagents.push(SubagentFile {
-                    agent_id: agent_id.clone(),
-                    path: PathBuf::from(&f.path),
-                    agent_type: agent_type.clone(),
-                    layout: *layout,
-                }),
-                FileRole::ToolResult => {}
-            }
-        }
-        out.into_values()
-            .map(|mut s| {
-                s.subagents.sort_by(|a, b| a.path.cmp(&b.path));
-                s
-            })
-            .collect()
+        self.archive()
+            .map(|a| sessions_gone_from_disk(&a))
+            .unwrap_or_default()
     }
+}
+
+/// Sessions with archived transcripts that are no longer on disk, each naming only those files (by their
+/// original paths); `archived` is set when the session's own transcript is gone.
+pub fn sessions_gone_from_disk(a: &Archive) -> Vec<crate::transcript::SessionFiles> {
+    use crate::transcript::{SessionFiles, SubagentFile};
+    let mut out: BTreeMap<(String, String), SessionFiles> = BTreeMap::new();
+    for f in a.files() {
+        if matches!(f.role, FileRole::ToolResult) || Path::new(&f.path).exists() {
+            continue;
+        }
+        let s = out
+            .entry((f.project_dir.clone(), f.session_id.clone()))
+            .or_insert_with(|| SessionFiles {
+                session_id: f.session_id.clone(),
+                project_dir: PathBuf::from(&f.project_dir),
+                main: None,
+                subagents: Vec::new(),
+                archived: false,
+            });
+        match &f.role {
+            FileRole::Main => {
+                s.main = Some(PathBuf::from(&f.path));
+                s.archived = true;
+            }
+            FileRole::Subagent {
+                agent_id,
+                agent_type,
+                layout,
+            } => s.subagents.push(SubagentFile {
+                agent_id: agent_id.clone(),
+                path: PathBuf::from(&f.path),
+                agent_type: agent_type.clone(),
+                layout: *layout,
+            }),
+            FileRole::ToolResult => {}
+        }
+    }
+    out.into_values()
+        .map(|mut s| {
+            s.subagents.sort_by(|a, b| a.path.cmp(&b.path));
+            s
+        })
+        .collect()
 }
 
 /// Lets every transcript reader of this process fall back on the archive of `index_dir`.

@@ -139,9 +139,11 @@ pub fn pending_files(snap: &Snapshot, claude_dir: &Path) -> usize {
         .map(|f| (f.path.as_str(), (f.size, f.mtime_ns)))
         .collect();
     let found = crate::transcript::discover(claude_dir);
+    let forgotten = forget::forgotten(&snap.dir);
     found
         .sessions
         .iter()
+        .filter(|s| !forgotten.sessions.contains_key(&s.session_id))
         .flat_map(|s| s.all_files())
         .filter(|p| {
             let Ok(m) = std::fs::metadata(p) else {

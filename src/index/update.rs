@@ -263,6 +263,7 @@ struct Changed<'a> {
 fn scan<'a>(
     sessions: &'a [SessionFiles],
     manifest: Option<&Manifest>,
+    archived_only: &HashMap<String, u64>,
     summary: &mut super::UpdateSummary,
 ) -> (Vec<Changed<'a>>, HashSet<String>) {
     let by_path: HashMap<&str, &FileState> = manifest
@@ -277,11 +278,36 @@ fn scan<'a>(
         for path in s.all_files() {
             summary.files_seen += 1;
             let key = path.display().to_string();
-            on_disk.insert(key.clone());
-            let Ok(meta) = std::fs::metadata(path) else {
-                continue;
+            let (size, mtime) = match std::fs::metadata(path) {
+                Ok(meta) => {
+                    on_disk.insert(key.clone());
+                    (meta.len(), mtime_ns(&meta))
+                }
+                Err(_) => {
+                    // Gone from disk: only a file the index does not know yet (an index rebuilt after damage)
+                    // is read back, from the archive, as a deleted source.
+                    if let Some(&size) = archived_only.get(&key)
+                        && !by_path.contains_key(key.as_str())
+                    {
+                        any = true;
+                        changes.push((
+                            path.to_path_buf(),
+                            Change::New,
+                            FileState {
+                                path: key.clone(),
+                                session_id: s.session_id.clone(),
+                                size,
+                                mtime_ns: 0,
+                                consumed: 0,
+                                head_hash: 0,
+                                deleted: true,
+                                resume: None,
+                            },
+                        ));
+                    }
+                    continue;
+                }
             };
-            let (size, mtime) = (meta.len(), mtime_ns(&meta));
             newest = newest.max(mtime);
             let fresh = |head_hash| FileState {
                 path: key.clone(),
@@ -379,6 +405,22 @@ pub fn update_with(
     }
     // One discovery, one manifest read and one soundness check serve the freshness check and the update.
     let mut found = transcript::discover(claude_dir);
+    // What only the archive still has: listed so that an index rebuilt from scratch (after damage) gets those
+    // sessions back; `scan` reads only the files the index does not know.
+    let mut archived_only: HashMap<String, u64> = HashMap::new();
+    if let Ok(arc) = super::archive::Archive::open(dir)
+        && arc.files().next().is_some()
+    {
+        super::archive::install(dir);
+        let gone = super::archive::sessions_gone_from_disk(&arc);
+        for p in gone.iter().flat_map(|g| g.all_files()) {
+            let key = p.display().to_string();
+            if let Some(len) = arc.len_of(&key) {
+                archived_only.insert(key, len);
+            }
+        }
+        transcript::source::absorb_gone(&mut found, gone);
+    }
     // Sessions the user forgot stay out (see `forget`).
     let forgotten = super::forget::forgotten(dir);
     if !forgotten.sessions.is_empty() {
@@ -394,7 +436,7 @@ pub fn update_with(
     // per transcript) is the freshness check: nothing changed or vanished means nothing to open.
     let appendable = manifest.as_ref().and_then(|m| {
         let mut scanned = UpdateSummary::default();
-        let (changed, on_disk) = scan(&found.sessions, Some(m), &mut scanned);
+        let (changed, on_disk) = scan(&found.sessions, Some(m), &archived_only, &mut scanned);
         let ok = changed.iter().all(|c| {
             c.changes
                 .iter()
@@ -432,7 +474,12 @@ pub fn update_with(
         }
         _ => {
             let mut w = full_writer(dir, embedder, summary)?;
-            let (changed, on_disk) = scan(&found.sessions, Some(&w.manifest), &mut w.summary);
+            let (changed, on_disk) = scan(
+                &found.sessions,
+                Some(&w.manifest),
+                &archived_only,
+                &mut w.summary,
+            );
             (w, changed, on_disk)
         }
     };

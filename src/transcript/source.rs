@@ -86,29 +86,37 @@ pub fn discover_all(claude_dir: &Path) -> Discovery {
         return found;
     };
     let projects = claude_dir.join("projects");
-    for gone in view.sessions_gone_from_disk() {
-        // Only what was under this Claude config dir.
-        if !gone.project_dir.starts_with(&projects) {
-            continue;
-        }
+    // Only what was under this Claude config dir.
+    let gone = view
+        .sessions_gone_from_disk()
+        .into_iter()
+        .filter(|g| g.project_dir.starts_with(&projects))
+        .collect();
+    absorb_gone(&mut found, gone);
+    found
+}
+
+/// Adds sessions gone from disk to a discovery: a session it lacks is added whole; one it has gets the files it
+/// lacks (its transcript, marking it `archived`, or a subagent's).
+pub fn absorb_gone(found: &mut Discovery, gone: Vec<SessionFiles>) {
+    for g in gone {
         match found
             .sessions
             .iter_mut()
-            .find(|s| s.session_id == gone.session_id && s.project_dir == gone.project_dir)
+            .find(|s| s.session_id == g.session_id && s.project_dir == g.project_dir)
         {
             Some(s) => {
-                if s.main.is_none() && gone.main.is_some() {
-                    s.main = gone.main;
+                if s.main.is_none() && g.main.is_some() {
+                    s.main = g.main;
                     s.archived = true;
                 }
-                for a in gone.subagents {
+                for a in g.subagents {
                     if !s.subagents.iter().any(|x| x.agent_id == a.agent_id) {
                         s.subagents.push(a);
                     }
                 }
             }
-            None => found.sessions.push(gone),
+            None => found.sessions.push(g),
         }
     }
-    found
 }
