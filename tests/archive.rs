@@ -28,17 +28,20 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// A copy of a corpus folder's transcripts (they get deleted), indexed: (its temp dir, claude dir, index dir).
+fn indexed_copy(folder: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
+    copy_dir(
+        &corpus().join(folder).join("projects"),
+        &claude.join("projects"),
+    );
+    run_ok(ghola(&claude, &idx).arg("index"));
+    (tmp, claude, idx)
+}
+
 fn ghola(claude: &Path, idx: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_ghola"));
-    c.args([
-        "--claude-dir",
-        claude.to_str().unwrap(),
-        "--index-dir",
-        idx.to_str().unwrap(),
-    ])
-    .env_remove("GHOLA_ARCHIVE")
-    .env_remove("CLAUDE_CODE_SESSION_ID");
-    c
+    common::ghola_at(claude, idx)
 }
 
 /// The value without its `archived` / `archived_sessions` fields (the one difference allowed).
@@ -168,10 +171,8 @@ fn every_reader_says_the_same_after_claude_code_deletes_the_transcripts() {
         .map(|e| e.path())
         .filter(|p| p.join("projects").is_dir())
     {
-        let tmp = tempfile::tempdir().unwrap();
-        let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
-        copy_dir(&folder.join("projects"), &claude.join("projects"));
-        run_ok(ghola(&claude, &idx).arg("index"));
+        let name = folder.file_name().unwrap().to_str().unwrap();
+        let (_tmp, claude, idx) = indexed_copy(name);
         let before = record(&claude, &idx, &api);
         // Claude Code's cleanup: every transcript (and subagent file, and persisted output) gone.
         std::fs::remove_dir_all(claude.join("projects")).unwrap();
@@ -230,13 +231,7 @@ fn every_reader_says_the_same_after_claude_code_deletes_the_transcripts() {
 
 #[test]
 fn forget_removes_sessions_for_good_and_the_archive_can_be_turned_off() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
-    copy_dir(
-        &corpus().join("cc-2.1.330/projects"),
-        &claude.join("projects"),
-    );
-    run_ok(ghola(&claude, &idx).arg("index"));
+    let (_tmp, claude, idx) = indexed_copy("cc-2.1.330");
     let search = |q: &str| -> Value {
         run_json(
             ghola(&claude, &idx).args([q, "--global", "--json", "--context", "0"].iter().fold(
@@ -330,13 +325,7 @@ fn forget_removes_sessions_for_good_and_the_archive_can_be_turned_off() {
 
 #[test]
 fn a_damaged_index_is_rebuilt_with_the_sessions_only_the_archive_has() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
-    copy_dir(
-        &corpus().join("cc-2.1.330/projects"),
-        &claude.join("projects"),
-    );
-    run_ok(ghola(&claude, &idx).arg("index"));
+    let (_tmp, claude, idx) = indexed_copy("cc-2.1.330");
     let transcript =
         claude.join("projects/-home-dev-webapp/fec0adcb-6a09-4536-bb17-4d0550c09c1d.jsonl");
     assert!(transcript.is_file());

@@ -178,14 +178,7 @@ fn identical_text_is_embedded_once_and_model_change_reembeds() {
 }
 
 fn ghola(claude: &Path, idx: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_ghola"));
-    c.args([
-        "--claude-dir",
-        claude.to_str().unwrap(),
-        "--index-dir",
-        idx.to_str().unwrap(),
-    ]);
-    c
+    common::ghola_at(claude, idx)
 }
 
 fn status(claude: &Path, idx: &Path) -> Value {

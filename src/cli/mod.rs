@@ -84,24 +84,7 @@ pub enum Command {
     },
     /// Remove sessions from the index and the archive for good (text, vectors, lexical postings, archived
     /// bytes); they stay out of later updates unless --allow-reindex.
-    Forget {
-        /// Session ids (or unique prefixes).
-        sessions: Vec<String>,
-        /// Every session of this project directory (or below it).
-        #[arg(long, value_name = "DIR")]
-        project: Option<std::path::PathBuf>,
-        /// Every session whose last message is before this date (ISO 8601; a date alone is that local day).
-        #[arg(long, value_name = "DATE")]
-        before: Option<String>,
-        /// Let a transcript that still exists be indexed again at the next update.
-        #[arg(long)]
-        allow_reindex: bool,
-        /// Do not ask (needed when stdin is not a terminal).
-        #[arg(long, short)]
-        yes: bool,
-        #[arg(long)]
-        json: bool,
-    },
+    Forget(recall::ForgetArgs),
     /// Search past conversations (hybrid lexical + semantic ranking).
     Search(recall::SearchArgs),
     /// Ask the past sessions behind the top hits (duncan): each window is replayed to a model that must
@@ -236,24 +219,7 @@ pub fn run(cli: Cli) -> Result<()> {
             json,
         ),
         Command::Status { json } => recall::status_cmd(&index_dir, &claude_dir, json),
-        Command::Forget {
-            sessions,
-            project,
-            before,
-            allow_reindex,
-            yes,
-            json,
-        } => recall::forget_cmd(
-            &index_dir,
-            recall::ForgetArgs {
-                sessions,
-                project,
-                before,
-                allow_reindex,
-                yes,
-                json,
-            },
-        ),
+        Command::Forget(args) => recall::forget_cmd(&index_dir, args),
         Command::Search(args) => {
             recall::search_cmd(&index_dir, &claude_dir, cli.model_dir.as_deref(), args)
         }

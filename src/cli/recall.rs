@@ -262,13 +262,25 @@ pub fn status_cmd(index_dir: &Path, claude_dir: &Path, json: bool) -> Result<()>
     Ok(())
 }
 
-/// What `ghola forget` was given.
+/// Arguments of `ghola forget`.
+#[derive(Debug, clap::Args)]
 pub struct ForgetArgs {
+    /// Session ids (or unique prefixes).
     pub sessions: Vec<String>,
+    /// Every session of this project directory (or below it).
+    #[arg(long, value_name = "DIR")]
     pub project: Option<std::path::PathBuf>,
+    /// Every session whose last message is before this date (ISO 8601; a date alone is that local day).
+    #[arg(long, value_name = "DATE")]
     pub before: Option<String>,
+    /// Let a transcript that still exists be indexed again at the next update (also names sessions forgotten
+    /// earlier).
+    #[arg(long)]
     pub allow_reindex: bool,
+    /// Do not ask (needed when stdin is not a terminal).
+    #[arg(long, short)]
     pub yes: bool,
+    #[arg(long)]
     pub json: bool,
 }
 

@@ -9,6 +9,20 @@ pub mod standin;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// `ghola --claude-dir CLAUDE --index-dir IDX`, with none of the environment that would change what it reads.
+pub fn ghola_at(claude: &Path, idx: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_ghola"));
+    c.args([
+        "--claude-dir",
+        claude.to_str().unwrap(),
+        "--index-dir",
+        idx.to_str().unwrap(),
+    ])
+    .env_remove("GHOLA_ARCHIVE")
+    .env_remove("CLAUDE_CODE_SESSION_ID");
+    c
+}
+
 /// Runs a command that must succeed (its stderr in the failure message otherwise) and returns its stdout.
 pub fn run_ok(cmd: &mut Command) -> Vec<u8> {
     let out = cmd.output().expect("the command starts");
