@@ -490,7 +490,7 @@ pub fn search_bench(work: &Path, messages: usize, model_dir: Option<&Path>) -> R
         percentile(&embed_times, 0.95) * 1e3
     );
     for n in [messages / 10, messages] {
-        let (claude, idx, _, _) = prepare(work, n)?;
+        let (claude, idx, files, _) = prepare(work, n)?;
         let t = Instant::now();
         let snap = Snapshot::open(&idx)?;
         let open = t.elapsed().as_secs_f64();
@@ -516,7 +516,28 @@ pub fn search_bench(work: &Path, messages: usize, model_dir: Option<&Path>) -> R
                 open * 1e3
             );
         }
+        // What the server pays after a publish: a 10-line append, then the snapshot reopened reusing the
+        // segments it has, against a fresh open of the same generation.
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() % 1_000_000)
+            .unwrap_or(1);
+        append_and_update(&idx, &claude, &files[files.len() / 3], 10, seed * 10 + 7)?;
+        let t = Instant::now();
+        let again = snap.reopen()?;
+        let reopen = t.elapsed().as_secs_f64();
         drop(snap);
+        let t = Instant::now();
+        let fresh = Snapshot::open(&idx)?;
+        let fresh_open = t.elapsed().as_secs_f64();
+        anyhow::ensure!(again.messages.len() == fresh.messages.len());
+        println!(
+            "{n:>9} messages: after a 10-line append, snapshot reopen {:.1} ms (segments kept, the new one read) vs \
+             open {:.1} ms",
+            reopen * 1e3,
+            fresh_open * 1e3
+        );
+        drop((again, fresh));
         let exe = std::env::current_exe()?;
         let mut cold = Vec::new();
         for q in queries.iter().take(5) {

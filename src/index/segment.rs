@@ -352,13 +352,27 @@ pub struct OpenSegment {
     /// Mapped and checked with the rest, so a damaged hash file is found by readers too.
     pub hashes: Hashes,
     text: Mmap,
+    /// The metadata file's length and mtime when opened: tells a reopen that this id still names these files
+    /// (ids start again at 0 in an index rebuilt after damage).
+    stamp: Option<(u64, std::time::SystemTime)>,
+}
+
+fn file_stamp(p: &Path) -> Option<(u64, std::time::SystemTime)> {
+    let m = std::fs::metadata(p).ok()?;
+    Some((m.len(), m.modified().ok()?))
 }
 
 impl OpenSegment {
+    /// Whether the files of segment `id` in `dir` are still the ones this was opened from.
+    pub fn still_current(&self, dir: &Path) -> bool {
+        self.stamp.is_some() && file_stamp(&paths(dir, self.id).meta) == self.stamp
+    }
+
     /// Opens a segment: the metadata is checksummed and decoded; the mapped files are checked per `verify`; every
     /// message's text range and every chunk's row must lie inside them.
     pub fn open(dir: &Path, id: u64, verify: Verify) -> Result<Self, FormatError> {
         let p = paths(dir, id);
+        let stamp = file_stamp(&p.meta);
         let meta_name = p.meta.display().to_string();
         let meta: SegmentMeta = format::decode(
             &meta_name,
@@ -399,6 +413,7 @@ impl OpenSegment {
             vectors,
             hashes,
             text,
+            stamp,
         })
     }
 

@@ -55,7 +55,8 @@ pub struct Snapshot {
     /// Live messages (superseded and dead ones left out), grouped by session, conversation and order.
     pub messages: Vec<MessageRow>,
     pub chunks: Vec<LiveChunk>,
-    segments: Vec<OpenSegment>,
+    /// Shared, so that a reopen after a publish reuses the segments that did not change (they never do).
+    segments: Vec<std::sync::Arc<OpenSegment>>,
     /// Strings of every segment, interned once: [`MessageRow`] refers to sessions, agents and projects by index.
     syms: Vec<String>,
     /// Per segment, its string-table index → global symbol.
@@ -160,7 +161,16 @@ impl Snapshot {
         {
             return Ok(snap.clone());
         }
-        let snap = std::sync::Arc::new(Self::open(dir)?);
+        // Reopened after a publish: the segments this process already has are reused, only new ones are read.
+        let previous = cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(dir)
+            .map(|(_, s)| s.clone());
+        let snap = std::sync::Arc::new(match previous {
+            Some(p) => p.reopen()?,
+            None => Self::open(dir)?,
+        });
         if let Some(key) = key {
             cache
                 .lock()
@@ -173,10 +183,26 @@ impl Snapshot {
     /// [`Snapshot::open`] with an explicit memory limit for the search set, checksumming every file when
     /// `verify_all` (else see [`Verify`]).
     pub fn open_with(dir: &Path, limit: u64, verify_all: bool) -> Result<Self, IndexError> {
+        Self::open_reusing(dir, limit, verify_all, None)
+    }
+
+    /// The index as published now, reusing this snapshot's open segments that are still published: after an
+    /// append only the new segment is read and decoded (segment files are immutable; they were checked when
+    /// first opened).
+    pub fn reopen(&self) -> Result<Self, IndexError> {
+        Self::open_reusing(&self.dir, memory_limit_bytes(), false, Some(self))
+    }
+
+    fn open_reusing(
+        dir: &Path,
+        limit: u64,
+        verify_all: bool,
+        reuse: Option<&Snapshot>,
+    ) -> Result<Self, IndexError> {
         // A writer may merge segments between our reading the manifest and opening them: read again.
         let mut attempt = 0;
         loop {
-            match Self::open_once(dir, limit, verify_all) {
+            match Self::open_once(dir, limit, verify_all, reuse) {
                 Err(IndexError::Format(FormatError::Io(_, e)))
                     if e.kind() == std::io::ErrorKind::NotFound && attempt < 3 =>
                 {
@@ -192,7 +218,12 @@ impl Snapshot {
         }
     }
 
-    fn open_once(dir: &Path, limit: u64, verify_all: bool) -> Result<Self, IndexError> {
+    fn open_once(
+        dir: &Path,
+        limit: u64,
+        verify_all: bool,
+        reuse: Option<&Snapshot>,
+    ) -> Result<Self, IndexError> {
         let verify = if verify_all {
             Verify::Always
         } else {
@@ -201,9 +232,15 @@ impl Snapshot {
         let Some(manifest) = read_manifest(dir)? else {
             return Ok(Self::empty(dir));
         };
+        let have: FxHashMap<u64, &std::sync::Arc<OpenSegment>> = reuse
+            .map(|r| r.segments.iter().map(|s| (s.id, s)).collect())
+            .unwrap_or_default();
         let mut segments = Vec::with_capacity(manifest.segments.len());
         for s in &manifest.segments {
-            segments.push(OpenSegment::open(dir, s.id, verify)?);
+            segments.push(match have.get(&s.id) {
+                Some(open) if open.still_current(dir) => (*open).clone(),
+                _ => std::sync::Arc::new(OpenSegment::open(dir, s.id, verify)?),
+            });
         }
         let mut snap = Self::empty(dir);
         snap.waiting = manifest
