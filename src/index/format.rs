@@ -35,6 +35,61 @@ fn header(magic: &[u8; 8], version: u32, payload: &[u8]) -> [u8; HEADER_LEN] {
     h
 }
 
+/// A framed file written as its payload comes (a merge's vector matrix, too big to hold): a placeholder header,
+/// the payload streamed with its CRC32 kept running, then the real header written over the placeholder and the
+/// file fsynced by [`FramedWriter::finish`].
+pub struct FramedWriter {
+    file: std::io::BufWriter<File>,
+    magic: [u8; 8],
+    len: u64,
+    crc: crc32fast::Hasher,
+}
+
+impl FramedWriter {
+    /// Creates `path` (truncating it) with room for the header.
+    pub fn create(path: &Path, magic: &[u8; 8]) -> std::io::Result<Self> {
+        let mut file = std::io::BufWriter::with_capacity(1 << 20, File::create(path)?);
+        file.write_all(&[0u8; HEADER_LEN])?;
+        Ok(Self {
+            file,
+            magic: *magic,
+            len: 0,
+            crc: crc32fast::Hasher::new(),
+        })
+    }
+
+    /// Appends payload bytes.
+    pub fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.crc.update(bytes);
+        self.len += bytes.len() as u64;
+        self.file.write_all(bytes)
+    }
+
+    /// Payload bytes written so far.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether no payload was written.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Writes the header and fsyncs.
+    pub fn finish(self) -> std::io::Result<()> {
+        use std::io::{Seek, SeekFrom};
+        let mut f = self.file.into_inner().map_err(|e| e.into_error())?;
+        let mut h = [0u8; HEADER_LEN];
+        h[..8].copy_from_slice(&self.magic);
+        h[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        h[12..20].copy_from_slice(&self.len.to_le_bytes());
+        h[20..24].copy_from_slice(&self.crc.finalize().to_le_bytes());
+        f.seek(SeekFrom::Start(0))?;
+        f.write_all(&h)?;
+        f.sync_all()
+    }
+}
+
 /// Writes `payload` framed to `path` and fsyncs it (the caller renames it into place).
 pub fn write_framed(path: &Path, magic: &[u8; 8], payload: &[u8]) -> std::io::Result<()> {
     write_framed_version(path, magic, FORMAT_VERSION, payload)
@@ -174,6 +229,18 @@ pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_streamed_file_is_the_same_as_one_written_at_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+        write_framed(&a, b"GHOLATST", b"hello, world").unwrap();
+        let mut w = FramedWriter::create(&b, b"GHOLATST").unwrap();
+        w.write(b"hello, ").unwrap();
+        w.write(b"world").unwrap();
+        w.finish().unwrap();
+        assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+    }
 
     #[test]
     fn every_damage_is_detected() {

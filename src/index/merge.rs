@@ -85,8 +85,11 @@ impl Writer<'_> {
         let keep: HashSet<u64> = best.into_values().collect();
         let mut gone = HashSet::new();
         let mut superseded = Vec::new();
-        let mut builder = SegmentBuilder::default();
-        for seg in &segs {
+        // The merged vectors stream to their file, and each segment read is unmapped once copied: the merge
+        // holds the metadata and text, not the matrix.
+        let id = self.manifest.next_segment;
+        let mut builder = SegmentBuilder::streaming(self.dir, id)?;
+        for seg in segs {
             let mut chunks_of: Vec<Vec<usize>> = vec![Vec::new(); seg.meta.messages.len()];
             for (ci, c) in seg.meta.chunks.iter().enumerate() {
                 chunks_of[c.message as usize].push(ci);
@@ -106,14 +109,12 @@ impl Writer<'_> {
                 }
             }
         }
-        let id = self.manifest.next_segment;
         let info = SegmentInfo {
             id,
             messages: builder.messages() as u32,
             chunks: builder.chunks() as u32,
         };
         builder.write(self.dir, id)?;
-        drop(segs);
         self.manifest.next_segment += 1;
         self.manifest.segments.retain(|s| !ids.contains(&s.id));
         self.manifest.segments.push(info);

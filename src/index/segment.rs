@@ -165,7 +165,11 @@ pub struct SegmentBuilder {
     text: Vec<u8>,
     /// Little-endian f32 rows, as written (no second copy at write time).
     vectors: Vec<u8>,
+    /// Where rows go instead when streaming (a merge): straight to the segment's `.vec` file.
+    vector_file: Option<format::FramedWriter>,
+    rows: u32,
     syms: HashMap<String, u32>,
+    spill_error: Option<std::io::Error>,
 }
 
 impl SegmentBuilder {
@@ -212,12 +216,34 @@ impl SegmentBuilder {
         self.meta.chunks.push(ChunkRecord {
             message,
             kind,
-            row: (self.vectors.len() / (DIM * 4)) as u32,
+            row: self.rows,
             text_hash,
         });
+        self.rows += 1;
+        let start = self.vectors.len();
         for v in vector {
             self.vectors.extend_from_slice(&v.to_le_bytes());
         }
+        if let Some(f) = &mut self.vector_file {
+            // Streaming: the row goes to the file now; a write error is kept for `write` to report.
+            if let Err(e) = f.write(&self.vectors[start..]) {
+                self.spill_error.get_or_insert(e);
+            }
+            self.vectors.clear();
+        }
+    }
+
+    /// A builder for segment `id` of `dir` that streams its vector rows to the `.vec` file as they are pushed
+    /// (a merge would otherwise hold the whole merged matrix in memory beside the segments it reads).
+    pub fn streaming(dir: &Path, id: u64) -> std::io::Result<Self> {
+        std::fs::create_dir_all(dir.join("segments"))?;
+        Ok(Self {
+            vector_file: Some(format::FramedWriter::create(
+                &paths(dir, id).vectors,
+                VEC_MAGIC,
+            )?),
+            ..Self::default()
+        })
     }
 
     /// Messages added so far.
@@ -234,7 +260,13 @@ impl SegmentBuilder {
     pub fn write(self, dir: &Path, id: u64) -> std::io::Result<()> {
         std::fs::create_dir_all(dir.join("segments"))?;
         let p = paths(dir, id);
-        format::write_framed(&p.vectors, VEC_MAGIC, &self.vectors)?;
+        if let Some(e) = self.spill_error {
+            return Err(e);
+        }
+        match self.vector_file {
+            Some(f) => f.finish()?,
+            None => format::write_framed(&p.vectors, VEC_MAGIC, &self.vectors)?,
+        }
         format::write_framed(&p.text, TEXT_MAGIC, &self.text)?;
         format::write_framed(&p.hashes, HASH_MAGIC, &hash_records(&self.meta.chunks))?;
         format::write_framed(&p.meta, META_MAGIC, &format::encode(&self.meta))?;
