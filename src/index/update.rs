@@ -405,10 +405,16 @@ pub fn update_with(
     }
     // One discovery, one manifest read and one soundness check serve the freshness check and the update.
     let mut found = transcript::discover(claude_dir);
-    // What only the archive still has: listed so that an index rebuilt from scratch (after damage) gets those
-    // sessions back; `scan` reads only the files the index does not know.
+    let manifest = read_manifest(dir)
+        .ok()
+        .flatten()
+        .filter(|m| !opts.verify && index_is_sound(dir, m, embedder));
+    // What only the archive still has, when the full path will run: listed so that an index rebuilt from scratch
+    // (after damage) gets those sessions back; `scan` reads only the files the index does not know. The append
+    // path never needs it (the index knows every file it ever read), so it does not read the archive's state.
     let mut archived_only: HashMap<String, u64> = HashMap::new();
-    if let Ok(arc) = super::archive::Archive::open(dir)
+    if manifest.is_none()
+        && let Ok(arc) = super::archive::Archive::open(dir)
         && arc.files().next().is_some()
     {
         super::archive::install(dir);
@@ -428,10 +434,6 @@ pub fn update_with(
             .sessions
             .retain(|s| !forgotten.sessions.contains_key(&s.session_id));
     }
-    let manifest = read_manifest(dir)
-        .ok()
-        .flatten()
-        .filter(|m| !opts.verify && index_is_sound(dir, m, embedder));
     // The append path needs a sound index and no file that must be re-read whole. The same scan (one `stat`
     // per transcript) is the freshness check: nothing changed or vanished means nothing to open.
     let appendable = manifest.as_ref().and_then(|m| {
