@@ -79,6 +79,58 @@ struct FileEntry {
     frames: Vec<FrameAt>,
 }
 
+impl FileEntry {
+    fn new(file: &ArchivedFile) -> Self {
+        Self {
+            file: file.clone(),
+            len: 0,
+            crc: 0,
+            frames: Vec::new(),
+        }
+    }
+
+    /// Forgets the current generation (the file starts again from offset 0).
+    fn restart(&mut self) {
+        (self.len, self.crc) = (0, 0);
+        self.frames.clear();
+    }
+
+    /// Continues the file with `bytes`, stored in the frame at `at`.
+    fn extend(&mut self, bytes: &[u8], at: FrameAt) {
+        let mut h = crc32fast::Hasher::new_with_initial_len(self.crc, self.len);
+        h.update(bytes);
+        self.crc = h.finalize();
+        self.len += bytes.len() as u64;
+        self.frames.push(at);
+    }
+}
+
+/// Pack files opened on first use, for reading frames by position.
+struct Packs<'d> {
+    dir: &'d Path,
+    open: BTreeMap<u64, File>,
+}
+
+impl<'d> Packs<'d> {
+    fn new(dir: &'d Path) -> Self {
+        Self {
+            dir,
+            open: BTreeMap::new(),
+        }
+    }
+
+    /// The whole frame at `at`, as stored.
+    fn raw(&mut self, at: FrameAt) -> std::io::Result<Vec<u8>> {
+        let f = match self.open.entry(at.pack) {
+            std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
+            std::collections::btree_map::Entry::Vacant(v) => {
+                v.insert(File::open(pack_path(self.dir, at.pack))?)
+            }
+        };
+        read_raw_frame(f, at.offset)
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct PackState {
     id: u64,
@@ -203,23 +255,12 @@ impl ArchiveWriter {
             .state
             .files
             .entry(file.path.clone())
-            .or_insert_with(|| FileEntry {
-                file: file.clone(),
-                len: 0,
-                crc: 0,
-                frames: Vec::new(),
-            });
+            .or_insert_with(|| FileEntry::new(file));
         if fresh {
-            entry.len = 0;
-            entry.crc = 0;
-            entry.frames.clear();
+            entry.restart();
         }
-        let mut h = crc32fast::Hasher::new_with_initial_len(entry.crc, entry.len);
-        h.update(bytes);
-        entry.crc = h.finalize();
-        entry.len += bytes.len() as u64;
         entry.file = file.clone();
-        entry.frames.push(at);
+        entry.extend(bytes, at);
         self.dirty = true;
         Ok(())
     }
@@ -318,7 +359,7 @@ impl ArchiveWriter {
             .files
             .retain(|_, e| !sessions.contains(&e.file.session_id));
         let old_packs: Vec<u64> = self.state.packs.iter().map(|p| p.id).collect();
-        let mut readers: BTreeMap<u64, File> = BTreeMap::new();
+        let mut packs = Packs::new(&self.dir);
         let mut next = State {
             packs: Vec::new(),
             next_pack: self.state.next_pack,
@@ -328,13 +369,7 @@ impl ArchiveWriter {
         for (path, entry) in std::mem::take(&mut self.state.files) {
             let mut frames = Vec::with_capacity(entry.frames.len());
             for at in &entry.frames {
-                let f = match readers.entry(at.pack) {
-                    std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
-                    std::collections::btree_map::Entry::Vacant(v) => {
-                        v.insert(File::open(pack_path(&self.dir, at.pack))?)
-                    }
-                };
-                let raw = read_raw_frame(f, at.offset)?;
+                let raw = packs.raw(*at)?;
                 if out.as_ref().is_none_or(|(_, _, len)| *len >= PACK_BYTES) {
                     if let Some((id, f, len)) = out.take() {
                         f.sync_all()?;
@@ -400,22 +435,12 @@ fn recover(dir: &Path) -> State {
             let e = state
                 .files
                 .entry(h.file.path.clone())
-                .or_insert_with(|| FileEntry {
-                    file: h.file.clone(),
-                    len: 0,
-                    crc: 0,
-                    frames: Vec::new(),
-                });
+                .or_insert_with(|| FileEntry::new(&h.file));
             if h.start == 0 {
-                (e.len, e.crc) = (0, 0);
-                e.frames.clear();
+                e.restart();
             }
             if h.start == e.len {
-                let mut c = crc32fast::Hasher::new_with_initial_len(e.crc, e.len);
-                c.update(&bytes);
-                e.crc = c.finalize();
-                e.len += bytes.len() as u64;
-                e.frames.push(FrameAt { pack: id, offset });
+                e.extend(&bytes, FrameAt { pack: id, offset });
             }
             offset += raw.len() as u64;
         }
@@ -509,18 +534,12 @@ impl Archive {
             return Ok(None);
         };
         let mut out = Vec::with_capacity(e.len as usize);
-        let mut files: BTreeMap<u64, File> = BTreeMap::new();
+        let mut packs = Packs::new(&self.dir);
         for at in &e.frames {
             let name = pack_path(&self.dir, at.pack).display().to_string();
-            let f = match files.entry(at.pack) {
-                std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
-                std::collections::btree_map::Entry::Vacant(v) => v.insert(
-                    File::open(pack_path(&self.dir, at.pack))
-                        .map_err(|err| FormatError::Io(name.clone(), err))?,
-                ),
-            };
-            let raw =
-                read_raw_frame(f, at.offset).map_err(|err| FormatError::Io(name.clone(), err))?;
+            let raw = packs
+                .raw(*at)
+                .map_err(|err| FormatError::Io(name.clone(), err))?;
             let (h, bytes) = open_frame(&name, &raw)?;
             if h.file.path != *path || h.start != out.len() as u64 {
                 return Err(FormatError::Damaged(name));

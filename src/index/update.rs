@@ -389,15 +389,6 @@ pub fn update_with(
     std::fs::create_dir_all(dir)?;
     let _lock = lock(dir, opts.wait)?;
     let mut summary = UpdateSummary::default();
-    if opts.verify {
-        match super::archive::Archive::open(dir).and_then(|a| a.verify()) {
-            Ok(n) => summary.archive_files_verified = n,
-            Err(e) => {
-                tracing::warn!("archive: {e}");
-                summary.archive_damage = Some(e.to_string());
-            }
-        }
-    }
     match super::migrate::upgrade(dir) {
         Ok(upgraded) => summary.upgraded = upgraded,
         // A damaged old index goes the way of any damaged index: set aside by the full path, rebuilt.
@@ -412,13 +403,29 @@ pub fn update_with(
     // What only the archive still has, when the full path will run: listed so that an index rebuilt from scratch
     // (after damage) gets those sessions back; `scan` reads only the files the index does not know. The append
     // path never needs it (the index knows every file it ever read), so it does not read the archive's state.
+    // Its state is read once for both this and `--verify`.
+    let archive = (opts.verify || manifest.is_none()).then(|| super::archive::Archive::open(dir));
+    if opts.verify {
+        let checked = match &archive {
+            Some(Ok(a)) => a.verify().map_err(|e| e.to_string()),
+            Some(Err(e)) => Err(e.to_string()),
+            None => Ok(0),
+        };
+        match checked {
+            Ok(n) => summary.archive_files_verified = n,
+            Err(e) => {
+                tracing::warn!("archive: {e}");
+                summary.archive_damage = Some(e);
+            }
+        }
+    }
     let mut archived_only: HashMap<String, u64> = HashMap::new();
     if manifest.is_none()
-        && let Ok(arc) = super::archive::Archive::open(dir)
+        && let Some(Ok(arc)) = &archive
         && arc.files().next().is_some()
     {
         super::archive::install(dir);
-        let gone = super::archive::sessions_gone_from_disk(&arc);
+        let gone = super::archive::sessions_gone_from_disk(arc);
         for p in gone.iter().flat_map(|g| g.all_files()) {
             let key = p.display().to_string();
             if let Some(len) = arc.len_of(&key) {

@@ -187,6 +187,11 @@ impl<'a> Writer<'a> {
             let ranges = paths.iter().map(|(p, c)| (p.as_path(), 0, *c));
             self.archive_ranges(files, ranges);
         }
+        self.commit_archive();
+    }
+
+    /// Makes what was archived durable; a failure is logged (the next read of the files fills the gap).
+    fn commit_archive(&mut self) {
         if let Some(a) = &mut self.archive
             && let Err(e) = a.commit()
         {
@@ -636,11 +641,7 @@ impl<'a> Writer<'a> {
             .commit(&mut self.lex_writer, self.manifest.generation)?;
         tracing::debug!("publish: lexical commit {:?}", t.elapsed());
         // The archive before the manifest that counts its bytes as consumed.
-        if let Some(a) = &mut self.archive
-            && let Err(e) = a.commit()
-        {
-            tracing::warn!("archive: cannot commit: {e}");
-        }
+        self.commit_archive();
         publish_manifest(self.dir, &self.manifest)?;
         tracing::debug!("publish: lexical + manifest {:?}", t.elapsed());
         self.summary.publishes += 1;
