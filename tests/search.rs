@@ -565,3 +565,106 @@ fn copies_collapse_to_the_first_and_weak_hits_fall_under_the_floor() {
     assert_eq!(floored["total_matches"], 1);
     assert!(search(&e, "UTC", &["x", "--relative-floor", "1.5"]).is_err());
 }
+
+/// The search scans the int8 copy of the vectors and re-scores its best hits from the f32 rows: on a real
+/// history its results are those of the f32 scan, hit for hit and score for score; and an index whose segments
+/// predate the int8 copy (no `.q8` files) is scanned in f32 and answers the same.
+#[test]
+fn int8_scan_answers_like_the_f32_scan_and_old_segments_still_search() {
+    let corpus =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/daaain-claude-code-log");
+    if !corpus.exists() {
+        assert!(
+            std::env::var("CI").is_err(),
+            "CI=true but {} is missing",
+            corpus.display()
+        );
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let e = Env {
+        claude: corpus.display().to_string(),
+        idx: tmp.path().join("idx").display().to_string(),
+        _tmp: tmp,
+    };
+    common::run_ok(Command::new(env!("CARGO_BIN_EXE_ghola")).args([
+        "--claude-dir",
+        &e.claude,
+        "--index-dir",
+        &e.idx,
+        "index",
+    ]));
+    let segments = Path::new(&e.idx).join("segments");
+    let q8: Vec<_> = fs::read_dir(&segments)
+        .unwrap()
+        .map(|f| f.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "q8"))
+        .collect();
+    assert!(!q8.is_empty(), "segments carry the int8 copy");
+    let queries = [
+        "how does the recorder use the audio worklet",
+        "what is JSSoundRecorder meant to do",
+        "vendor prefixes removed from the docs",
+        "WORKER_PATH",
+        "which browsers are supported",
+    ];
+    let scored = |v: &Value| -> Vec<(String, String)> {
+        v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r["matched_message"]["uuid"].as_str().unwrap().to_string(),
+                    r["score"].to_string(),
+                )
+            })
+            .collect()
+    };
+    let mut answers = Vec::new();
+    for q in queries {
+        let int8 = search(
+            &e,
+            "UTC",
+            &[q, "--global", "--context", "0", "--limit", "20"],
+        )
+        .unwrap();
+        let f32 = search(
+            &e,
+            "UTC",
+            &[
+                q,
+                "--global",
+                "--context",
+                "0",
+                "--limit",
+                "20",
+                "--exact-scan",
+            ],
+        )
+        .unwrap();
+        assert!(!scored(&int8).is_empty(), "{q}: no hits");
+        assert_eq!(
+            scored(&int8),
+            scored(&f32),
+            "{q}: int8 and f32 scans differ"
+        );
+        answers.push(scored(&int8));
+    }
+    for f in q8 {
+        fs::remove_file(f).unwrap();
+    }
+    for (q, before) in queries.iter().zip(answers) {
+        let old = search(
+            &e,
+            "UTC",
+            &[q, "--global", "--context", "0", "--limit", "20"],
+        )
+        .unwrap();
+        assert_eq!(
+            scored(&old),
+            before,
+            "{q}: segments without the int8 copy answer differently"
+        );
+    }
+}

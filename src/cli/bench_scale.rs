@@ -498,21 +498,43 @@ pub fn search_bench(work: &Path, messages: usize, model_dir: Option<&Path>) -> R
             ("global", None),
             ("one project", Some("/bench/project-3".to_string())),
         ] {
-            let mut times = Vec::new();
-            for (q, v) in queries.iter().zip(&vectors) {
-                let mut p = SearchParams::new(q);
-                p.project = project.clone();
-                let t = Instant::now();
-                let r =
-                    search::search_with_vector(&snap, Some(v), &p).map_err(anyhow::Error::msg)?;
-                times.push(t.elapsed().as_secs_f64());
-                std::hint::black_box(r);
+            // The int8 scan (default) and the f32 scan, and how often their first ten hits agree.
+            let mut figures = Vec::new();
+            let mut firsts: Vec<Vec<String>> = Vec::new();
+            let mut same = 0usize;
+            for exact in [false, true] {
+                let mut times = Vec::new();
+                for (k, (q, v)) in queries.iter().zip(&vectors).enumerate() {
+                    let mut p = SearchParams::new(q);
+                    p.project = project.clone();
+                    p.context = 0;
+                    p.exact_scan = exact;
+                    let t = Instant::now();
+                    let r = search::search_with_vector(&snap, Some(v), &p)
+                        .map_err(anyhow::Error::msg)?;
+                    times.push(t.elapsed().as_secs_f64());
+                    let top: Vec<String> = r
+                        .results
+                        .iter()
+                        .map(|h| h.matched_message.uuid.clone())
+                        .collect();
+                    if exact {
+                        same += usize::from(firsts.get(k) == Some(&top));
+                    } else {
+                        firsts.push(top);
+                    }
+                }
+                times.sort_by(f64::total_cmp);
+                figures.push((percentile(&times, 0.5), percentile(&times, 0.95)));
             }
-            times.sort_by(f64::total_cmp);
             println!(
-                "{n:>9} messages, {scope:<11}: ranking p50 {:.1} ms, p95 {:.1} ms (snapshot open {:.0} ms)",
-                percentile(&times, 0.5) * 1e3,
-                percentile(&times, 0.95) * 1e3,
+                "{n:>9} messages, {scope:<11}: ranking p50 {:.1} ms, p95 {:.1} ms (int8 scan; f32 scan p50 {:.1}, \
+                 p95 {:.1} ms; same ten hits for {same}/{} queries; snapshot open {:.0} ms)",
+                figures[0].0 * 1e3,
+                figures[0].1 * 1e3,
+                figures[1].0 * 1e3,
+                figures[1].1 * 1e3,
+                queries.len(),
                 open * 1e3
             );
         }
@@ -540,12 +562,14 @@ pub fn search_bench(work: &Path, messages: usize, model_dir: Option<&Path>) -> R
         drop((again, fresh));
         let exe = std::env::current_exe()?;
         let mut cold = Vec::new();
+        let mut cold_rss = 0f64;
         for q in queries.iter().take(5) {
             let t = Instant::now();
             let out = std::process::Command::new(&exe)
                 .args(["--claude-dir", claude.to_str().unwrap_or_default()])
                 .args(["--index-dir", idx.to_str().unwrap_or_default()])
                 .args(["search", q, "--global", "--no-update", "--json"])
+                .env("GHOLA_REPORT_PEAK_RSS", "1")
                 .output()?;
             anyhow::ensure!(
                 out.status.success(),
@@ -553,11 +577,17 @@ pub fn search_bench(work: &Path, messages: usize, model_dir: Option<&Path>) -> R
                 String::from_utf8_lossy(&out.stderr)
             );
             cold.push(t.elapsed().as_secs_f64());
+            let rss = String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .find_map(|l| l.strip_prefix("ghola-peak-rss-mib: ")?.parse::<f64>().ok());
+            cold_rss = cold_rss.max(rss.unwrap_or(f64::NAN));
         }
         cold.sort_by(f64::total_cmp);
         println!(
-            "{n:>9} messages: cold `ghola search --no-update` process: median {:.0} ms (5 runs; model load included)",
-            cold[2] * 1e3
+            "{n:>9} messages: cold `ghola search --no-update` process: median {:.0} ms (5 runs; model load \
+             included), peak RSS {:.0} MiB",
+            cold[2] * 1e3,
+            cold_rss
         );
     }
     if let Some(peak) = peak_rss_mib() {

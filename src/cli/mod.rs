@@ -1,7 +1,7 @@
 //! Command-line surface: argument parsing (clap) and human or JSON output. Every command is a thin adapter
 //! over a library call, the same one the MCP server uses.
 
-mod bench;
+pub mod bench;
 mod bench_scale;
 mod duncan;
 mod history;

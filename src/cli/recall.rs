@@ -412,6 +412,9 @@ pub struct SearchArgs {
     /// Leave out hits scoring under this fraction of the best hit's score (0 keeps every hit).
     #[arg(long, default_value_t = search::params::RELATIVE_FLOOR)]
     pub relative_floor: f32,
+    /// Scan the f32 vectors instead of their int8 copy (for comparing the two; results should not differ).
+    #[arg(long, hide = true)]
+    pub exact_scan: bool,
     #[arg(long)]
     pub json: bool,
 }
@@ -450,6 +453,7 @@ pub fn search_cmd(
     p.fusion = a.fusion;
     p.lexical_weight = a.lexical_weight;
     p.relative_floor = a.relative_floor;
+    p.exact_scan = a.exact_scan;
     p.validate().map_err(|e| anyhow!(e))?;
     // Without the model (offline, download refused), the search still answers, by words.
     let embedder = match obtain_model(model_dir, a.json) {

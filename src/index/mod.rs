@@ -3,6 +3,7 @@
 //! under a file lock, any number of readers on consistent snapshots.
 
 pub mod archive;
+pub mod compact;
 mod embed_pass;
 pub mod forget;
 pub mod format;

@@ -1,7 +1,10 @@
-//! An immutable segment, four files written once, fsynced, never modified:
+//! An immutable segment, five files written once, fsynced, never modified:
 //! - `<id>.meta`: the compact message records and chunk records (bincode), decoded whole by readers;
 //! - `<id>.txt`: every message's readable text, concatenated (memory-mapped; read only for displayed hits);
-//! - `<id>.vec`: a raw little-endian f32 matrix, one row per chunk (memory-mapped);
+//! - `<id>.vec`: a raw little-endian f32 matrix, one row per chunk (memory-mapped; touched only to re-score the
+//!   best candidates of a search);
+//! - `<id>.q8`: the same rows as int8 with a per-row scale (memory-mapped; what a search scans, see
+//!   [`super::compact`]);
 //! - `<id>.hash`: (text hash, first row, rows) records sorted by hash, so a writer finds a stored vector for an
 //!   identical text by binary search instead of loading every segment's metadata.
 //!
@@ -9,6 +12,7 @@
 //! embed (with their message and kind). The second pass embeds them and publishes a replacement segment with
 //! vectors; the `.todo` file goes with the segment it belongs to.
 
+use super::compact::{COMPACT_MAGIC, CompactVectors, quantize_row};
 use super::format::{self, FormatError, HEADER_LEN};
 use super::records::{ChunkKind, ChunkRecord, MessageMeta, StoredMessage};
 use crate::embed::DIM;
@@ -41,6 +45,8 @@ pub struct SegmentMeta {
 pub struct SegmentPaths {
     pub meta: PathBuf,
     pub vectors: PathBuf,
+    /// The int8 copy of the vectors (absent in segments written before it existed).
+    pub compact: PathBuf,
     pub text: PathBuf,
     pub hashes: PathBuf,
     /// Present only while the segment awaits embedding.
@@ -48,9 +54,15 @@ pub struct SegmentPaths {
 }
 
 impl SegmentPaths {
-    /// All four, for deleting a merged segment or damaging one in a test.
-    pub fn all(&self) -> [&Path; 4] {
-        [&self.meta, &self.vectors, &self.text, &self.hashes]
+    /// All five, for deleting a merged segment or damaging one in a test.
+    pub fn all(&self) -> [&Path; 5] {
+        [
+            &self.meta,
+            &self.vectors,
+            &self.compact,
+            &self.text,
+            &self.hashes,
+        ]
     }
 }
 
@@ -60,6 +72,7 @@ pub fn paths(dir: &Path, id: u64) -> SegmentPaths {
     SegmentPaths {
         meta: base.join(format!("{id:08}.meta")),
         vectors: base.join(format!("{id:08}.vec")),
+        compact: base.join(format!("{id:08}.q8")),
         text: base.join(format!("{id:08}.txt")),
         hashes: base.join(format!("{id:08}.hash")),
         todo: base.join(format!("{id:08}.todo")),
@@ -165,8 +178,10 @@ pub struct SegmentBuilder {
     text: Vec<u8>,
     /// Little-endian f32 rows, as written (no second copy at write time).
     vectors: Vec<u8>,
-    /// Where rows go instead when streaming (a merge): straight to the segment's `.vec` file.
-    vector_file: Option<format::FramedWriter>,
+    /// The same rows quantized (see [`super::compact`]).
+    compact: Vec<u8>,
+    /// Where rows go instead when streaming (a merge): straight to the segment's `.vec` and `.q8` files.
+    vector_file: Option<(format::FramedWriter, format::FramedWriter)>,
     rows: u32,
     syms: HashMap<String, u32>,
     spill_error: Option<std::io::Error>,
@@ -220,16 +235,21 @@ impl SegmentBuilder {
             text_hash,
         });
         self.rows += 1;
-        let start = self.vectors.len();
+        let (start, compact_start) = (self.vectors.len(), self.compact.len());
         for v in vector {
             self.vectors.extend_from_slice(&v.to_le_bytes());
         }
-        if let Some(f) = &mut self.vector_file {
-            // Streaming: the row goes to the file now; a write error is kept for `write` to report.
-            if let Err(e) = f.write(&self.vectors[start..]) {
+        quantize_row(vector, &mut self.compact);
+        if let Some((f, q)) = &mut self.vector_file {
+            // Streaming: the row goes to the files now; a write error is kept for `write` to report.
+            if let Err(e) = f
+                .write(&self.vectors[start..])
+                .and_then(|_| q.write(&self.compact[compact_start..]))
+            {
                 self.spill_error.get_or_insert(e);
             }
             self.vectors.clear();
+            self.compact.clear();
         }
     }
 
@@ -237,11 +257,12 @@ impl SegmentBuilder {
     /// (a merge would otherwise hold the whole merged matrix in memory beside the segments it reads).
     pub fn streaming(dir: &Path, id: u64) -> std::io::Result<Self> {
         std::fs::create_dir_all(dir.join("segments"))?;
+        let p = paths(dir, id);
         Ok(Self {
-            vector_file: Some(format::FramedWriter::create(
-                &paths(dir, id).vectors,
-                VEC_MAGIC,
-            )?),
+            vector_file: Some((
+                format::FramedWriter::create(&p.vectors, VEC_MAGIC)?,
+                format::FramedWriter::create(&p.compact, COMPACT_MAGIC)?,
+            )),
             ..Self::default()
         })
     }
@@ -264,8 +285,14 @@ impl SegmentBuilder {
             return Err(e);
         }
         match self.vector_file {
-            Some(f) => f.finish()?,
-            None => format::write_framed(&p.vectors, VEC_MAGIC, &self.vectors)?,
+            Some((f, q)) => {
+                f.finish()?;
+                q.finish()?;
+            }
+            None => {
+                format::write_framed(&p.vectors, VEC_MAGIC, &self.vectors)?;
+                format::write_framed(&p.compact, COMPACT_MAGIC, &self.compact)?;
+            }
         }
         format::write_framed(&p.text, TEXT_MAGIC, &self.text)?;
         format::write_framed(&p.hashes, HASH_MAGIC, &hash_records(&self.meta.chunks))?;
@@ -381,6 +408,8 @@ pub struct OpenSegment {
     pub id: u64,
     pub meta: SegmentMeta,
     pub vectors: Vectors,
+    /// The int8 rows a search scans; `None` for a segment written before they existed (scanned in f32).
+    pub compact: Option<CompactVectors>,
     /// Mapped and checked with the rest, so a damaged hash file is found by readers too.
     pub hashes: Hashes,
     text: Mmap,
@@ -417,6 +446,16 @@ impl OpenSegment {
             .max()
             .unwrap_or(0);
         let vectors = Vectors::open(dir, id, rows, verify)?;
+        let compact = if p.compact.exists() {
+            let map = map_framed(&p.compact, COMPACT_MAGIC, "compact vector", verify)?;
+            Some(CompactVectors::new(
+                map,
+                rows,
+                &p.compact.display().to_string(),
+            )?)
+        } else {
+            None
+        };
         let text = map_framed(&p.text, TEXT_MAGIC, "text", verify)?;
         let hashes = Hashes::open(dir, id, verify)?;
         let text_len = (text.len() - HEADER_LEN) as u64;
@@ -443,6 +482,7 @@ impl OpenSegment {
             id,
             meta,
             vectors,
+            compact,
             hashes,
             text,
             stamp,

@@ -513,6 +513,15 @@ impl Snapshot {
         self.segments[c.segment as usize].row(c.row)
     }
 
+    /// The int8 row of a live chunk (its scale and bytes), when its segment has the compact copy.
+    #[inline(always)]
+    pub fn compact_row(&self, c: &LiveChunk) -> Option<(f32, &[i8])> {
+        self.segments[c.segment as usize]
+            .compact
+            .as_ref()
+            .map(|v| v.row(c.row))
+    }
+
     /// Index into `messages` of a gid, if live.
     pub fn message_by_gid(&self, gid: u64) -> Option<u32> {
         self.by_gid.get(&gid).copied()

@@ -3,6 +3,7 @@
 
 pub mod params;
 pub mod response;
+pub mod scan;
 
 pub use params::{Fusion, SearchParams, default_lexical_weight, parse_bound};
 pub use response::{SearchHit, SearchResponse};
@@ -101,65 +102,25 @@ fn eligible(snap: &Snapshot, p: &SearchParams) -> Vec<bool> {
         .collect()
 }
 
-/// Dot product written so the compiler vectorises it: eight independent accumulators.
-#[inline(always)]
-fn dot_lanes(a: &[f32], b: &[f32]) -> f32 {
-    let mut acc = [0f32; 8];
-    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = ca
-        .remainder()
-        .iter()
-        .zip(cb.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (x, y) in ca.zip(cb) {
-        for i in 0..8 {
-            acc[i] += x[i] * y[i];
-        }
-    }
-    acc.iter().sum::<f32>() + tail
+/// The evidence a query has, gathered once per search: lexical matches and the best semantic candidates.
+struct Evidence {
+    /// BM25 score per matching eligible message.
+    lexical: FxHashMap<u32, f32>,
+    /// The same, best first.
+    lex_sorted: Vec<(u32, f32)>,
+    /// The best semantic candidates (by the scan's first, approximate scores).
+    sem_top: Vec<u32>,
+    /// Rank fusion only: every message's semantic rank.
+    sem_rank: FxHashMap<u32, usize>,
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-fn best_scores_avx2(snap: &Snapshot, q: &[f32], ok: &[bool], best: &mut [f32]) {
-    best_scores_generic(snap, q, ok, best)
-}
-
-#[inline(always)]
-fn best_scores_generic(snap: &Snapshot, q: &[f32], ok: &[bool], best: &mut [f32]) {
-    for c in &snap.chunks {
-        let m = c.message as usize;
-        if ok[m] {
-            let s = dot_lanes(q, snap.vector(c));
-            if s > best[m] {
-                best[m] = s;
-            }
-        }
-    }
-}
-
-/// Each eligible message's best chunk cosine (vectors are unit length), `-inf` for the rest: the scan over
-/// every vector, with AVX2/FMA when the CPU has them.
-fn best_scores(snap: &Snapshot, q: &[f32], ok: &[bool]) -> Vec<f32> {
-    let mut best = vec![f32::NEG_INFINITY; snap.messages.len()];
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-        // SAFETY: the CPU supports the features the function was compiled for (checked just above).
-        unsafe { best_scores_avx2(snap, q, ok, &mut best) };
-        return best;
-    }
-    best_scores_generic(snap, q, ok, &mut best);
-    best
-}
+/// Hits ranked by the int8 scan whose place this many best ones (and the messages they inherit from) are
+/// re-scored exactly from the f32 rows and ranked again.
+const RESCORED: usize = 200;
 
 /// Ranks eligible messages for the query; returns them best first.
 fn rank(snap: &Snapshot, p: &SearchParams, query_vec: Option<&[f32]>, ok: &[bool]) -> Vec<Scored> {
-    let semantic = match query_vec {
-        Some(q) => best_scores(snap, q, ok),
-        None => Vec::new(),
-    };
-    let sem = |m: u32| semantic.get(m as usize).copied().filter(|s| s.is_finite());
+    let mut scan = query_vec.map(|q| scan::SemanticScan::run(snap, q, ok, p.exact_scan));
     let mut lexical: FxHashMap<u32, f32> = FxHashMap::default();
     let mut lex_sorted: Vec<(u32, f32)> = Vec::new();
     if let Some((lex, reader)) = &snap.lexical {
@@ -176,154 +137,65 @@ fn rank(snap: &Snapshot, p: &SearchParams, query_vec: Option<&[f32]>, ok: &[bool
         }
     }
     lex_sorted.sort_by(|a, b| b.1.total_cmp(&a.1));
-    // The best semantic candidates, without sorting every message.
-    let mut sem_top: Vec<(u32, f32)> = semantic
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| s.is_finite())
-        .map(|(m, s)| (m as u32, *s))
-        .collect();
+    // The best semantic candidates, without sorting every message. Rank fusion ranks them all; the other
+    // fusions need only those that can clear the threshold (less a margin for the int8 scan's error).
+    let floor = if p.fusion == Fusion::Rrf {
+        f32::NEG_INFINITY
+    } else {
+        p.threshold - 0.02
+    };
+    let mut sem_top: Vec<(u32, f32)> = scan
+        .as_ref()
+        .map(|sc| {
+            sc.best
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.is_finite() && **s >= floor)
+                .map(|(m, s)| (m as u32, *s))
+                .collect()
+        })
+        .unwrap_or_default();
     let by_score = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+    if p.fusion != Fusion::Rrf && sem_top.len() > SEMANTIC_CANDIDATES {
+        sem_top.select_nth_unstable_by(SEMANTIC_CANDIDATES, by_score);
+        sem_top.truncate(SEMANTIC_CANDIDATES);
+    }
+    sem_top.sort_by(by_score);
     // Rank fusion needs every message's semantic rank; the other fusions only the best few.
     let sem_rank: FxHashMap<u32, usize> = if p.fusion == Fusion::Rrf {
-        sem_top.sort_by(by_score);
         sem_top
             .iter()
             .enumerate()
             .map(|(r, (m, _))| (*m, r))
             .collect()
     } else {
-        if sem_top.len() > SEMANTIC_CANDIDATES {
-            sem_top.select_nth_unstable_by(SEMANTIC_CANDIDATES, by_score);
-            sem_top.truncate(SEMANTIC_CANDIDATES);
-        }
-        sem_top.sort_by(by_score);
         FxHashMap::default()
     };
-    let lex_rank: FxHashMap<u32, usize> = lex_sorted
-        .iter()
-        .enumerate()
-        .map(|(r, (m, _))| (*m, r))
-        .collect();
-    let max_lex = lex_sorted.first().map_or(1.0, |x| x.1).max(1e-6);
-    // A message not embedded yet (the second pass has not reached it) has no semantic evidence either way: it is
-    // given the median semantic score of the lexical matches that have some, so that it ranks by its words among
-    // them instead of sinking below every embedded match.
-    let imputed = if snap.messages_waiting > 0 && !semantic.is_empty() {
-        let mut known: Vec<f32> = lex_sorted
-            .iter()
-            .filter_map(|(m, _)| sem(*m))
-            .map(|s| s.max(0.0))
-            .collect();
-        known.sort_by(f32::total_cmp);
-        known.get(known.len() / 2).copied().unwrap_or(0.0)
-    } else {
-        0.0
-    };
-    // Candidates: every lexical match, plus the best semantic ones above the threshold.
-    let mut candidates: Vec<u32> = lex_sorted.iter().map(|(m, _)| *m).collect();
-    candidates.extend(
-        sem_top
+    let ev = Evidence {
+        lexical,
+        lex_sorted,
+        sem_top: sem_top
             .iter()
             .take(SEMANTIC_CANDIDATES)
-            .filter(|(m, s)| *s >= p.threshold && !lexical.contains_key(m))
-            .map(|(m, _)| *m),
-    );
-    let w = p
-        .lexical_weight
-        .unwrap_or_else(|| params::default_lexical_weight(&p.query));
-    let mut out: Vec<Scored> = candidates
-        .into_iter()
-        .filter_map(|m| {
-            let measured = sem(m).map(|s| s.max(0.0));
-            let s = match measured {
-                Some(s) => s,
-                None if !snap.is_embedded(m as usize) => imputed,
-                None => 0.0,
-            };
-            let l = lexical.get(&m).copied().unwrap_or(0.0);
-            // A message that is itself a question is rarely the evidence: the answer after it is.
-            let asks = p.fusion == Fusion::Weighted && snap.is_question(m as usize);
-            let score = if asks { QUESTION_PRIOR } else { 1.0 }
-                * match p.fusion {
-                    Fusion::Weighted => w * (l / max_lex) + (1.0 - w) * s,
-                    Fusion::Rrf => {
-                        let r = |rank: Option<&usize>| {
-                            rank.map_or(0.0, |r| 1.0 / (60.0 + *r as f32 + 1.0))
-                        };
-                        r(lex_rank.get(&m)) + r(sem_rank.get(&m))
-                    }
-                    Fusion::Semantic => {
-                        if s < p.threshold {
-                            return None;
-                        }
-                        s
-                    }
-                    Fusion::Lexical => {
-                        if l <= 0.0 {
-                            return None;
-                        }
-                        l
-                    }
-                };
-            Some(Scored {
-                message: m,
-                semantic: measured.unwrap_or(0.0),
-                lexical: l,
-                score,
-                rank: 0,
-            })
-        })
-        .collect();
-    if p.fusion == Fusion::Weighted {
-        // The message after a candidate — its answer, a tool's output, a subagent's report — inherits a share of
-        // the candidate's score: questions are often worded like the message that asked, not like the one that
-        // answered.
-        let mut at: FxHashMap<u32, usize> = out
-            .iter()
-            .enumerate()
-            .map(|(k, s)| (s.message, k))
-            .collect();
-        let base: Vec<(u32, f32)> = out.iter().map(|s| (s.message, s.score)).collect();
-        for (m, sc) in base {
-            let n = m as usize + 1;
-            if n >= snap.messages.len()
-                || !ok[n]
-                || !same_window(&snap.messages[m as usize], &snap.messages[n])
-            {
-                continue;
-            }
-            let add = NEXT_SHARE * sc;
-            match at.get(&(n as u32)) {
-                Some(&k) => out[k].score += add,
-                None => {
-                    // Not a candidate of its own: it must still have evidence of its own (no noise hits).
-                    let sv = sem(n as u32).unwrap_or(0.0).max(0.0);
-                    if sv < p.threshold {
-                        continue;
-                    }
-                    at.insert(n as u32, out.len());
-                    out.push(Scored {
-                        message: n as u32,
-                        semantic: sv,
-                        lexical: 0.0,
-                        score: (1.0 - w) * sv + add,
-                        rank: 0,
-                    });
-                }
+            .map(|(m, _)| *m)
+            .collect(),
+        sem_rank,
+    };
+    drop(sem_top);
+    let mut out = ev.fuse(snap, p, ok, scan.as_ref().map_or(&[], |sc| &sc.best));
+    // The best hits, and the messages whose score they inherit a share of, are re-scored from the exact vectors
+    // and everything is ranked again (the int8 scores of the rest are within a few thousandths).
+    if let (Some(q), Some(sc)) = (query_vec, scan.as_mut())
+        && !p.exact_scan
+    {
+        for s in out.iter().take(RESCORED) {
+            sc.rescore(snap, q, s.message);
+            if s.message > 0 {
+                sc.rescore(snap, q, s.message - 1);
             }
         }
+        out = ev.fuse(snap, p, ok, &sc.best);
     }
-    out.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then_with(|| {
-                snap.messages[b.message as usize]
-                    .timestamp_ms
-                    .cmp(&snap.messages[a.message as usize].timestamp_ms)
-            })
-            .then_with(|| a.message.cmp(&b.message))
-    });
     out = collapse_copies(snap, out);
     if p.fusion == Fusion::Weighted && p.relative_floor > 0.0 {
         // Weak hits go: a match scoring under a fraction of the best one, without a strong semantic match of its
@@ -336,6 +208,143 @@ fn rank(snap: &Snapshot, p: &SearchParams, query_vec: Option<&[f32]>, ok: &[bool
         s.rank = r as u32;
     }
     out
+}
+
+impl Evidence {
+    /// Every candidate's fused score given each message's semantic score (`semantic`, `-inf` for none; empty
+    /// without a query vector), with the answers' inherited share; best first.
+    fn fuse(
+        &self,
+        snap: &Snapshot,
+        p: &SearchParams,
+        ok: &[bool],
+        semantic: &[f32],
+    ) -> Vec<Scored> {
+        let sem = |m: u32| semantic.get(m as usize).copied().filter(|s| s.is_finite());
+        let lex_rank: FxHashMap<u32, usize> = self
+            .lex_sorted
+            .iter()
+            .enumerate()
+            .map(|(r, (m, _))| (*m, r))
+            .collect();
+        let max_lex = self.lex_sorted.first().map_or(1.0, |x| x.1).max(1e-6);
+        // A message not embedded yet (the second pass has not reached it) has no semantic evidence either way: it is
+        // given the median semantic score of the lexical matches that have some, so that it ranks by its words among
+        // them instead of sinking below every embedded match.
+        let imputed = if snap.messages_waiting > 0 && !semantic.is_empty() {
+            let mut known: Vec<f32> = self
+                .lex_sorted
+                .iter()
+                .filter_map(|(m, _)| sem(*m))
+                .map(|s| s.max(0.0))
+                .collect();
+            known.sort_by(f32::total_cmp);
+            known.get(known.len() / 2).copied().unwrap_or(0.0)
+        } else {
+            0.0
+        };
+        // Candidates: every lexical match, plus the best semantic ones above the threshold.
+        let mut candidates: Vec<u32> = self.lex_sorted.iter().map(|(m, _)| *m).collect();
+        candidates.extend(self.sem_top.iter().copied().filter(|m| {
+            sem(*m).is_some_and(|s| s >= p.threshold) && !self.lexical.contains_key(m)
+        }));
+        let w = p
+            .lexical_weight
+            .unwrap_or_else(|| params::default_lexical_weight(&p.query));
+        let mut out: Vec<Scored> = candidates
+            .into_iter()
+            .filter_map(|m| {
+                let measured = sem(m).map(|s| s.max(0.0));
+                let s = match measured {
+                    Some(s) => s,
+                    None if !snap.is_embedded(m as usize) => imputed,
+                    None => 0.0,
+                };
+                let l = self.lexical.get(&m).copied().unwrap_or(0.0);
+                // A message that is itself a question is rarely the evidence: the answer after it is.
+                let asks = p.fusion == Fusion::Weighted && snap.is_question(m as usize);
+                let score = if asks { QUESTION_PRIOR } else { 1.0 }
+                    * match p.fusion {
+                        Fusion::Weighted => w * (l / max_lex) + (1.0 - w) * s,
+                        Fusion::Rrf => {
+                            let r = |rank: Option<&usize>| {
+                                rank.map_or(0.0, |r| 1.0 / (60.0 + *r as f32 + 1.0))
+                            };
+                            r(lex_rank.get(&m)) + r(self.sem_rank.get(&m))
+                        }
+                        Fusion::Semantic => {
+                            if s < p.threshold {
+                                return None;
+                            }
+                            s
+                        }
+                        Fusion::Lexical => {
+                            if l <= 0.0 {
+                                return None;
+                            }
+                            l
+                        }
+                    };
+                Some(Scored {
+                    message: m,
+                    semantic: measured.unwrap_or(0.0),
+                    lexical: l,
+                    score,
+                    rank: 0,
+                })
+            })
+            .collect();
+        if p.fusion == Fusion::Weighted {
+            // The message after a candidate — its answer, a tool's output, a subagent's report — inherits a share
+            // of the candidate's score: questions are often worded like the message that asked, not like the one
+            // that answered.
+            let mut at: FxHashMap<u32, usize> = out
+                .iter()
+                .enumerate()
+                .map(|(k, s)| (s.message, k))
+                .collect();
+            let base: Vec<(u32, f32)> = out.iter().map(|s| (s.message, s.score)).collect();
+            for (m, sc) in base {
+                let n = m as usize + 1;
+                if n >= snap.messages.len()
+                    || !ok[n]
+                    || !same_window(&snap.messages[m as usize], &snap.messages[n])
+                {
+                    continue;
+                }
+                let add = NEXT_SHARE * sc;
+                match at.get(&(n as u32)) {
+                    Some(&k) => out[k].score += add,
+                    None => {
+                        // Not a candidate of its own: it must still have evidence of its own (no noise hits).
+                        let sv = sem(n as u32).unwrap_or(0.0).max(0.0);
+                        if sv < p.threshold {
+                            continue;
+                        }
+                        at.insert(n as u32, out.len());
+                        out.push(Scored {
+                            message: n as u32,
+                            semantic: sv,
+                            lexical: 0.0,
+                            score: (1.0 - w) * sv + add,
+                            rank: 0,
+                        });
+                    }
+                }
+            }
+        }
+        out.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| {
+                    snap.messages[b.message as usize]
+                        .timestamp_ms
+                        .cmp(&snap.messages[a.message as usize].timestamp_ms)
+                })
+                .then_with(|| a.message.cmp(&b.message))
+        });
+        out
+    }
 }
 
 /// Copies are recognised by their first this many bytes (a hand-back may carry a trailer the report lacks).

@@ -62,6 +62,8 @@ pub struct SearchParams {
     /// In [`Fusion::Weighted`], hits scoring under this fraction of the best hit are left out unless their cosine
     /// alone is strong (0 keeps all).
     pub relative_floor: f32,
+    /// Scan the f32 vectors rather than their int8 copy (benchmarks compare the two).
+    pub exact_scan: bool,
 }
 
 impl SearchParams {
@@ -81,6 +83,7 @@ impl SearchParams {
             fusion: Fusion::default(),
             lexical_weight: None,
             relative_floor: RELATIVE_FLOOR,
+            exact_scan: false,
         }
     }
 
