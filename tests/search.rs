@@ -568,7 +568,8 @@ fn copies_collapse_to_the_first_and_weak_hits_fall_under_the_floor() {
 
 /// The search scans the int8 copy of the vectors and re-scores its best hits from the f32 rows: on a real
 /// history its results are those of the f32 scan, hit for hit and score for score; and an index whose segments
-/// predate the int8 copy (no `.q8` files) is scanned in f32 and answers the same.
+/// predate the int8 copy and the fixed-width records (no `.q8`, no `.rows` files) is scanned in f32, its records
+/// built from `.meta`, and answers the same.
 #[test]
 fn int8_scan_answers_like_the_f32_scan_and_old_segments_still_search() {
     let corpus =
@@ -595,12 +596,26 @@ fn int8_scan_answers_like_the_f32_scan_and_old_segments_still_search() {
         "index",
     ]));
     let segments = Path::new(&e.idx).join("segments");
-    let q8: Vec<_> = fs::read_dir(&segments)
+    let newer: Vec<_> = fs::read_dir(&segments)
         .unwrap()
         .map(|f| f.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "q8"))
+        .filter(|p| p.extension().is_some_and(|x| x == "q8" || x == "rows"))
         .collect();
-    assert!(!q8.is_empty(), "segments carry the int8 copy");
+    let metas = fs::read_dir(&segments)
+        .unwrap()
+        .filter(|f| {
+            f.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "meta")
+        })
+        .count();
+    assert_eq!(
+        newer.len(),
+        2 * metas,
+        "every segment carries its int8 copy and its records"
+    );
     let queries = [
         "how does the recorder use the audio worklet",
         "what is JSSoundRecorder meant to do",
@@ -651,7 +666,7 @@ fn int8_scan_answers_like_the_f32_scan_and_old_segments_still_search() {
         );
         answers.push(scored(&int8));
     }
-    for f in q8 {
+    for f in newer {
         fs::remove_file(f).unwrap();
     }
     for (q, before) in queries.iter().zip(answers) {

@@ -123,7 +123,7 @@ fn embed_segment(
         // the kind it mostly is), so the pass goes on.
         Err(e) => {
             tracing::warn!("{e}; embedding segment {id} from its stored text");
-            (0..seg.meta.messages.len())
+            (0..seg.rows.len())
                 .map(|mi| {
                     let m = seg.stored(mi);
                     TodoChunk {
@@ -140,10 +140,8 @@ fn embed_segment(
     let wanted: Vec<(&TodoChunk, u64)> = todo
         .iter()
         .filter(|t| {
-            seg.meta
-                .messages
-                .get(t.message as usize)
-                .is_some_and(|m| !dead.contains(&m.gid))
+            (t.message as usize) < seg.rows.len()
+                && !dead.contains(&seg.rows.row(t.message as usize).gid)
         })
         .map(|t| (t, chunk_hash(t.kind, &t.text)))
         .collect();
@@ -155,7 +153,7 @@ fn embed_segment(
     for (t, h) in &wanted {
         chunks_of.entry(t.message).or_default().push((t.kind, *h));
     }
-    for mi in 0..seg.meta.messages.len() {
+    for mi in 0..seg.rows.len() {
         let new = builder.push_message(&seg.stored(mi));
         for (kind, h) in chunks_of.get(&(mi as u32)).into_iter().flatten() {
             let rows = vectors.get(h).map(Vec::as_slice).unwrap_or_default();

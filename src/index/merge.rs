@@ -69,14 +69,15 @@ impl Writer<'_> {
         // `Snapshot::build_live`).
         let mut best: HashMap<(&str, Option<&str>, &str), u64> = HashMap::new();
         for seg in &segs {
-            for m in &seg.meta.messages {
+            for mi in 0..seg.rows.len() {
+                let m = seg.rows.row(mi);
                 if dead.contains(&m.gid) {
                     continue;
                 }
                 let key = (
                     seg.str(m.session),
                     m.agent.map(|a| seg.str(a)),
-                    m.uuid.as_str(),
+                    seg.rows.uuid(mi),
                 );
                 let e = best.entry(key).or_insert(m.gid);
                 *e = (*e).min(m.gid);
@@ -90,11 +91,12 @@ impl Writer<'_> {
         let id = self.manifest.next_segment;
         let mut builder = SegmentBuilder::streaming(self.dir, id)?;
         for seg in segs {
-            let mut chunks_of: Vec<Vec<usize>> = vec![Vec::new(); seg.meta.messages.len()];
-            for (ci, c) in seg.meta.chunks.iter().enumerate() {
-                chunks_of[c.message as usize].push(ci);
+            let mut chunks_of: Vec<Vec<usize>> = vec![Vec::new(); seg.rows.len()];
+            for ci in 0..seg.rows.chunk_count() {
+                chunks_of[seg.rows.chunk(ci).message as usize].push(ci);
             }
-            for (mi, m) in seg.meta.messages.iter().enumerate() {
+            for (mi, mine) in chunks_of.iter().enumerate() {
+                let m = seg.rows.row(mi);
                 gone.insert(m.gid);
                 if !keep.contains(&m.gid) {
                     if !dead.contains(&m.gid) {
@@ -103,8 +105,8 @@ impl Writer<'_> {
                     continue;
                 }
                 let new = builder.push_message(&seg.stored(mi));
-                for &ci in &chunks_of[mi] {
-                    let c = seg.meta.chunks[ci];
+                for &ci in mine {
+                    let c = seg.rows.chunk(ci);
                     builder.push_chunk(new, c.kind, c.text_hash, seg.row(c.row));
                 }
             }

@@ -12,6 +12,7 @@ mod merge;
 pub mod migrate;
 pub mod records;
 pub mod render;
+pub mod rows;
 pub mod segment;
 pub mod snapshot;
 pub mod terms;

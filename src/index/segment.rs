@@ -1,5 +1,7 @@
-//! An immutable segment, five files written once, fsynced, never modified:
-//! - `<id>.meta`: the compact message records and chunk records (bincode), decoded whole by readers;
+//! An immutable segment, six files written once, fsynced, never modified:
+//! - `<id>.meta`: the compact message records and chunk records (bincode), the segment's full description;
+//! - `<id>.rows`: the same records in a fixed-width layout, memory-mapped by readers and writers alike (see
+//!   [`super::rows`]; a segment written before it existed has them built from `.meta` when opened);
 //! - `<id>.txt`: every message's readable text, concatenated (memory-mapped; read only for displayed hits);
 //! - `<id>.vec`: a raw little-endian f32 matrix, one row per chunk (memory-mapped; touched only to re-score the
 //!   best candidates of a search);
@@ -15,6 +17,7 @@
 use super::compact::{COMPACT_MAGIC, CompactVectors, quantize_row};
 use super::format::{self, FormatError, HEADER_LEN};
 use super::records::{ChunkKind, ChunkRecord, MessageMeta, StoredMessage};
+use super::rows::{ROWS_MAGIC, Rows};
 use crate::embed::DIM;
 use memmap2::Mmap;
 use serde::{Deserialize, Serialize};
@@ -47,6 +50,8 @@ pub struct SegmentPaths {
     pub vectors: PathBuf,
     /// The int8 copy of the vectors (absent in segments written before it existed).
     pub compact: PathBuf,
+    /// The fixed-width records (absent in segments written before they existed).
+    pub rows: PathBuf,
     pub text: PathBuf,
     pub hashes: PathBuf,
     /// Present only while the segment awaits embedding.
@@ -54,10 +59,11 @@ pub struct SegmentPaths {
 }
 
 impl SegmentPaths {
-    /// All five, for deleting a merged segment or damaging one in a test.
-    pub fn all(&self) -> [&Path; 5] {
+    /// All six, for deleting a merged segment or damaging one in a test.
+    pub fn all(&self) -> [&Path; 6] {
         [
             &self.meta,
+            &self.rows,
             &self.vectors,
             &self.compact,
             &self.text,
@@ -73,6 +79,7 @@ pub fn paths(dir: &Path, id: u64) -> SegmentPaths {
         meta: base.join(format!("{id:08}.meta")),
         vectors: base.join(format!("{id:08}.vec")),
         compact: base.join(format!("{id:08}.q8")),
+        rows: base.join(format!("{id:08}.rows")),
         text: base.join(format!("{id:08}.txt")),
         hashes: base.join(format!("{id:08}.hash")),
         todo: base.join(format!("{id:08}.todo")),
@@ -151,7 +158,7 @@ impl Verify {
 }
 
 /// Maps a framed file and checks it per `verify`; returns the map (payload at `HEADER_LEN..`).
-fn map_framed(
+pub(crate) fn map_framed(
     path: &Path,
     magic: &[u8; 8],
     what: &'static str,
@@ -296,6 +303,7 @@ impl SegmentBuilder {
         }
         format::write_framed(&p.text, TEXT_MAGIC, &self.text)?;
         format::write_framed(&p.hashes, HASH_MAGIC, &hash_records(&self.meta.chunks))?;
+        format::write_framed(&p.rows, ROWS_MAGIC, &super::rows::encode(&self.meta))?;
         format::write_framed(&p.meta, META_MAGIC, &format::encode(&self.meta))?;
         format::sync_dir(&dir.join("segments"))
     }
@@ -403,10 +411,10 @@ impl Hashes {
     }
 }
 
-/// A segment opened for reading: metadata decoded, text and vectors mapped.
+/// A segment opened for reading: records, text and vectors mapped (nothing decoded per message).
 pub struct OpenSegment {
     pub id: u64,
-    pub meta: SegmentMeta,
+    pub rows: Rows,
     pub vectors: Vectors,
     /// The int8 rows a search scans; `None` for a segment written before they existed (scanned in f32).
     pub compact: Option<CompactVectors>,
@@ -429,28 +437,38 @@ impl OpenSegment {
         self.stamp.is_some() && file_stamp(&paths(dir, self.id).meta) == self.stamp
     }
 
-    /// Opens a segment: the metadata is checksummed and decoded; the mapped files are checked per `verify`; every
-    /// message's text range and every chunk's row must lie inside them.
+    /// Opens a segment: its records are mapped from `.rows` (or built from `.meta`, checksummed and decoded, for a
+    /// segment without one); the mapped files are checked per `verify`. Under [`Verify::Always`] every symbol,
+    /// every message's text range and every chunk's message and row must also lie inside the segment; otherwise
+    /// reads stay in bounds by themselves (an out-of-range value reads as empty), so a reader's open decodes and
+    /// walks nothing per message.
     pub fn open(dir: &Path, id: u64, verify: Verify) -> Result<Self, FormatError> {
         let p = paths(dir, id);
         let stamp = file_stamp(&p.meta);
         let meta_name = p.meta.display().to_string();
-        let meta: SegmentMeta = format::decode(
-            &meta_name,
-            &format::read_framed(&p.meta, META_MAGIC, "segment")?,
-        )?;
-        let rows = meta
-            .chunks
-            .iter()
-            .map(|c| c.row as usize + 1)
-            .max()
-            .unwrap_or(0);
-        let vectors = Vectors::open(dir, id, rows, verify)?;
+        let rows = if p.rows.exists() {
+            // The metadata is not decoded, but it is checked like the mapped files (header always, checksum when
+            // touched since the publish): it is the segment's full description, which writers may need.
+            drop(map_framed(&p.meta, META_MAGIC, "segment", verify)?);
+            Rows::open(&p.rows, verify)?
+        } else {
+            let meta: SegmentMeta = format::decode(
+                &meta_name,
+                &format::read_framed(&p.meta, META_MAGIC, "segment")?,
+            )?;
+            Rows::from_meta(&meta, &meta_name)?
+        };
+        if matches!(verify, Verify::Always) {
+            rows.validate(&meta_name)?;
+        }
+        // Every chunk has its own row (see `SegmentBuilder::push_chunk`).
+        let vector_rows = rows.chunk_count();
+        let vectors = Vectors::open(dir, id, vector_rows, verify)?;
         let compact = if p.compact.exists() {
             let map = map_framed(&p.compact, COMPACT_MAGIC, "compact vector", verify)?;
             Some(CompactVectors::new(
                 map,
-                rows,
+                vector_rows,
                 &p.compact.display().to_string(),
             )?)
         } else {
@@ -458,29 +476,20 @@ impl OpenSegment {
         };
         let text = map_framed(&p.text, TEXT_MAGIC, "text", verify)?;
         let hashes = Hashes::open(dir, id, verify)?;
-        let text_len = (text.len() - HEADER_LEN) as u64;
-        let strings = meta.strings.len() as u32;
-        let sym_ok = |s: u32| s < strings;
-        let consistent = meta.messages.iter().all(|m| {
-            m.text_start + m.text_len as u64 <= text_len
-                && [m.session, m.project, m.role, m.kind, m.source]
-                    .into_iter()
-                    .chain(
-                        [m.agent, m.cwd, m.git_branch, m.model]
-                            .into_iter()
-                            .flatten(),
-                    )
-                    .all(sym_ok)
-        }) && meta
-            .chunks
-            .iter()
-            .all(|c| (c.message as usize) < meta.messages.len());
-        if !consistent {
-            return Err(FormatError::Damaged(meta_name));
+        if matches!(verify, Verify::Always) {
+            let text_len = (text.len() - HEADER_LEN) as u64;
+            let outside = (0..rows.len()).any(|i| {
+                let r = rows.row(i);
+                r.text_start + r.text_len as u64 > text_len
+            }) || (0..rows.chunk_count())
+                .any(|c| rows.chunk(c).row as usize >= vector_rows);
+            if outside {
+                return Err(FormatError::Damaged(meta_name));
+            }
         }
         Ok(Self {
             id,
-            meta,
+            rows,
             vectors,
             compact,
             hashes,
@@ -491,7 +500,10 @@ impl OpenSegment {
 
     /// An interned string.
     pub fn str(&self, sym: u32) -> &str {
-        &self.meta.strings[sym as usize]
+        self.rows
+            .strings
+            .get(sym as usize)
+            .map_or("", String::as_str)
     }
 
     /// The readable text of message `mi` (lossy if the text file was damaged behind our back).
@@ -501,18 +513,20 @@ impl OpenSegment {
 
     /// The raw bytes of message `mi`'s readable text (for checks that need no decoding).
     pub fn text_bytes(&self, mi: usize) -> &[u8] {
-        let m = &self.meta.messages[mi];
-        let start = HEADER_LEN + m.text_start as usize;
-        &self.text[start..start + m.text_len as usize]
+        let r = self.rows.row(mi);
+        let start = HEADER_LEN + r.text_start as usize;
+        self.text
+            .get(start..start + r.text_len as usize)
+            .unwrap_or(&[])
     }
 
     /// Message `mi` as callers see it.
     pub fn stored(&self, mi: usize) -> StoredMessage {
-        let m = &self.meta.messages[mi];
+        let m = self.rows.row(mi);
         let opt = |s: Option<u32>| s.map(|s| self.str(s).to_string());
         StoredMessage {
             gid: m.gid,
-            uuid: m.uuid.clone(),
+            uuid: self.rows.uuid(mi).to_string(),
             session_id: self.str(m.session).to_string(),
             agent_id: opt(m.agent),
             project: self.str(m.project).to_string(),

@@ -7,7 +7,7 @@
 use super::IndexError;
 use super::format::{self, FormatError};
 use super::lexical::Lexical;
-use super::records::{ChunkKind, Manifest, MessageMeta, StoredMessage};
+use super::records::{ChunkKind, Manifest, StoredMessage};
 use super::segment::{OpenSegment, Verify};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::borrow::Cow;
@@ -48,6 +48,48 @@ pub struct MessageRow {
     pub timestamp_ms: Option<i64>,
 }
 
+/// Live message by gid: a table indexed by gid when gids are dense (they are handed out in order and most stay
+/// live), else sorted pairs searched by bisection; built without hashing a million keys on every open.
+#[derive(Default)]
+enum GidIndex {
+    #[default]
+    Empty,
+    Dense(Vec<u32>),
+    Sorted(Vec<(u64, u32)>),
+}
+
+impl GidIndex {
+    fn new(rows: &[MessageRow], next_gid: u64) -> Self {
+        let max = rows.iter().map(|r| r.gid).max().unwrap_or(0).max(next_gid);
+        if max <= 4 * rows.len() as u64 + (1 << 20) {
+            let mut t = vec![u32::MAX; max as usize + 1];
+            for (i, r) in rows.iter().enumerate() {
+                t[r.gid as usize] = i as u32;
+            }
+            GidIndex::Dense(t)
+        } else {
+            let mut v: Vec<(u64, u32)> = rows
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (r.gid, i as u32))
+                .collect();
+            v.sort_unstable();
+            GidIndex::Sorted(v)
+        }
+    }
+
+    fn get(&self, gid: u64) -> Option<u32> {
+        match self {
+            GidIndex::Empty => None,
+            GidIndex::Dense(t) => t
+                .get(usize::try_from(gid).ok()?)
+                .copied()
+                .filter(|&i| i != u32::MAX),
+            GidIndex::Sorted(v) => v.binary_search_by_key(&gid, |p| p.0).ok().map(|k| v[k].1),
+        }
+    }
+}
+
 /// A consistent, read-only view of one published index generation.
 pub struct Snapshot {
     pub dir: PathBuf,
@@ -61,7 +103,7 @@ pub struct Snapshot {
     syms: Vec<String>,
     /// Per segment, its string-table index → global symbol.
     local_syms: Vec<Vec<u32>>,
-    by_gid: FxHashMap<u64, u32>,
+    by_gid: GidIndex,
     /// Sessions left out of the in-memory search set by the memory limit (oldest first).
     pub excluded_sessions: usize,
     /// Per segment, whether it was published keyword-only and awaits embedding.
@@ -125,7 +167,7 @@ impl Snapshot {
             segments: Vec::new(),
             syms: Vec::new(),
             local_syms: Vec::new(),
-            by_gid: FxHashMap::default(),
+            by_gid: GidIndex::default(),
             excluded_sessions: 0,
             waiting: Vec::new(),
             messages_waiting: 0,
@@ -237,10 +279,18 @@ impl Snapshot {
             .unwrap_or_default();
         let mut segments = Vec::with_capacity(manifest.segments.len());
         for s in &manifest.segments {
-            segments.push(match have.get(&s.id) {
+            let seg = match have.get(&s.id) {
                 Some(open) if open.still_current(dir) => (*open).clone(),
                 _ => std::sync::Arc::new(OpenSegment::open(dir, s.id, verify)?),
-            });
+            };
+            // The manifest says how many records the segment has: a file that disagrees is not this segment's.
+            if seg.rows.len() != s.messages as usize || seg.rows.chunk_count() != s.chunks as usize
+            {
+                return Err(IndexError::Format(FormatError::Damaged(
+                    super::segment::paths(dir, s.id).rows.display().to_string(),
+                )));
+            }
+            segments.push(seg);
         }
         let mut snap = Self::empty(dir);
         snap.waiting = manifest
@@ -264,15 +314,15 @@ impl Snapshot {
         Ok(snap)
     }
 
-    /// Interns every segment's strings, picks the live version of every message and applies the memory limit by leaving out the oldest
-    /// sessions.
+    /// Interns every segment's strings, picks the live version of every message and applies the memory limit by
+    /// leaving out the oldest sessions. Reads the segments' fixed-width records in place.
     fn build_live(&mut self, limit: u64) {
         let mut index: FxHashMap<&str, u32> = FxHashMap::default();
         let mut syms: Vec<String> = Vec::new();
         let mut local_syms = Vec::with_capacity(self.segments.len());
         for seg in &self.segments {
             local_syms.push(
-                seg.meta
+                seg.rows
                     .strings
                     .iter()
                     .map(|s| {
@@ -290,17 +340,46 @@ impl Snapshot {
         // twice into a transcript, and the first occurrence (lowest gid) is the message, as when a file is read
         // whole.
         // Rows, with duplicates of a key resolved to the lowest gid. Keys are compared by a 64-bit hash first
-        // and by value on a hit, so a collision keeps both rather than hiding one.
-        let mut rows: Vec<MessageRow> = Vec::new();
+        // and by value on a hit, so a collision keeps both rather than hiding one. A segment never holds one key
+        // twice (a read keeps the first of a uuid written twice, a merge the lowest gid), so only sessions found
+        // in more than one segment can have duplicates, and only their messages are hashed.
+        let total: usize = self.segments.iter().map(|s| s.rows.len()).sum();
+        let mut last_segment = vec![u32::MAX; syms.len()];
+        let mut spans = vec![false; syms.len()];
+        for (si, seg) in self.segments.iter().enumerate() {
+            let local = &local_syms[si];
+            for mi in 0..seg.rows.len() {
+                let Some(&g) = local.get(seg.rows.session_of(mi) as usize) else {
+                    continue;
+                };
+                let last = &mut last_segment[g as usize];
+                if *last != si as u32 {
+                    spans[g as usize] |= *last != u32::MAX;
+                    *last = si as u32;
+                }
+            }
+        }
+        drop(last_segment);
+        let mut rows: Vec<MessageRow> = Vec::with_capacity(total);
         let mut by_key: FxHashMap<u64, u32> = FxHashMap::default();
-        let key_of = |r: &MessageRow, m: &MessageMeta| {
+        // Per live row, its text length and chunk count, for the memory estimate.
+        let mut cost: Vec<u64> = Vec::with_capacity(total);
+        let key_of = |session: u32, agent: u32, uuid: &[u8]| {
             let mut h = rustc_hash::FxHasher::default();
-            (r.session, r.agent, m.uuid.as_str()).hash(&mut h);
+            (session, agent, uuid).hash(&mut h);
             h.finish()
         };
         for (si, seg) in self.segments.iter().enumerate() {
             let local = &local_syms[si];
-            for (mi, m) in seg.meta.messages.iter().enumerate() {
+            let sym = |s: u32| local.get(s as usize).copied().unwrap_or(NO_AGENT);
+            let mut chunks = vec![0u32; seg.rows.len()];
+            for c in 0..seg.rows.chunk_count() {
+                if let Some(n) = chunks.get_mut(seg.rows.chunk(c).message as usize) {
+                    *n += 1;
+                }
+            }
+            for (mi, &n_chunks) in chunks.iter().enumerate() {
+                let m = seg.rows.row(mi);
                 if dead.contains(&m.gid) {
                     continue;
                 }
@@ -308,59 +387,54 @@ impl Snapshot {
                     gid: m.gid,
                     segment: si as u32,
                     index: mi as u32,
-                    session: local[m.session as usize],
-                    agent: m.agent.map_or(NO_AGENT, |a| local[a as usize]),
-                    project: local[m.project as usize],
+                    session: sym(m.session),
+                    agent: m.agent.map_or(NO_AGENT, sym),
+                    project: sym(m.project),
                     window: m.window,
                     seq: m.seq,
                     timestamp_ms: m.timestamp_ms,
                 };
-                let k = key_of(&row, m);
+                let bytes = message_bytes(m.text_len, n_chunks as u64);
+                if !spans.get(row.session as usize).copied().unwrap_or(false) {
+                    rows.push(row);
+                    cost.push(bytes);
+                    continue;
+                }
+                let uuid = seg.rows.uuid_bytes(mi);
+                let k = key_of(row.session, row.agent, uuid);
                 match by_key.get(&k) {
                     Some(&at) => {
                         let old = rows[at as usize];
-                        let old_meta =
-                            &self.segments[old.segment as usize].meta.messages[old.index as usize];
-                        if (old.session, old.agent, old_meta.uuid.as_str())
-                            == (row.session, row.agent, m.uuid.as_str())
-                        {
+                        let old_uuid = self.segments[old.segment as usize]
+                            .rows
+                            .uuid_bytes(old.index as usize);
+                        if (old.session, old.agent, old_uuid) == (row.session, row.agent, uuid) {
                             if row.gid < old.gid {
                                 rows[at as usize] = row;
+                                cost[at as usize] = bytes;
                             }
                         } else {
                             rows.push(row);
+                            cost.push(bytes);
                         }
                     }
                     None => {
                         by_key.insert(k, rows.len() as u32);
                         rows.push(row);
+                        cost.push(bytes);
                     }
                 }
             }
         }
         drop(by_key);
-        // Chunks per message, for the memory estimate.
-        let mut chunk_counts: Vec<Vec<u32>> = self
-            .segments
-            .iter()
-            .map(|s| vec![0u32; s.meta.messages.len()])
-            .collect();
-        for (si, seg) in self.segments.iter().enumerate() {
-            for c in &seg.meta.chunks {
-                chunk_counts[si][c.message as usize] += 1;
-            }
-        }
         // Memory: per session, its records, texts and vectors; newest sessions are kept first.
         let mut per_session: FxHashMap<u32, (i64, u64)> = FxHashMap::default();
-        for r in &rows {
-            let m = &self.segments[r.segment as usize].meta.messages[r.index as usize];
+        for (r, bytes) in rows.iter().zip(&cost) {
             let e = per_session.entry(r.session).or_insert((i64::MIN, 0));
             e.0 = e.0.max(r.timestamp_ms.unwrap_or(i64::MIN));
-            e.1 += message_bytes(
-                m.text_len,
-                chunk_counts[r.segment as usize][r.index as usize] as u64,
-            );
+            e.1 += bytes;
         }
+        drop(cost);
         let mut sessions: Vec<(u32, i64, u64)> =
             per_session.iter().map(|(s, (t, b))| (*s, *t, *b)).collect();
         sessions.sort_by(|a, b| {
@@ -380,20 +454,25 @@ impl Snapshot {
             rows.retain(|r| !excluded.contains(&r.session));
         }
         // Group by session, then conversation, then order, so context is a contiguous neighbourhood.
-        rows.sort_unstable_by_key(|r| (r.session, r.agent, r.seq, r.gid));
+        rows.sort_by_key(|r| (r.session, r.agent, r.seq, r.gid));
         let mut live_index: Vec<Vec<u32>> = self
             .segments
             .iter()
-            .map(|s| vec![u32::MAX; s.meta.messages.len()])
+            .map(|s| vec![u32::MAX; s.rows.len()])
             .collect();
-        self.by_gid.reserve(rows.len());
         for (i, r) in rows.iter().enumerate() {
             live_index[r.segment as usize][r.index as usize] = i as u32;
-            self.by_gid.insert(r.gid, i as u32);
         }
+        self.by_gid = GidIndex::new(&rows, self.manifest.next_gid);
+        let chunks: usize = self.segments.iter().map(|s| s.rows.chunk_count()).sum();
+        self.chunks.reserve(chunks);
         for (si, seg) in self.segments.iter().enumerate() {
-            for c in &seg.meta.chunks {
-                let message = live_index[si][c.message as usize];
+            for ci in 0..seg.rows.chunk_count() {
+                let c = seg.rows.chunk(ci);
+                let message = live_index[si]
+                    .get(c.message as usize)
+                    .copied()
+                    .unwrap_or(u32::MAX);
                 if message != u32::MAX {
                     self.chunks.push(LiveChunk {
                         message,
@@ -435,21 +514,26 @@ impl Snapshot {
         self.syms.len()
     }
 
-    /// The stored record of live message `i`.
-    pub fn meta(&self, i: usize) -> &MessageMeta {
+    /// The fixed-width record of live message `i`.
+    pub fn row(&self, i: usize) -> super::rows::Row {
         let r = &self.messages[i];
-        &self.segments[r.segment as usize].meta.messages[r.index as usize]
+        self.segments[r.segment as usize].rows.row(r.index as usize)
     }
 
     /// A string of live message `i`'s segment table, resolved.
     fn local(&self, i: usize, sym: u32) -> &str {
         let r = &self.messages[i];
-        self.sym(self.local_syms[r.segment as usize][sym as usize])
+        self.local_syms[r.segment as usize]
+            .get(sym as usize)
+            .map_or("", |&g| self.sym(g))
     }
 
     /// The uuid of live message `i`.
     pub fn uuid(&self, i: usize) -> &str {
-        &self.meta(i).uuid
+        let r = &self.messages[i];
+        self.segments[r.segment as usize]
+            .rows
+            .uuid(r.index as usize)
     }
 
     /// The session id of live message `i`.
@@ -470,7 +554,7 @@ impl Snapshot {
 
     /// The source transcript of live message `i`.
     pub fn source(&self, i: usize) -> &str {
-        self.local(i, self.meta(i).source)
+        self.local(i, self.row(i).source)
     }
 
     /// The readable text of live message `i`.
@@ -524,6 +608,6 @@ impl Snapshot {
 
     /// Index into `messages` of a gid, if live.
     pub fn message_by_gid(&self, gid: u64) -> Option<u32> {
-        self.by_gid.get(&gid).copied()
+        self.by_gid.get(gid)
     }
 }

@@ -718,7 +718,7 @@ fn full_writer<'a>(
         );
         let gid = snapshot.messages[i].gid;
         live.by_key
-            .insert(key.clone(), (gid, snapshot.meta(i).content_hash));
+            .insert(key.clone(), (gid, snapshot.row(i).content_hash));
         live.by_source
             .entry(snapshot.source(i).to_string())
             .or_default()
