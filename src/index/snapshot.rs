@@ -96,6 +96,7 @@ pub struct Snapshot {
     pub manifest: Manifest,
     /// Live messages (superseded and dead ones left out), grouped by session, conversation and order.
     pub messages: Vec<MessageRow>,
+    /// Live chunks, in message order.
     pub chunks: Vec<LiveChunk>,
     /// Shared, so that a reopen after a publish reuses the segments that did not change (they never do).
     segments: Vec<std::sync::Arc<OpenSegment>>,
@@ -484,6 +485,9 @@ impl Snapshot {
                 }
             }
         }
+        // In message order, so that a scan walks the per-message tables (eligibility, best score) in order
+        // rather than at random; a segment's chunks mostly stay together.
+        self.chunks.sort_by_key(|c| c.message);
         self.messages = rows;
         self.syms = syms;
         self.local_syms = local_syms;

@@ -114,13 +114,12 @@ struct Evidence {
     sem_rank: FxHashMap<u32, usize>,
 }
 
-/// Hits ranked by the int8 scan whose place this many best ones (and the messages they inherit from) are
-/// re-scored exactly from the f32 rows and ranked again.
-const RESCORED: usize = 200;
-
-/// Ranks eligible messages for the query; returns them best first.
-fn rank(snap: &Snapshot, p: &SearchParams, query_vec: Option<&[f32]>, ok: &[bool]) -> Vec<Scored> {
-    let mut scan = query_vec.map(|q| scan::SemanticScan::run(snap, q, ok, p.exact_scan));
+/// Eligible messages matching the query's words, by BM25 score (the map and the same, best first).
+fn lexical_matches(
+    snap: &Snapshot,
+    p: &SearchParams,
+    ok: &[bool],
+) -> (FxHashMap<u32, f32>, Vec<(u32, f32)>) {
     let mut lexical: FxHashMap<u32, f32> = FxHashMap::default();
     let mut lex_sorted: Vec<(u32, f32)> = Vec::new();
     if let Some((lex, reader)) = &snap.lexical {
@@ -137,6 +136,20 @@ fn rank(snap: &Snapshot, p: &SearchParams, query_vec: Option<&[f32]>, ok: &[bool
         }
     }
     lex_sorted.sort_by(|a, b| b.1.total_cmp(&a.1));
+    (lexical, lex_sorted)
+}
+
+/// Hits ranked by the int8 scan whose place this many best ones (and the messages they inherit from) are
+/// re-scored exactly from the f32 rows and ranked again.
+const RESCORED: usize = 200;
+
+/// Ranks eligible messages for the query; returns them best first.
+fn rank(snap: &Snapshot, p: &SearchParams, query_vec: Option<&[f32]>, ok: &[bool]) -> Vec<Scored> {
+    // The vector scan and the BM25 search are independent: each runs on its own core.
+    let (mut scan, (lexical, lex_sorted)) = rayon::join(
+        || query_vec.map(|q| scan::SemanticScan::run(snap, q, ok, p.exact_scan)),
+        || lexical_matches(snap, p, ok),
+    );
     // The best semantic candidates, without sorting every message. Rank fusion ranks them all; the other
     // fusions need only those that can clear the threshold (less a margin for the int8 scan's error).
     let floor = if p.fusion == Fusion::Rrf {
