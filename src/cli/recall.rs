@@ -455,6 +455,14 @@ pub fn search_cmd(
     p.relative_floor = a.relative_floor;
     p.exact_scan = a.exact_scan;
     p.validate().map_err(|e| anyhow!(e))?;
+    // Without --no-update the index is updated first, with the model; without, the snapshot opens on another
+    // core while the model loads and embeds the query (a cold process pays the longer of the two, not both).
+    let early_open = a
+        .no_update
+        .then(|| std::thread::spawn({
+            let dir = index_dir.to_path_buf();
+            move || Snapshot::open(&dir)
+        }));
     // Without the model (offline, download refused), the search still answers, by words.
     let embedder = match obtain_model(model_dir, a.json) {
         Ok(e) => Some(e),
@@ -463,6 +471,10 @@ pub fn search_cmd(
             None
         }
         Err(e) => return Err(e),
+    };
+    let query_vec = match (&embedder, p.fusion) {
+        (Some(e), f) if f != Fusion::Lexical => Some(e.embed(&[&p.query])?[0]),
+        _ => None,
     };
     if !a.no_update {
         run_update(
@@ -478,8 +490,14 @@ pub fn search_cmd(
                 .context("embedding the index (use --no-update to skip)")?;
         }
     }
-    let snap = Snapshot::open(index_dir)?;
-    let mut resp = search::search(&snap, embedder.as_ref(), &p).map_err(|e| anyhow!(e))?;
+    let snap = match early_open {
+        Some(h) => h
+            .join()
+            .map_err(|_| anyhow!("opening the index failed"))??,
+        None => Snapshot::open(index_dir)?,
+    };
+    let mut resp =
+        search::search_with_vector(&snap, query_vec.as_ref(), &p).map_err(|e| anyhow!(e))?;
     if a.no_update {
         resp.index.pending_files = index::pending_files(&snap, claude_dir);
     }

@@ -711,14 +711,14 @@ fn full_writer<'a>(
     }
     let mut live = Live::default();
     for i in 0..snapshot.messages.len() {
-        let key = (
-            snapshot.session_id(i).to_string(),
-            snapshot.agent_id(i).map(str::to_string),
-            snapshot.uuid(i).to_string(),
+        let key = super::records::message_key(
+            snapshot.session_id(i),
+            snapshot.agent_id(i),
+            snapshot.uuid(i),
         );
         let gid = snapshot.messages[i].gid;
         live.by_key
-            .insert(key.clone(), (gid, snapshot.row(i).content_hash));
+            .insert(key, (gid, snapshot.row(i).content_hash));
         live.by_source
             .entry(snapshot.source(i).to_string())
             .or_default()

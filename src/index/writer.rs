@@ -19,8 +19,8 @@ use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::path::Path;
 
-/// Identity of a message: (session id, agent id, uuid).
-pub(super) type MessageKey = (String, Option<String>, String);
+/// Identity of a message: (session id, agent id, uuid), hashed (see [`super::records::message_key`]).
+pub(super) type MessageKey = u128;
 
 /// What a full update knows of every live message: to tell changed messages from unchanged ones, and to drop
 /// the messages a rewritten file no longer has.
@@ -437,9 +437,9 @@ impl<'a> Writer<'a> {
                 m.git_branch.as_deref().unwrap_or("").as_bytes(),
                 s.project.as_bytes(),
             ]);
-            let key = (s.session_id.clone(), agent.clone(), m.uuid.clone());
+            let key = super::records::message_key(&s.session_id, agent.as_deref(), &m.uuid);
             // A uuid written twice in one read (Claude Code does, on some resumes) is one message: the first.
-            if !seen.insert(key.clone()) {
+            if !seen.insert(key) {
                 continue;
             }
             let old = match &self.live {
