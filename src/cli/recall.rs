@@ -457,12 +457,12 @@ pub fn search_cmd(
     p.validate().map_err(|e| anyhow!(e))?;
     // Without --no-update the index is updated first, with the model; without, the snapshot opens on another
     // core while the model loads and embeds the query (a cold process pays the longer of the two, not both).
-    let early_open = a
-        .no_update
-        .then(|| std::thread::spawn({
+    let early_open = a.no_update.then(|| {
+        std::thread::spawn({
             let dir = index_dir.to_path_buf();
             move || Snapshot::open(&dir)
-        }));
+        })
+    });
     // Without the model (offline, download refused), the search still answers, by words.
     let embedder = match obtain_model(model_dir, a.json) {
         Ok(e) => Some(e),

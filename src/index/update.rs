@@ -717,8 +717,7 @@ fn full_writer<'a>(
             snapshot.uuid(i),
         );
         let gid = snapshot.messages[i].gid;
-        live.by_key
-            .insert(key, (gid, snapshot.row(i).content_hash));
+        live.by_key.insert(key, (gid, snapshot.row(i).content_hash));
         live.by_source
             .entry(snapshot.source(i).to_string())
             .or_default()
