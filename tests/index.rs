@@ -639,3 +639,66 @@ fn verify_finds_damage_that_kept_its_mtime() {
     assert_eq!(s["set_aside"].as_array().unwrap().len(), 1, "{s}");
     assert_eq!(live(&idx).len(), 15);
 }
+
+/// What a snapshot's live view is, field by field and in order (messages with their identity, chunks with their
+/// message and vector row), to compare two views of one generation.
+fn view(s: &Snapshot) -> (Vec<String>, Vec<String>) {
+    let messages = (0..s.messages.len())
+        .map(|i| {
+            let m = s.messages[i];
+            format!(
+                "{} {} {} {:?} {} {} {} {:?} {}",
+                m.gid,
+                s.uuid(i),
+                s.session_id(i),
+                s.agent_id(i),
+                s.project(i),
+                m.window,
+                m.seq,
+                m.timestamp_ms,
+                s.segment_id(i)
+            )
+        })
+        .collect();
+    let chunks = s
+        .chunks
+        .iter()
+        .map(|c| format!("{} {} {:?} {}", c.message, c.row, c.kind, c.text_hash))
+        .collect();
+    (messages, chunks)
+}
+
+/// A reopen after an append extends the previous live view instead of rebuilding it: after appends, a uuid
+/// written twice, new sessions, a rewritten file (dead messages) and merges, it equals a fresh open's view.
+#[test]
+fn reopen_after_a_publish_equals_a_fresh_open() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
+    many_sessions(&claude, 3, 5);
+    update(&idx, &claude);
+    let mut snap = Snapshot::open(&idx).unwrap();
+    let mut extended = 0;
+    for step in 0..16 {
+        match step % 4 {
+            0 => append(
+                &session_path(&claude, "sess000"),
+                &line("sess000", 100 + step, &format!("appended note {step}")),
+            ),
+            // The uuid of an earlier message again, with other text: the earlier one stays the message.
+            1 => append(
+                &session_path(&claude, "sess001"),
+                &line("sess001", 2, &format!("a repeat of message 2, step {step}")),
+            ),
+            2 => write_session(&claude, &format!("new{step:02}"), 3),
+            _ => write_session(&claude, "sess002", 5 - step / 4),
+        }
+        update(&idx, &claude);
+        let again = snap.reopen().unwrap();
+        let fresh = Snapshot::open(&idx).unwrap();
+        assert!(!fresh.live_extended);
+        assert_eq!(view(&again), view(&fresh), "step {step}");
+        extended += usize::from(again.live_extended);
+        snap = again;
+    }
+    assert!(extended >= 4, "the incremental path ran {extended} times");
+}

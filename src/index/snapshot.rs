@@ -107,6 +107,11 @@ pub struct Snapshot {
     by_gid: GidIndex,
     /// Sessions left out of the in-memory search set by the memory limit (oldest first).
     pub excluded_sessions: usize,
+    /// What the live messages cost the search set, by [`message_bytes`] (an upper bound after a reopen).
+    live_bytes: u64,
+    /// Whether the live view was extended from the previous snapshot's (a reopen after an append) rather than
+    /// built from every record.
+    pub live_extended: bool,
     /// Per segment, whether it was published keyword-only and awaits embedding.
     waiting: Vec<bool>,
     /// Live messages that await embedding (ranked by their words alone until then).
@@ -170,6 +175,8 @@ impl Snapshot {
             local_syms: Vec::new(),
             by_gid: GidIndex::default(),
             excluded_sessions: 0,
+            live_bytes: 0,
+            live_extended: false,
             waiting: Vec::new(),
             messages_waiting: 0,
             lexical: None,
@@ -301,7 +308,9 @@ impl Snapshot {
             .collect();
         snap.manifest = manifest;
         snap.segments = segments;
-        snap.build_live(limit);
+        if !reuse.is_some_and(|prev| snap.extend_live(prev, limit)) {
+            snap.build_live(limit);
+        }
         snap.messages_waiting = snap
             .messages
             .iter()
@@ -451,6 +460,7 @@ impl Snapshot {
             }
         }
         self.excluded_sessions = excluded.len();
+        self.live_bytes = used.min(limit);
         if !excluded.is_empty() {
             rows.retain(|r| !excluded.contains(&r.session));
         }
@@ -491,6 +501,189 @@ impl Snapshot {
         self.messages = rows;
         self.syms = syms;
         self.local_syms = local_syms;
+    }
+
+    /// After a publish that only added segments and marked messages dead (an append), builds the live view from
+    /// the previous snapshot's instead of from every record: the newly dead rows leave, the new segments' rows are
+    /// merged in order, chunks are renumbered. Gives exactly what [`Snapshot::build_live`] would (tested); returns
+    /// false, doing nothing, when the change is anything else (a merge, a replaced segment, the memory limit).
+    fn extend_live(&mut self, prev: &Snapshot, limit: u64) -> bool {
+        let n_prev = prev.segments.len();
+        if prev.excluded_sessions > 0
+            || self.segments.len() < n_prev
+            || !prev
+                .segments
+                .iter()
+                .zip(&self.segments)
+                .all(|(a, b)| std::sync::Arc::ptr_eq(a, b))
+        {
+            return false;
+        }
+        let dead: FxHashSet<u64> = self.manifest.dead.iter().copied().collect();
+        if !prev.manifest.dead.iter().all(|g| dead.contains(g)) {
+            return false;
+        }
+        let prev_dead: FxHashSet<u64> = prev.manifest.dead.iter().copied().collect();
+        let newly_dead: FxHashSet<u64> = dead.difference(&prev_dead).copied().collect();
+        let segs = self.segments.clone();
+        // Symbols: the previous ones keep their numbers, new strings are appended in segment order.
+        let mut local_syms = prev.local_syms.clone();
+        let mut new_syms: Vec<String> = Vec::new();
+        {
+            let mut index: FxHashMap<&str, u32> = prev
+                .syms
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (s.as_str(), i as u32))
+                .collect();
+            for seg in &segs[n_prev..] {
+                local_syms.push(
+                    seg.rows
+                        .strings
+                        .iter()
+                        .map(|s| {
+                            *index.entry(s.as_str()).or_insert_with(|| {
+                                new_syms.push(s.clone());
+                                (prev.syms.len() + new_syms.len() - 1) as u32
+                            })
+                        })
+                        .collect(),
+                );
+            }
+        }
+        // The new segments' live rows; a key already live (its lowest gid) keeps the older row.
+        let uuid_of = |r: &MessageRow| segs[r.segment as usize].rows.uuid_bytes(r.index as usize);
+        let mut added: Vec<MessageRow> = Vec::new();
+        let mut added_bytes = 0u64;
+        let mut added_chunks: Vec<(u32, u32, LiveChunk)> = Vec::new();
+        for (si, seg) in segs.iter().enumerate().skip(n_prev) {
+            let local = &local_syms[si];
+            let sym = |s: u32| local.get(s as usize).copied().unwrap_or(NO_AGENT);
+            let mut chunks = vec![0u32; seg.rows.len()];
+            for ci in 0..seg.rows.chunk_count() {
+                let c = seg.rows.chunk(ci);
+                if let Some(n) = chunks.get_mut(c.message as usize) {
+                    *n += 1;
+                    added_chunks.push((
+                        si as u32,
+                        c.message,
+                        LiveChunk {
+                            message: u32::MAX,
+                            kind: c.kind,
+                            segment: si as u32,
+                            row: c.row,
+                            text_hash: c.text_hash,
+                        },
+                    ));
+                }
+            }
+            for (mi, &n_chunks) in chunks.iter().enumerate() {
+                let m = seg.rows.row(mi);
+                if dead.contains(&m.gid) {
+                    continue;
+                }
+                added_bytes += message_bytes(m.text_len, n_chunks as u64);
+                added.push(MessageRow {
+                    gid: m.gid,
+                    segment: si as u32,
+                    index: mi as u32,
+                    session: sym(m.session),
+                    agent: m.agent.map_or(NO_AGENT, sym),
+                    project: sym(m.project),
+                    window: m.window,
+                    seq: m.seq,
+                    timestamp_ms: m.timestamp_ms,
+                });
+            }
+        }
+        let used = prev.live_bytes + added_bytes;
+        if used > limit {
+            return false;
+        }
+        let key = |r: &MessageRow| (r.session, r.agent, r.seq, r.gid);
+        added.sort_by_key(key);
+        let old = &prev.messages;
+        // Among the new rows, the lowest gid of an identity.
+        let mut lowest: FxHashMap<(u32, u32, &[u8]), u64> = FxHashMap::default();
+        for r in &added {
+            let e = lowest
+                .entry((r.session, r.agent, uuid_of(r)))
+                .or_insert(r.gid);
+            *e = (*e).min(r.gid);
+        }
+        // And none already live: the uuids of each conversation the new rows belong to (a contiguous range of the
+        // previous view, sorted by session and conversation first), gathered once per conversation.
+        let mut keep_added = Vec::with_capacity(added.len());
+        let mut live_uuids: FxHashSet<&[u8]> = FxHashSet::default();
+        let mut conversation = None;
+        for r in &added {
+            if conversation != Some((r.session, r.agent)) {
+                conversation = Some((r.session, r.agent));
+                let lo = old.partition_point(|o| (o.session, o.agent) < (r.session, r.agent));
+                let hi = old.partition_point(|o| (o.session, o.agent) <= (r.session, r.agent));
+                live_uuids = old[lo..hi]
+                    .iter()
+                    .filter(|o| !newly_dead.contains(&o.gid))
+                    .map(uuid_of)
+                    .collect();
+            }
+            keep_added.push(
+                !live_uuids.contains(uuid_of(r))
+                    && lowest.get(&(r.session, r.agent, uuid_of(r))) == Some(&r.gid),
+            );
+        }
+        drop((lowest, live_uuids));
+        // Merge the two ordered lists, numbering rows as they go.
+        let mut rows: Vec<MessageRow> = Vec::with_capacity(old.len() + added.len());
+        let mut remap = vec![u32::MAX; old.len()];
+        let mut added_at: FxHashMap<(u32, u32), u32> = FxHashMap::default();
+        let (mut i, mut j) = (0usize, 0usize);
+        loop {
+            while i < old.len() && newly_dead.contains(&old[i].gid) {
+                i += 1;
+            }
+            while j < added.len() && !keep_added[j] {
+                j += 1;
+            }
+            let take_old = match (old.get(i), added.get(j)) {
+                (None, None) => break,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (Some(o), Some(a)) => key(o) < key(a),
+            };
+            if take_old {
+                remap[i] = rows.len() as u32;
+                rows.push(old[i]);
+                i += 1;
+            } else {
+                added_at.insert((added[j].segment, added[j].index), rows.len() as u32);
+                rows.push(added[j]);
+                j += 1;
+            }
+        }
+        let mut chunks: Vec<LiveChunk> = Vec::with_capacity(prev.chunks.len() + added_chunks.len());
+        for c in &prev.chunks {
+            let m = remap[c.message as usize];
+            if m != u32::MAX {
+                chunks.push(LiveChunk { message: m, ..*c });
+            }
+        }
+        for (si, mi, mut c) in added_chunks {
+            if let Some(&m) = added_at.get(&(si, mi)) {
+                c.message = m;
+                chunks.push(c);
+            }
+        }
+        chunks.sort_by_key(|c| c.message);
+        self.by_gid = GidIndex::new(&rows, self.manifest.next_gid);
+        self.messages = rows;
+        self.chunks = chunks;
+        self.syms = prev.syms.iter().cloned().chain(new_syms).collect();
+        self.local_syms = local_syms;
+        self.excluded_sessions = 0;
+        self.live_bytes = used;
+        self.live_extended = true;
+        true
     }
 
     /// Whether live message `i` has been through the embedding pass (it may still have no vectors, when it has

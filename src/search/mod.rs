@@ -145,11 +145,16 @@ const RESCORED: usize = 200;
 
 /// Ranks eligible messages for the query; returns them best first.
 fn rank(snap: &Snapshot, p: &SearchParams, query_vec: Option<&[f32]>, ok: &[bool]) -> Vec<Scored> {
-    // The vector scan and the BM25 search are independent: each runs on its own core.
-    let (mut scan, (lexical, lex_sorted)) = rayon::join(
-        || query_vec.map(|q| scan::SemanticScan::run(snap, q, ok, p.exact_scan)),
-        || lexical_matches(snap, p, ok),
-    );
+    // The vector scan and the BM25 search are independent: the search runs on a thread of its own (not rayon's
+    // pool, which a background embedding pass may keep busy) while this one scans.
+    let (mut scan, (lexical, lex_sorted)) = std::thread::scope(|s| {
+        let words = s.spawn(|| lexical_matches(snap, p, ok));
+        let scan = query_vec.map(|q| scan::SemanticScan::run(snap, q, ok, p.exact_scan));
+        let words = words
+            .join()
+            .unwrap_or_else(|_| (FxHashMap::default(), Vec::new()));
+        (scan, words)
+    });
     // The best semantic candidates, without sorting every message. Rank fusion ranks them all; the other
     // fusions need only those that can clear the threshold (less a margin for the int8 scan's error).
     let floor = if p.fusion == Fusion::Rrf {
