@@ -15,6 +15,34 @@ use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Te
 
 const TOKENIZER: &str = "ghola_code";
 
+/// tantivy's writer, which on drop waits for the merges it started in the background: a merge still running when
+/// the next update opens its own writer races it over the same files (seen as a segment file missing from under
+/// the next writer's reader).
+pub struct LexWriter(Option<IndexWriter>);
+
+impl std::ops::Deref for LexWriter {
+    type Target = IndexWriter;
+    fn deref(&self) -> &IndexWriter {
+        self.0.as_ref().expect("taken only by drop")
+    }
+}
+
+impl std::ops::DerefMut for LexWriter {
+    fn deref_mut(&mut self) -> &mut IndexWriter {
+        self.0.as_mut().expect("taken only by drop")
+    }
+}
+
+impl Drop for LexWriter {
+    fn drop(&mut self) {
+        if let Some(w) = self.0.take()
+            && let Err(e) = w.wait_merging_threads()
+        {
+            tracing::warn!("lexical index: a background merge failed: {e}");
+        }
+    }
+}
+
 /// The lexical index of one index directory.
 pub struct Lexical {
     index: Index,
@@ -86,7 +114,7 @@ impl Lexical {
     /// A writer (tantivy holds its own lock file; only the ghola writer, under the index lock, calls this).
     /// `big`: a large batch is coming (a first index, a rewrite), worth one indexing thread per core (up to 4:
     /// twice as fast on two cores); a small append commits faster with one.
-    pub fn writer(&self, big: bool) -> tantivy::Result<IndexWriter> {
+    pub fn writer(&self, big: bool) -> tantivy::Result<LexWriter> {
         let threads = if big {
             std::thread::available_parallelism()
                 .map_or(1, |n| n.get())
@@ -96,6 +124,7 @@ impl Lexical {
         };
         self.index
             .writer_with_num_threads(threads, 40_000_000 * threads)
+            .map(|w| LexWriter(Some(w)))
     }
 
     /// Adds one message's text.

@@ -90,6 +90,44 @@ impl GidIndex {
     }
 }
 
+/// Each live (not dead) message of segment `si` as a [`MessageRow`] with global symbols (`local`: the segment's
+/// string table → global symbol), with what it costs the search set.
+fn live_rows_of<'a>(
+    seg: &'a OpenSegment,
+    si: usize,
+    local: &'a [u32],
+    dead: &'a FxHashSet<u64>,
+) -> impl Iterator<Item = (MessageRow, u64)> + 'a {
+    let mut chunks = vec![0u32; seg.rows.len()];
+    for c in 0..seg.rows.chunk_count() {
+        if let Some(n) = chunks.get_mut(seg.rows.chunk(c).message as usize) {
+            *n += 1;
+        }
+    }
+    let sym = move |s: u32| local.get(s as usize).copied().unwrap_or(NO_AGENT);
+    chunks
+        .into_iter()
+        .enumerate()
+        .filter_map(move |(mi, n_chunks)| {
+            let m = seg.rows.row(mi);
+            if dead.contains(&m.gid) {
+                return None;
+            }
+            let row = MessageRow {
+                gid: m.gid,
+                segment: si as u32,
+                index: mi as u32,
+                session: sym(m.session),
+                agent: m.agent.map_or(NO_AGENT, sym),
+                project: sym(m.project),
+                window: m.window,
+                seq: m.seq,
+                timestamp_ms: m.timestamp_ms,
+            };
+            Some((row, message_bytes(m.text_len, n_chunks as u64)))
+        })
+}
+
 /// A consistent, read-only view of one published index generation.
 pub struct Snapshot {
     pub dir: PathBuf,
@@ -380,37 +418,13 @@ impl Snapshot {
             h.finish()
         };
         for (si, seg) in self.segments.iter().enumerate() {
-            let local = &local_syms[si];
-            let sym = |s: u32| local.get(s as usize).copied().unwrap_or(NO_AGENT);
-            let mut chunks = vec![0u32; seg.rows.len()];
-            for c in 0..seg.rows.chunk_count() {
-                if let Some(n) = chunks.get_mut(seg.rows.chunk(c).message as usize) {
-                    *n += 1;
-                }
-            }
-            for (mi, &n_chunks) in chunks.iter().enumerate() {
-                let m = seg.rows.row(mi);
-                if dead.contains(&m.gid) {
-                    continue;
-                }
-                let row = MessageRow {
-                    gid: m.gid,
-                    segment: si as u32,
-                    index: mi as u32,
-                    session: sym(m.session),
-                    agent: m.agent.map_or(NO_AGENT, sym),
-                    project: sym(m.project),
-                    window: m.window,
-                    seq: m.seq,
-                    timestamp_ms: m.timestamp_ms,
-                };
-                let bytes = message_bytes(m.text_len, n_chunks as u64);
+            for (row, bytes) in live_rows_of(seg, si, &local_syms[si], &dead) {
                 if !spans.get(row.session as usize).copied().unwrap_or(false) {
                     rows.push(row);
                     cost.push(bytes);
                     continue;
                 }
-                let uuid = seg.rows.uuid_bytes(mi);
+                let uuid = seg.rows.uuid_bytes(row.index as usize);
                 let k = key_of(row.session, row.agent, uuid);
                 match by_key.get(&k) {
                     Some(&at) => {
@@ -557,13 +571,9 @@ impl Snapshot {
         let mut added_bytes = 0u64;
         let mut added_chunks: Vec<(u32, u32, LiveChunk)> = Vec::new();
         for (si, seg) in segs.iter().enumerate().skip(n_prev) {
-            let local = &local_syms[si];
-            let sym = |s: u32| local.get(s as usize).copied().unwrap_or(NO_AGENT);
-            let mut chunks = vec![0u32; seg.rows.len()];
             for ci in 0..seg.rows.chunk_count() {
                 let c = seg.rows.chunk(ci);
-                if let Some(n) = chunks.get_mut(c.message as usize) {
-                    *n += 1;
+                if (c.message as usize) < seg.rows.len() {
                     added_chunks.push((
                         si as u32,
                         c.message,
@@ -577,23 +587,9 @@ impl Snapshot {
                     ));
                 }
             }
-            for (mi, &n_chunks) in chunks.iter().enumerate() {
-                let m = seg.rows.row(mi);
-                if dead.contains(&m.gid) {
-                    continue;
-                }
-                added_bytes += message_bytes(m.text_len, n_chunks as u64);
-                added.push(MessageRow {
-                    gid: m.gid,
-                    segment: si as u32,
-                    index: mi as u32,
-                    session: sym(m.session),
-                    agent: m.agent.map_or(NO_AGENT, sym),
-                    project: sym(m.project),
-                    window: m.window,
-                    seq: m.seq,
-                    timestamp_ms: m.timestamp_ms,
-                });
+            for (row, bytes) in live_rows_of(seg, si, &local_syms[si], &dead) {
+                added_bytes += bytes;
+                added.push(row);
             }
         }
         let used = prev.live_bytes + added_bytes;

@@ -73,7 +73,7 @@ pub(super) struct Writer<'a> {
     pub dir: &'a Path,
     pub manifest: Manifest,
     pub lexical: Lexical,
-    pub lex_writer: tantivy::IndexWriter,
+    pub lex_writer: super::lexical::LexWriter,
     /// Set on the full path only; the append path never loads the whole index.
     pub live: Option<Live>,
     /// Published segments' hash and vector files, for reusing vectors.
@@ -115,7 +115,7 @@ impl<'a> Writer<'a> {
         dir: &'a Path,
         manifest: Manifest,
         lexical: Lexical,
-        lex_writer: tantivy::IndexWriter,
+        lex_writer: super::lexical::LexWriter,
         live: Option<Live>,
         verify: Verify,
         summary: UpdateSummary,
