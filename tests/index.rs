@@ -702,3 +702,31 @@ fn reopen_after_a_publish_equals_a_fresh_open() {
     }
     assert!(extended >= 4, "the incremental path ran {extended} times");
 }
+
+/// A writer commits the lexical index before it publishes the manifest. A reader arriving in between waits for
+/// the manifest to catch up instead of searching without words (here the lexical index is put back to the
+/// manifest's generation after 200 ms, as a publish would put the manifest forward).
+#[test]
+fn a_reader_between_the_lexical_commit_and_the_manifest_waits_for_them_to_agree() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
+    many_sessions(&claude, 2, 4);
+    update(&idx, &claude);
+    let g = Snapshot::open(&idx).unwrap().manifest.generation;
+    let lex = index::lexical::Lexical::open(&idx.join("lexical")).unwrap();
+    {
+        let mut w = lex.writer(false).unwrap();
+        lex.commit(&mut w, g + 1).unwrap();
+    }
+    let back = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let mut w = lex.writer(false).unwrap();
+        lex.commit(&mut w, g).unwrap();
+    });
+    let snap = Snapshot::open(&idx).unwrap();
+    back.join().unwrap();
+    assert!(
+        snap.lexical.is_some(),
+        "the open waited for the two to agree"
+    );
+}

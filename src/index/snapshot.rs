@@ -18,6 +18,10 @@ pub(crate) const MANIFEST_MAGIC: &[u8; 8] = b"GHOLAMAN";
 pub(crate) const MANIFEST: &str = "manifest.bin";
 /// Written by a reader that found a damaged file; the next update then verifies and rebuilds.
 pub(crate) const DAMAGE_SEEN: &str = "damage-seen";
+/// How many times (20 ms apart) an open waits for the manifest to catch up with a lexical index committed ahead of
+/// it (at most a second; a writer killed in between leaves them apart until the next update rebuilds the lexical
+/// index).
+const LEXICAL_AHEAD_WAITS: u32 = 50;
 /// [`MessageRow::agent`] of a main-conversation message.
 pub const NO_AGENT: u32 = u32::MAX;
 
@@ -289,12 +293,27 @@ impl Snapshot {
     ) -> Result<Self, IndexError> {
         // A writer may merge segments between our reading the manifest and opening them: read again.
         let mut attempt = 0;
+        // A writer commits the lexical index, then the archive, then the manifest: a reader arriving in between
+        // sees a lexical index one generation ahead of the manifest, and would search without words (and the
+        // server would keep that view until the next publish). The manifest follows within milliseconds.
+        let mut lexical_waits = 0;
         loop {
             match Self::open_once(dir, limit, verify_all, reuse) {
                 Err(IndexError::Format(FormatError::Io(_, e)))
                     if e.kind() == std::io::ErrorKind::NotFound && attempt < 3 =>
                 {
                     attempt += 1;
+                }
+                Ok(snap)
+                    if snap.lexical.is_none()
+                        && lexical_waits < LEXICAL_AHEAD_WAITS
+                        && Lexical::open(&dir.join("lexical"))
+                            .ok()
+                            .and_then(|l| l.generation())
+                            .is_some_and(|g| g > snap.manifest.generation) =>
+                {
+                    lexical_waits += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(20));
                 }
                 Err(IndexError::Format(e)) => {
                     // Tell the next writer to take the full, verifying path (see `update::unchanged`).
