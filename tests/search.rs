@@ -116,8 +116,14 @@ fn setup() -> Env {
 
 /// Indexes the history written under `tmp/claude` into `tmp/idx` with `ghola index`.
 fn indexed(tmp: tempfile::TempDir) -> Env {
+    let claude = tmp.path().join("claude");
+    indexed_from(&claude, tmp)
+}
+
+/// Indexes the history under `claude` into `tmp/idx` with `ghola index`.
+fn indexed_from(claude: &Path, tmp: tempfile::TempDir) -> Env {
     let e = Env {
-        claude: tmp.path().join("claude").display().to_string(),
+        claude: claude.display().to_string(),
         idx: tmp.path().join("idx").display().to_string(),
         _tmp: tmp,
     };
@@ -582,19 +588,7 @@ fn int8_scan_answers_like_the_f32_scan_and_old_segments_still_search() {
         );
         return;
     }
-    let tmp = tempfile::tempdir().unwrap();
-    let e = Env {
-        claude: corpus.display().to_string(),
-        idx: tmp.path().join("idx").display().to_string(),
-        _tmp: tmp,
-    };
-    common::run_ok(Command::new(env!("CARGO_BIN_EXE_ghola")).args([
-        "--claude-dir",
-        &e.claude,
-        "--index-dir",
-        &e.idx,
-        "index",
-    ]));
+    let e = indexed_from(&corpus, tempfile::tempdir().unwrap());
     let segments = Path::new(&e.idx).join("segments");
     let newer: Vec<_> = fs::read_dir(&segments)
         .unwrap()

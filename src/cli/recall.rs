@@ -472,10 +472,7 @@ pub fn search_cmd(
         }
         Err(e) => return Err(e),
     };
-    let query_vec = match (&embedder, p.fusion) {
-        (Some(e), f) if f != Fusion::Lexical => Some(e.embed(&[&p.query])?[0]),
-        _ => None,
-    };
+    let query_vec = search::query_vector(embedder.as_ref(), &p).map_err(|e| anyhow!(e))?;
     if !a.no_update {
         run_update(
             index_dir,

@@ -9,7 +9,7 @@
 //! ([`CHUNK_BYTES`] each), then every uuid concatenated. Integers are little-endian.
 
 use super::format::{self, FormatError, HEADER_LEN};
-use super::records::{ChunkKind, ChunkRecord, MessageMeta};
+use super::records::{ChunkKind, ChunkRecord};
 use super::segment::SegmentMeta;
 use memmap2::Mmap;
 
@@ -326,13 +326,19 @@ impl Rows {
             kind: chunk_kind_of(b[at + 16]).unwrap_or(ChunkKind::Text),
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::records::MessageMeta;
 
     /// Message `i` as the metadata record it was written from.
-    pub fn meta(&self, i: usize) -> MessageMeta {
-        let r = self.row(i);
+    fn meta_of(rows: &Rows, i: usize) -> MessageMeta {
+        let r = rows.row(i);
         MessageMeta {
             gid: r.gid,
-            uuid: self.uuid(i).to_string(),
+            uuid: rows.uuid(i).to_string(),
             session: r.session,
             agent: r.agent,
             project: r.project,
@@ -351,11 +357,6 @@ impl Rows {
             text_len: r.text_len,
         }
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
 
     fn sample() -> SegmentMeta {
         let m = |i: u32, agent: Option<u32>, ts: Option<i64>| MessageMeta {
@@ -412,7 +413,7 @@ mod tests {
         assert_eq!(rows.chunk_count(), 2);
         assert_eq!(rows.strings, meta.strings);
         for (i, m) in meta.messages.iter().enumerate() {
-            assert_eq!(&rows.meta(i), m);
+            assert_eq!(&meta_of(&rows, i), m);
             assert_eq!(rows.uuid(i), m.uuid);
         }
         for (c, rec) in meta.chunks.iter().enumerate() {

@@ -94,6 +94,47 @@ impl GidIndex {
     }
 }
 
+/// The manifest's header, which holds its payload's length and checksum: a new generation changes it. `None` when
+/// there is no readable manifest.
+fn manifest_header(dir: &Path) -> Option<[u8; format::HEADER_LEN]> {
+    use std::io::Read;
+    let mut h = [0u8; format::HEADER_LEN];
+    std::fs::File::open(dir.join(MANIFEST))
+        .and_then(|mut f| f.read_exact(&mut h))
+        .ok()
+        .map(|_| h)
+}
+
+/// Interns the string tables of `segments` after the symbols already `known` (which keep their numbers): the
+/// strings not known yet, in order of first use, and per segment its string-table index → symbol.
+fn intern(
+    known: &[String],
+    segments: &[std::sync::Arc<OpenSegment>],
+) -> (Vec<String>, Vec<Vec<u32>>) {
+    let mut index: FxHashMap<&str, u32> = known
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.as_str(), i as u32))
+        .collect();
+    let mut added: Vec<String> = Vec::new();
+    let local = segments
+        .iter()
+        .map(|seg| {
+            seg.rows
+                .strings
+                .iter()
+                .map(|s| {
+                    *index.entry(s.as_str()).or_insert_with(|| {
+                        added.push(s.clone());
+                        (known.len() + added.len() - 1) as u32
+                    })
+                })
+                .collect()
+        })
+        .collect();
+    (added, local)
+}
+
 /// Each live (not dead) message of segment `si` as a [`MessageRow`] with global symbols (`local`: the segment's
 /// string table → global symbol), with what it costs the search set.
 fn live_rows_of<'a>(
@@ -235,17 +276,11 @@ impl Snapshot {
     /// has published since (the manifest file's inode, size and mtime tell), instead of decoding every segment's
     /// metadata on every call.
     pub fn shared(dir: &Path) -> Result<std::sync::Arc<Self>, IndexError> {
-        type Cache = std::sync::Mutex<FxHashMap<PathBuf, ([u8; 24], std::sync::Arc<Snapshot>)>>;
+        type Cache = std::sync::Mutex<
+            FxHashMap<PathBuf, ([u8; format::HEADER_LEN], std::sync::Arc<Snapshot>)>,
+        >;
         static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
-        // The manifest's header holds its payload's length and checksum: a new generation changes it.
-        let key = {
-            use std::io::Read;
-            let mut h = [0u8; 24];
-            std::fs::File::open(dir.join(MANIFEST))
-                .and_then(|mut f| f.read_exact(&mut h))
-                .ok()
-                .map(|_| h)
-        };
+        let key = manifest_header(dir);
         let cache = CACHE.get_or_init(Default::default);
         if let Some(key) = key
             && let Some((k, snap)) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(dir)
@@ -312,8 +347,13 @@ impl Snapshot {
                             .and_then(|l| l.generation())
                             .is_some_and(|g| g > snap.manifest.generation) =>
                 {
+                    // Open again once the manifest has changed (or the wait is over), not every 20 ms.
+                    let seen = manifest_header(dir);
                     lexical_waits += 1;
-                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    while lexical_waits < LEXICAL_AHEAD_WAITS && manifest_header(dir) == seen {
+                        lexical_waits += 1;
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                    }
                 }
                 Err(IndexError::Format(e)) => {
                     // Tell the next writer to take the full, verifying path (see `update::unchanged`).
@@ -384,24 +424,7 @@ impl Snapshot {
     /// Interns every segment's strings, picks the live version of every message and applies the memory limit by
     /// leaving out the oldest sessions. Reads the segments' fixed-width records in place.
     fn build_live(&mut self, limit: u64) {
-        let mut index: FxHashMap<&str, u32> = FxHashMap::default();
-        let mut syms: Vec<String> = Vec::new();
-        let mut local_syms = Vec::with_capacity(self.segments.len());
-        for seg in &self.segments {
-            local_syms.push(
-                seg.rows
-                    .strings
-                    .iter()
-                    .map(|s| {
-                        *index.entry(s.as_str()).or_insert_with(|| {
-                            syms.push(s.clone());
-                            (syms.len() - 1) as u32
-                        })
-                    })
-                    .collect::<Vec<u32>>(),
-            );
-        }
-        drop(index);
+        let (syms, local_syms) = intern(&[], &self.segments);
         let dead: FxHashSet<u64> = self.manifest.dead.iter().copied().collect();
         // A superseded version's gid is dead. What remains with the same (session, agent, uuid) is a uuid written
         // twice into a transcript, and the first occurrence (lowest gid) is the message, as when a file is read
@@ -429,7 +452,7 @@ impl Snapshot {
         drop(last_segment);
         let mut rows: Vec<MessageRow> = Vec::with_capacity(total);
         let mut by_key: FxHashMap<u64, u32> = FxHashMap::default();
-        // Per live row, its text length and chunk count, for the memory estimate.
+        // Per live row, what it costs the search set (text and vectors), for the memory limit.
         let mut cost: Vec<u64> = Vec::with_capacity(total);
         let key_of = |session: u32, agent: u32, uuid: &[u8]| {
             let mut h = rustc_hash::FxHasher::default();
@@ -560,30 +583,9 @@ impl Snapshot {
         let newly_dead: FxHashSet<u64> = dead.difference(&prev_dead).copied().collect();
         let segs = self.segments.clone();
         // Symbols: the previous ones keep their numbers, new strings are appended in segment order.
+        let (new_syms, added_local) = intern(&prev.syms, &segs[n_prev..]);
         let mut local_syms = prev.local_syms.clone();
-        let mut new_syms: Vec<String> = Vec::new();
-        {
-            let mut index: FxHashMap<&str, u32> = prev
-                .syms
-                .iter()
-                .enumerate()
-                .map(|(i, s)| (s.as_str(), i as u32))
-                .collect();
-            for seg in &segs[n_prev..] {
-                local_syms.push(
-                    seg.rows
-                        .strings
-                        .iter()
-                        .map(|s| {
-                            *index.entry(s.as_str()).or_insert_with(|| {
-                                new_syms.push(s.clone());
-                                (prev.syms.len() + new_syms.len() - 1) as u32
-                            })
-                        })
-                        .collect(),
-                );
-            }
-        }
+        local_syms.extend(added_local);
         // The new segments' live rows; a key already live (its lowest gid) keeps the older row.
         let uuid_of = |r: &MessageRow| segs[r.segment as usize].rows.uuid_bytes(r.index as usize);
         let mut added: Vec<MessageRow> = Vec::new();

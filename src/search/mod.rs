@@ -112,6 +112,8 @@ struct Evidence {
     sem_top: Vec<u32>,
     /// Rank fusion only: every message's semantic rank.
     sem_rank: FxHashMap<u32, usize>,
+    /// Rank fusion only: every lexical match's rank.
+    lex_rank: FxHashMap<u32, usize>,
 }
 
 /// Eligible messages matching the query's words, by BM25 score (the map and the same, best first).
@@ -179,16 +181,19 @@ fn rank(snap: &Snapshot, p: &SearchParams, query_vec: Option<&[f32]>, ok: &[bool
         sem_top.truncate(SEMANTIC_CANDIDATES);
     }
     sem_top.sort_by(by_score);
-    // Rank fusion needs every message's semantic rank; the other fusions only the best few.
-    let sem_rank: FxHashMap<u32, usize> = if p.fusion == Fusion::Rrf {
-        sem_top
-            .iter()
-            .enumerate()
-            .map(|(r, (m, _))| (*m, r))
-            .collect()
-    } else {
-        FxHashMap::default()
+    // Rank fusion needs every message's ranks; the other fusions only the best few semantic candidates.
+    let ranks = |sorted: &[(u32, f32)]| -> FxHashMap<u32, usize> {
+        if p.fusion == Fusion::Rrf {
+            sorted
+                .iter()
+                .enumerate()
+                .map(|(r, (m, _))| (*m, r))
+                .collect()
+        } else {
+            FxHashMap::default()
+        }
     };
+    let (sem_rank, lex_rank) = (ranks(&sem_top), ranks(&lex_sorted));
     let ev = Evidence {
         lexical,
         lex_sorted,
@@ -198,6 +203,7 @@ fn rank(snap: &Snapshot, p: &SearchParams, query_vec: Option<&[f32]>, ok: &[bool
             .map(|(m, _)| *m)
             .collect(),
         sem_rank,
+        lex_rank,
     };
     drop(sem_top);
     let mut out = ev.fuse(snap, p, ok, scan.as_ref().map_or(&[], |sc| &sc.best));
@@ -239,12 +245,6 @@ impl Evidence {
         semantic: &[f32],
     ) -> Vec<Scored> {
         let sem = |m: u32| semantic.get(m as usize).copied().filter(|s| s.is_finite());
-        let lex_rank: FxHashMap<u32, usize> = self
-            .lex_sorted
-            .iter()
-            .enumerate()
-            .map(|(r, (m, _))| (*m, r))
-            .collect();
         let max_lex = self.lex_sorted.first().map_or(1.0, |x| x.1).max(1e-6);
         // A message not embedded yet (the second pass has not reached it) has no semantic evidence either way: it is
         // given the median semantic score of the lexical matches that have some, so that it ranks by its words among
@@ -288,7 +288,7 @@ impl Evidence {
                             let r = |rank: Option<&usize>| {
                                 rank.map_or(0.0, |r| 1.0 / (60.0 + *r as f32 + 1.0))
                             };
-                            r(lex_rank.get(&m)) + r(self.sem_rank.get(&m))
+                            r(self.lex_rank.get(&m)) + r(self.sem_rank.get(&m))
                         }
                         Fusion::Semantic => {
                             if s < p.threshold {
@@ -516,11 +516,19 @@ pub fn search(
     p: &SearchParams,
 ) -> Result<SearchResponse, String> {
     p.validate()?;
-    let query_vec = match (embedder, p.fusion) {
-        (_, Fusion::Lexical) | (None, _) => None,
-        (Some(e), _) => Some(e.embed(&[&p.query]).map_err(|e| e.to_string())?[0]),
-    };
-    search_with_vector(snap, query_vec.as_ref(), p)
+    search_with_vector(snap, query_vector(embedder, p)?.as_ref(), p)
+}
+
+/// The query's vector, when the search uses one (a model, and not `Fusion::Lexical`); apart from [`search`] so
+/// that a caller can embed the query while the snapshot opens.
+pub fn query_vector(
+    embedder: Option<&Embedder>,
+    p: &SearchParams,
+) -> Result<Option<crate::embed::Vector>, String> {
+    match (embedder, p.fusion) {
+        (_, Fusion::Lexical) | (None, _) => Ok(None),
+        (Some(e), _) => Ok(Some(e.embed(&[&p.query]).map_err(|e| e.to_string())?[0])),
+    }
 }
 
 /// [`search`] with the query already embedded (`None`: lexical only), so the ranking can be timed apart from
