@@ -5,8 +5,9 @@
 //! key and value projections are fused into one matrix product; the attention scale 1/sqrt(d) is folded into
 //! the query weights; position and token-type embeddings are pre-added (every input has token type 0).
 
+use super::amx::PackedWeight;
 use super::gelu::Gelu;
-use candle_core::{DType, Device, IndexOp, Result, Tensor};
+use candle_core::{CpuStorage, CustomOp1, DType, Device, IndexOp, Layout, Result, Shape, Tensor};
 use candle_nn::VarBuilder;
 use serde::Deserialize;
 
@@ -23,17 +24,30 @@ pub struct BertConfig {
     pub hidden_act: String,
 }
 
-/// A dense layer with its weight stored transposed (`[in, out]`, contiguous) for a plain row-major product.
+/// A dense layer with its weight stored transposed (`[in, out]`, contiguous) for a plain row-major product,
+/// and packed for AMX tiles when this CPU has them.
 struct Linear {
     weight_t: Tensor,
     bias: Tensor,
+    amx: Option<AmxLinear>,
 }
 
 impl Linear {
     fn from_parts(weight: Tensor, bias: Tensor) -> Result<Self> {
+        let weight_t = weight.t()?.contiguous()?;
+        let amx = if super::amx::available() {
+            let (k, n) = weight_t.dims2()?;
+            PackedWeight::pack(&weight_t.flatten_all()?.to_vec1::<f32>()?, k, n).map(|weight| {
+                bias.to_vec1::<f32>().map(|bias| AmxLinear { weight, bias })
+            })
+        } else {
+            None
+        }
+        .transpose()?;
         Ok(Self {
-            weight_t: weight.t()?.contiguous()?,
+            weight_t,
             bias,
+            amx,
         })
     }
 
@@ -43,9 +57,41 @@ impl Linear {
         Self::from_parts(weight, bias)
     }
 
-    /// `x` is `[n, in]`.
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        x.matmul(&self.weight_t)?.broadcast_add(&self.bias)
+    /// `x` is `[n, in]`; `bf16` runs the product on AMX tiles where the layer was packed for them.
+    fn forward(&self, x: &Tensor, bf16: bool) -> Result<Tensor> {
+        match &self.amx {
+            Some(amx) if bf16 => x.apply_op1_no_bwd(amx),
+            _ => x.matmul(&self.weight_t)?.broadcast_add(&self.bias),
+        }
+    }
+}
+
+/// A dense layer's weight packed for AMX tiles and its bias, as a candle op (`[m, in]` → `[m, out]`).
+struct AmxLinear {
+    weight: PackedWeight,
+    bias: Vec<f32>,
+}
+
+impl CustomOp1 for AmxLinear {
+    fn name(&self) -> &'static str {
+        "amx-bf16-linear"
+    }
+
+    fn cpu_fwd(&self, storage: &CpuStorage, layout: &Layout) -> Result<(CpuStorage, Shape)> {
+        let CpuStorage::F32(data) = storage else {
+            candle_core::bail!("amx linear: only f32 is supported");
+        };
+        let Some((start, end)) = layout.contiguous_offsets() else {
+            candle_core::bail!("amx linear: input must be contiguous");
+        };
+        let (m, k) = layout.shape().dims2()?;
+        if k != self.weight.inputs() {
+            candle_core::bail!("amx linear: {k} inputs, the layer has {}", self.weight.inputs());
+        }
+        let n = self.weight.outputs();
+        let mut out = vec![0f32; m * n];
+        self.weight.matmul_bias(&data[start..end], &self.bias, &mut out);
+        Ok((CpuStorage::F32(out), Shape::from((m, n))))
     }
 }
 
@@ -115,12 +161,13 @@ impl Layer {
         b: usize,
         l: usize,
         heads: usize,
+        bf16: bool,
     ) -> Result<Tensor> {
         let h = x.dim(1)?;
         let d = h / heads;
         let qkv = self
             .qkv
-            .forward(x)?
+            .forward(x, bf16)?
             .reshape((b, l, 3, heads, d))?
             .permute((2, 0, 3, 1, 4))?;
         let q = qkv.i(0)?.contiguous()?;
@@ -135,10 +182,10 @@ impl Layer {
             .reshape((b * l, h))?;
         let x = self
             .attn_norm
-            .forward(&(self.attn_out.forward(&ctx)? + x)?)?;
-        let inner = self.ffn_in.forward(&x)?;
+            .forward(&(self.attn_out.forward(&ctx, bf16)? + x)?)?;
+        let inner = self.ffn_in.forward(&x, bf16)?;
         inner.inplace_op1(&Gelu)?;
-        self.ffn_norm.forward(&(self.ffn_out.forward(&inner)? + x)?)
+        self.ffn_norm.forward(&(self.ffn_out.forward(&inner, bf16)? + x)?)
     }
 }
 
@@ -183,8 +230,8 @@ impl Bert {
 
     /// Embeds one batch of token sequences (each already with `[CLS]`/`[SEP]`), returning one mean-pooled,
     /// L2-normalised vector per sequence. Sequences are right-padded to the longest; padding is masked out of
-    /// attention and of the mean.
-    pub fn embed_batch(&self, seqs: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
+    /// attention and of the mean. `bf16` runs the dense layers on AMX tiles where they were packed for them.
+    pub fn embed_batch(&self, seqs: &[&[u32]], bf16: bool) -> Result<Vec<Vec<f32>>> {
         let b = seqs.len();
         let l = seqs.iter().map(|s| s.len()).max().unwrap_or(0);
         if b == 0 || l == 0 {
@@ -207,7 +254,7 @@ impl Bert {
             .reshape((b * l, self.hidden))?;
         let mut x = self.embed_norm.forward(&x)?;
         for layer in &self.layers {
-            x = layer.forward(&x, &mask_bias, b, l, self.heads)?;
+            x = layer.forward(&x, &mask_bias, b, l, self.heads, bf16)?;
         }
         let flat = x.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
         Ok(seqs
