@@ -165,6 +165,10 @@ pub enum BenchKind {
         /// Runs per set-up (the best is printed).
         #[arg(long, default_value_t = 2)]
         rounds: usize,
+        /// A Python with sentence-transformers and PyTorch: embeds the same texts in the same run, side by side
+        /// (`bench/embed/st_side.py`).
+        #[arg(long, value_name = "PYTHON")]
+        sentence_transformers: Option<PathBuf>,
     },
 }
 
@@ -264,14 +268,25 @@ pub fn run(cli: Cli) -> Result<()> {
                 bench_scale::search_bench(&work, messages, cli.model_dir.as_deref())
             }
             BenchKind::Hook { messages, work } => bench_scale::hook_bench(&work, messages),
-            BenchKind::Embed { texts, rounds } => {
-                bench::embed(cli.model_dir.as_deref(), &texts, rounds)
-            }
+            BenchKind::Embed {
+                texts,
+                rounds,
+                sentence_transformers,
+            } => bench::embed(
+                cli.model_dir.as_deref(),
+                &texts,
+                rounds,
+                sentence_transformers.as_deref(),
+            ),
         },
     }
 }
 
-/// `ghola embed`: reads texts in groups of 256 lines so memory stays bounded on long inputs.
+/// Texts `ghola embed` embeds at once: enough that the batches of a group keep both cores busy to its end
+/// (groups of 256 left a core idle ~20% of the time), few enough that memory stays bounded on long inputs.
+const EMBED_GROUP: usize = 2048;
+
+/// `ghola embed`: reads texts in groups of [`EMBED_GROUP`] lines.
 fn embed_stdin(model_dir: Option<&std::path::Path>) -> Result<()> {
     use anyhow::Context;
     use std::io::{BufRead, Write};
@@ -300,7 +315,7 @@ fn embed_stdin(model_dir: Option<&std::path::Path>) -> Result<()> {
             .and_then(|t| t.as_str())
             .with_context(|| format!("line {}: no \"text\" string", n + 1))?;
         texts.push(text.to_string());
-        if texts.len() == 256 {
+        if texts.len() == EMBED_GROUP {
             flush(&mut texts, &mut out)?;
         }
     }

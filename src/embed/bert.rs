@@ -6,6 +6,7 @@
 //! the query weights; position and token-type embeddings are pre-added (every input has token type 0).
 
 use super::amx::PackedWeight;
+use super::attention::SelfAttention;
 use super::gelu::Gelu;
 use candle_core::{CpuStorage, CustomOp1, DType, Device, IndexOp, Layout, Result, Shape, Tensor};
 use candle_nn::VarBuilder;
@@ -153,33 +154,20 @@ impl Layer {
         })
     }
 
-    /// `x` is `[b*l, h]`; `mask_bias` is `[b, 1, 1, l]` (0 for tokens, a large negative for padding).
+    /// `x` is `[b*l, h]`: `b` sequences padded to `l` positions, `lens` real tokens in each.
     fn forward(
         &self,
         x: &Tensor,
-        mask_bias: &Tensor,
-        b: usize,
+        lens: &[usize],
         l: usize,
         heads: usize,
         bf16: bool,
     ) -> Result<Tensor> {
-        let h = x.dim(1)?;
-        let d = h / heads;
-        let qkv = self
-            .qkv
-            .forward(x, bf16)?
-            .reshape((b, l, 3, heads, d))?
-            .permute((2, 0, 3, 1, 4))?;
-        let q = qkv.i(0)?.contiguous()?;
-        let k = qkv.i(1)?.contiguous()?;
-        let v = qkv.i(2)?.contiguous()?;
-        let scores = q.matmul(&k.t()?)?.broadcast_add(mask_bias)?;
-        let probs = candle_nn::ops::softmax_last_dim(&scores)?;
-        let ctx = probs
-            .matmul(&v)?
-            .transpose(1, 2)?
-            .contiguous()?
-            .reshape((b * l, h))?;
+        let ctx = self.qkv.forward(x, bf16)?.apply_op1_no_bwd(&SelfAttention {
+            lens,
+            seq_len: l,
+            heads,
+        })?;
         let x = self
             .attn_norm
             .forward(&(self.attn_out.forward(&ctx, bf16)? + x)?)?;
@@ -211,6 +199,15 @@ impl Bert {
             );
         }
         let h = c.hidden_size;
+        if c.num_attention_heads == 0
+            || h % c.num_attention_heads != 0
+            || !super::attention::supports_head_size(h / c.num_attention_heads)
+        {
+            candle_core::bail!(
+                "unsupported attention layout: {h} dimensions in {} heads (heads of 32 or 64 are supported)",
+                c.num_attention_heads
+            );
+        }
         let emb = vb.pp("embeddings");
         let position = emb.get((c.max_position_embeddings, h), "position_embeddings.weight")?;
         let token_type = emb.get((2, h), "token_type_embeddings.weight")?.i(0)?;
@@ -238,13 +235,11 @@ impl Bert {
             return Ok(vec![Vec::new(); b]);
         }
         let mut ids = vec![0u32; b * l];
-        let mut bias = vec![f32::MIN; b * l];
         for (i, s) in seqs.iter().enumerate() {
             ids[i * l..i * l + s.len()].copy_from_slice(s);
-            bias[i * l..i * l + s.len()].fill(0.0);
         }
+        let lens: Vec<usize> = seqs.iter().map(|s| s.len()).collect();
         let ids = Tensor::from_vec(ids, b * l, &self.device)?;
-        let mask_bias = Tensor::from_vec(bias, (b, 1, 1, l), &self.device)?;
         let x = self
             .word_embeddings
             .index_select(&ids, 0)?
@@ -254,7 +249,7 @@ impl Bert {
             .reshape((b * l, self.hidden))?;
         let mut x = self.embed_norm.forward(&x)?;
         for layer in &self.layers {
-            x = layer.forward(&x, &mask_bias, b, l, self.heads, bf16)?;
+            x = layer.forward(&x, &lens, l, self.heads, bf16)?;
         }
         let flat = x.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
         Ok(seqs

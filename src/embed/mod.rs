@@ -7,6 +7,7 @@
 //! each product across threads, which spends its time waking and parking them.
 
 mod amx;
+mod attention;
 mod bert;
 pub mod download;
 mod files;

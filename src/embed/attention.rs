@@ -1,0 +1,319 @@
+//! Self-attention as one pass over the fused query/key/value rows: scores, softmax and the weighted sum of
+//! values per sequence and head, in f32.
+//!
+//! Written out as candle ops, attention copied the three projections out of the fused product, multiplied
+//! padded batches as matrices, added a mask over the padding, and called scalar libm `expf` per score; profiling
+//! put ~40% of an embedding pass there once the dense layers ran on AMX tiles. Here padding keys are never
+//! scored (each sequence attends over its own length), padding query rows are zero (they never reach a real
+//! token: no real token attends to them, and pooling skips them), and the exponential is a branch-free
+//! polynomial the compiler vectorises.
+
+use candle_core::{CpuStorage, CustomOp1, Layout, Result, Shape};
+
+/// The attention of one batch: `seq_len` positions per sequence (padded), `lens` real tokens in each.
+pub struct SelfAttention<'a> {
+    pub lens: &'a [usize],
+    pub seq_len: usize,
+    pub heads: usize,
+}
+
+impl CustomOp1 for SelfAttention<'_> {
+    fn name(&self) -> &'static str {
+        "self-attention"
+    }
+
+    /// `[b * seq_len, 3h]` (query, key, value; the scale already folded into the query) → `[b * seq_len, h]`.
+    fn cpu_fwd(&self, storage: &CpuStorage, layout: &Layout) -> Result<(CpuStorage, Shape)> {
+        let CpuStorage::F32(data) = storage else {
+            candle_core::bail!("attention: only f32 is supported");
+        };
+        let Some((start, end)) = layout.contiguous_offsets() else {
+            candle_core::bail!("attention: input must be contiguous");
+        };
+        let (rows, width) = layout.shape().dims2()?;
+        let (b, l) = (self.lens.len(), self.seq_len);
+        if rows != b * l || width % (3 * self.heads) != 0 || self.lens.iter().any(|&n| n > l) {
+            candle_core::bail!("attention: {rows}x{width} does not match {b} sequences of {l}");
+        }
+        let h = width / 3;
+        if !supports_head_size(h / self.heads) {
+            candle_core::bail!("attention: head size {} is not 32 or 64", h / self.heads);
+        }
+        let mut out = vec![0f32; rows * h];
+        attend(&data[start..end], self.lens, l, h, self.heads, &mut out);
+        Ok((CpuStorage::F32(out), Shape::from((rows, h))))
+    }
+}
+
+fn attend(qkv: &[f32], lens: &[usize], l: usize, h: usize, heads: usize, out: &mut [f32]) {
+    match h / heads {
+        32 => dispatch::<32>(qkv, lens, l, h, heads, out),
+        64 => dispatch::<64>(qkv, lens, l, h, heads, out),
+        d => unreachable!("head size {d} (checked at load)"),
+    }
+}
+
+/// Head sizes this kernel is compiled for (BERT-style models use 32 or 64).
+pub fn supports_head_size(d: usize) -> bool {
+    matches!(d, 32 | 64)
+}
+
+fn dispatch<const D: usize>(
+    qkv: &[f32],
+    lens: &[usize],
+    l: usize,
+    h: usize,
+    heads: usize,
+    out: &mut [f32],
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the feature the function was compiled for was just detected.
+            unsafe { attend_avx512::<D>(qkv, lens, l, h, heads, out) };
+            return;
+        }
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+            // SAFETY: the features the function was compiled for were just detected.
+            unsafe { attend_avx2::<D>(qkv, lens, l, h, heads, out) };
+            return;
+        }
+    }
+    attend_portable::<D, 8>(qkv, lens, l, h, heads, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn attend_avx512<const D: usize>(
+    qkv: &[f32],
+    lens: &[usize],
+    l: usize,
+    h: usize,
+    heads: usize,
+    out: &mut [f32],
+) {
+    attend_portable::<D, 16>(qkv, lens, l, h, heads, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn attend_avx2<const D: usize>(
+    qkv: &[f32],
+    lens: &[usize],
+    l: usize,
+    h: usize,
+    heads: usize,
+    out: &mut [f32],
+) {
+    attend_portable::<D, 8>(qkv, lens, l, h, heads, out)
+}
+
+/// Queries scored together (their scores share each load of the keys).
+const QB: usize = 4;
+
+/// Rows past a sequence's length are zeroed; every other row is its attention output.
+/// `KB` keys are scored together: one vector register of f32 (8 on AVX2, 16 on AVX-512).
+#[inline(always)]
+fn attend_portable<const D: usize, const KB: usize>(
+    qkv: &[f32],
+    lens: &[usize],
+    l: usize,
+    h: usize,
+    heads: usize,
+    out: &mut [f32],
+) {
+    let w = 3 * h;
+    let longest = lens.iter().copied().max().unwrap_or(0);
+    let stride = longest.div_ceil(KB) * KB;
+    // Keys of one head transposed (`[D, n]`, columns padded to KB with zeros): each query block's scores are
+    // `D` broadcast multiply-adds per KB keys, accumulated in registers.
+    let mut keys_t = vec![0f32; D * stride];
+    let mut scores = vec![[0f32; KB]; QB * stride / KB];
+    // Values of one head, contiguous (`[n, D]`).
+    let mut values = vec![0f32; D * longest];
+    for (s, &n) in lens.iter().enumerate() {
+        out[(s * l + n) * h..(s + 1) * l * h].fill(0.0);
+        if n == 0 {
+            continue;
+        }
+        let seq = &qkv[s * l * w..(s * l + n) * w];
+        let row = |j: usize| &seq[j * w..(j + 1) * w];
+        let blocks = n.div_ceil(KB);
+        let n_pad = blocks * KB;
+        for head in 0..heads {
+            let (q_at, k_at, v_at) = (head * D, h + head * D, 2 * h + head * D);
+            for j in 0..n_pad {
+                for t in 0..D {
+                    keys_t[t * n_pad + j] = if j < n { row(j)[k_at + t] } else { 0.0 };
+                }
+            }
+            for j in 0..n {
+                values[j * D..(j + 1) * D].copy_from_slice(&row(j)[v_at..v_at + D]);
+            }
+            for i0 in (0..n).step_by(QB) {
+                let qs: [[f32; D]; QB] = std::array::from_fn(|a| {
+                    let i = (i0 + a).min(n - 1);
+                    row(i)[q_at..q_at + D].try_into().expect("D columns")
+                });
+                for jb in 0..blocks {
+                    let mut acc = [[0f32; KB]; QB];
+                    for t in 0..D {
+                        let k: &[f32; KB] = keys_t[t * n_pad + jb * KB..][..KB]
+                            .try_into()
+                            .expect("KB keys");
+                        for a in 0..QB {
+                            for c in 0..KB {
+                                acc[a][c] = qs[a][t].mul_add(k[c], acc[a][c]);
+                            }
+                        }
+                    }
+                    for (a, acc) in acc.iter().enumerate() {
+                        scores[a * blocks + jb] = *acc;
+                    }
+                }
+                let mut sums = [0f32; QB];
+                for (a, sum) in sums.iter_mut().enumerate().take(n - i0) {
+                    let sc = scores[a * blocks..(a + 1) * blocks].as_flattened_mut();
+                    *sum = softmax_unnormalised::<KB>(&mut sc[..n]);
+                }
+                // Two queries at a time share each row of values.
+                for a0 in (0..QB.min(n - i0)).step_by(2) {
+                    let pa = &scores[a0 * blocks..(a0 + 1) * blocks].as_flattened()[..n];
+                    let pb = &scores[(a0 + 1) * blocks..(a0 + 2) * blocks].as_flattened()[..n];
+                    let mut ca = [0f32; D];
+                    let mut cb = [0f32; D];
+                    for (j, v) in values.chunks_exact(D).take(n).enumerate() {
+                        let v: &[f32; D] = v.try_into().expect("D columns");
+                        let (p, q) = (pa[j], pb[j]);
+                        for t in 0..D {
+                            ca[t] = p.mul_add(v[t], ca[t]);
+                            cb[t] = q.mul_add(v[t], cb[t]);
+                        }
+                    }
+                    for (a, ctx) in [(a0, &ca), (a0 + 1, &cb)] {
+                        if i0 + a >= n {
+                            break;
+                        }
+                        let inv = 1.0 / sums[a];
+                        let dst = &mut out[(s * l + i0 + a) * h + head * D..][..D];
+                        for (o, c) in dst.iter_mut().zip(ctx) {
+                            *o = c * inv;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Replaces scores by e^(score − max) and returns their sum (partial maxima and sums in KB lanes, so both
+/// vectorise).
+#[inline(always)]
+fn softmax_unnormalised<const KB: usize>(sc: &mut [f32]) -> f32 {
+    let mut lanes = [f32::NEG_INFINITY; KB];
+    let mut chunks = sc.chunks_exact(KB);
+    for c in &mut chunks {
+        for (m, &v) in lanes.iter_mut().zip(c) {
+            *m = if v > *m { v } else { *m };
+        }
+    }
+    let mut max = lanes.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    for &v in chunks.remainder() {
+        max = max.max(v);
+    }
+    for v in sc.iter_mut() {
+        *v = exp(*v - max);
+    }
+    let mut sums = [0f32; KB];
+    let mut chunks = sc.chunks_exact(KB);
+    for c in &mut chunks {
+        for (s, &v) in sums.iter_mut().zip(c) {
+            *s += v;
+        }
+    }
+    sums.iter().sum::<f32>() + chunks.remainder().iter().sum::<f32>()
+}
+
+/// e^x for x ≤ 0 (scores minus their maximum), to ~2 ulp: 2^n · e^r with r in [-ln2/2, ln2/2] and a degree-6
+/// polynomial for e^r (Cephes' coefficients); below -87 the result is 0 (e^-87 is under f32's normal range).
+#[inline(always)]
+fn exp(x: f32) -> f32 {
+    const LN2_HI: f32 = 0.693_359_4;
+    const LN2_LO: f32 = -2.121_944_4e-4;
+    let xc = x.max(-87.0);
+    let n = (xc * std::f32::consts::LOG2_E).round_ties_even();
+    let r = n.mul_add(-LN2_LO, n.mul_add(-LN2_HI, xc));
+    let mut p = r.mul_add(1.987_569_1e-4, 1.398_199_9e-3);
+    p = r.mul_add(p, 8.333_452e-3);
+    p = r.mul_add(p, 4.166_579_6e-2);
+    p = r.mul_add(p, 1.666_666_5e-1);
+    p = r.mul_add(p, 0.5);
+    let er = (r * r).mul_add(p, r + 1.0);
+    let scaled = er * f32::from_bits(((n as i32 + 127) as u32) << 23);
+    if x < -87.0 { 0.0 } else { scaled }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exp_matches_libm_below_zero() {
+        let mut worst = 0f32;
+        for i in 0..=880_000 {
+            let x = -(i as f32) / 10_000.0;
+            let want = x.exp();
+            if x >= -87.0 {
+                worst = worst.max(((exp(x) - want) / want).abs());
+            }
+        }
+        assert!(worst < 4e-7, "worst relative error {worst}");
+        assert_eq!(exp(-100.0), 0.0);
+        assert_eq!(exp(0.0), 1.0);
+    }
+
+    /// The textbook computation over a padded batch with a mask, in f64.
+    #[test]
+    fn matches_masked_softmax_attention() {
+        let (heads, d) = (3, 32);
+        let h = heads * d;
+        let lens = [5usize, 1, 7, 0];
+        let l = 7;
+        let mut seed = 11u64;
+        let mut next = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((seed >> 40) as f32 / (1u64 << 24) as f32) * 4.0 - 2.0
+        };
+        let qkv: Vec<f32> = (0..lens.len() * l * 3 * h).map(|_| next()).collect();
+        let mut out = vec![f32::NAN; lens.len() * l * h];
+        attend(&qkv, &lens, l, h, heads, &mut out);
+        for (s, &n) in lens.iter().enumerate() {
+            for i in 0..l {
+                for head in 0..heads {
+                    let row = |j: usize| &qkv[(s * l + j) * 3 * h..][..3 * h];
+                    let dst = &out[(s * l + i) * h + head * d..][..d];
+                    if i >= n {
+                        assert!(dst.iter().all(|&v| v == 0.0), "padding row {s}/{i} not zero");
+                        continue;
+                    }
+                    let q = &row(i)[head * d..][..d];
+                    let scores: Vec<f64> = (0..n)
+                        .map(|j| {
+                            let k = &row(j)[h + head * d..][..d];
+                            q.iter().zip(k).map(|(a, b)| *a as f64 * *b as f64).sum()
+                        })
+                        .collect();
+                    let max = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                    let e: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
+                    let sum: f64 = e.iter().sum();
+                    for t in 0..d {
+                        let want: f64 = (0..n)
+                            .map(|j| e[j] / sum * row(j)[2 * h + head * d + t] as f64)
+                            .sum();
+                        assert!((dst[t] as f64 - want).abs() < 1e-5, "{s}/{i}/{head}/{t}");
+                    }
+                }
+            }
+        }
+    }
+}
