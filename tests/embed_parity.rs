@@ -65,12 +65,21 @@ fn worst_cosine(precision: Precision) -> Option<(f32, String)> {
         worst.0, worst.1
     );
     let text = &texts[worst.1];
-    Some((worst.0, format!("text {}: {:?}", worst.1, &text[..text.floor_char_boundary(80)])))
+    Some((
+        worst.0,
+        format!(
+            "text {}: {:?}",
+            worst.1,
+            &text[..text.floor_char_boundary(80)]
+        ),
+    ))
 }
 
 #[test]
 fn first_chunks_match_sentence_transformers() {
-    let Some((worst, text)) = worst_cosine(Precision::F32) else { return };
+    let Some((worst, text)) = worst_cosine(Precision::F32) else {
+        return;
+    };
     assert!(worst >= 0.9999, "{text} has cosine {worst}");
 }
 
@@ -79,7 +88,9 @@ fn bf16_products_stay_within_parity() {
     if Precision::Bf16.effective() != Precision::Bf16 {
         eprintln!("no AMX on this CPU: bf16 falls back to f32 (pinned by the test above)");
     }
-    let Some((worst, text)) = worst_cosine(Precision::Bf16) else { return };
+    let Some((worst, text)) = worst_cosine(Precision::Bf16) else {
+        return;
+    };
     assert!(worst >= 0.999, "{text} has cosine {worst}");
 }
 

@@ -133,12 +133,36 @@ pub fn embed(
         parallel_batches: false,
     };
     let setups = [
-        ("batches of 32, one at a time", one_at_a_time, Precision::F32),
-        ("768-token batches, one per core", BatchPolicy::default(), Precision::F32),
-        ("batches of 32, one at a time", one_at_a_time, Precision::Bf16),
-        ("2048-token batches, one per core", budget(2048, true), Precision::Bf16),
-        ("512-token batches, one per core", budget(512, true), Precision::Bf16),
-        ("768-token batches, one per core", BatchPolicy::default(), Precision::Bf16),
+        (
+            "batches of 32, one at a time",
+            one_at_a_time,
+            Precision::F32,
+        ),
+        (
+            "768-token batches, one per core",
+            BatchPolicy::default(),
+            Precision::F32,
+        ),
+        (
+            "batches of 32, one at a time",
+            one_at_a_time,
+            Precision::Bf16,
+        ),
+        (
+            "2048-token batches, one per core",
+            budget(2048, true),
+            Precision::Bf16,
+        ),
+        (
+            "512-token batches, one per core",
+            budget(512, true),
+            Precision::Bf16,
+        ),
+        (
+            "768-token batches, one per core",
+            BatchPolicy::default(),
+            Precision::Bf16,
+        ),
     ];
     println!(
         "matrix products split across {} thread(s) (RAYON_NUM_THREADS; ghola sets 1 unless told otherwise)",
@@ -156,7 +180,9 @@ pub fn embed(
             best = best.min(t.elapsed().as_secs_f64());
             vectors.entry(format!("{in_effect:?}")).or_insert(v);
         }
-        let is_default = in_effect == default_precision && policy.max_batch_tokens == 768 && policy.parallel_batches;
+        let is_default = in_effect == default_precision
+            && policy.max_batch_tokens == 768
+            && policy.parallel_batches;
         if is_default {
             default_secs = default_secs.min(best);
         }

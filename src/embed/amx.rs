@@ -38,7 +38,8 @@ impl PackedWeight {
     /// Packs a transposed weight `w_t` (`[k, n]` row-major: inputs × outputs). `None` when a side is not a
     /// multiple of 32 (the f32 path then serves that layer).
     pub fn pack(w_t: &[f32], k: usize, n: usize) -> Option<Self> {
-        if k == 0 || n == 0 || k % 32 != 0 || n % 32 != 0 || w_t.len() != k * n {
+        if k == 0 || n == 0 || !k.is_multiple_of(32) || !n.is_multiple_of(32) || w_t.len() != k * n
+        {
             return None;
         }
         let kt = k / 32;
@@ -49,7 +50,8 @@ impl PackedWeight {
                 for r in 0..16 {
                     for c in 0..16 {
                         for p in 0..2 {
-                            tile[r * 32 + 2 * c + p] = bf16(w_t[(t * 32 + 2 * r + p) * n + j * 16 + c]);
+                            tile[r * 32 + 2 * c + p] =
+                                bf16(w_t[(t * 32 + 2 * r + p) * n + j * 16 + c]);
                         }
                     }
                 }
@@ -71,7 +73,7 @@ impl PackedWeight {
     /// `out[m, n] = x[m, k] · W + bias` for `m` rows of `x`. Callers check [`available`] first.
     pub fn matmul_bias(&self, x: &[f32], bias: &[f32], out: &mut [f32]) {
         let (k, n) = (self.k, self.n);
-        assert!(x.len() % k == 0 && bias.len() == n);
+        assert!(x.len().is_multiple_of(k) && bias.len() == n);
         let m = x.len() / k;
         assert_eq!(out.len(), m * n);
         assert!(available(), "AMX products called where AMX is unavailable");
@@ -103,9 +105,6 @@ mod imp {
     const XFEATURE_XTILEDATA: libc::c_long = 18;
 
     pub fn detect() -> bool {
-        if std::env::var_os("GHOLA_NO_AMX").is_some() {
-            return false;
-        }
         if !(std::arch::is_x86_feature_detected!("avx512f")
             && std::arch::is_x86_feature_detected!("avx512bw")
             && std::arch::is_x86_feature_detected!("xsave"))
@@ -127,7 +126,13 @@ mod imp {
             return false;
         }
         // SAFETY: a plain system call with integer arguments.
-        unsafe { libc::syscall(libc::SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0 }
+        unsafe {
+            libc::syscall(
+                libc::SYS_arch_prctl,
+                ARCH_REQ_XCOMP_PERM,
+                XFEATURE_XTILEDATA,
+            ) == 0
+        }
     }
 
     #[target_feature(enable = "avx512f,avx512bw")]
@@ -268,7 +273,9 @@ mod tests {
     use super::*;
 
     fn lcg(seed: &mut u64) -> f32 {
-        *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        *seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         ((*seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
     }
 
@@ -311,8 +318,14 @@ mod tests {
                         + bias[j] as f64;
                     let got = out[i * n + j] as f64;
                     // Equal to the product of the rounded inputs up to f32 accumulation, and near the exact one.
-                    assert!((got - rounded).abs() < 1e-4 * (k as f64).sqrt(), "{m}x{k}x{n} [{i},{j}]");
-                    assert!((got - exact).abs() < 0.02 * (k as f64).sqrt(), "{m}x{k}x{n} [{i},{j}]");
+                    assert!(
+                        (got - rounded).abs() < 1e-4 * (k as f64).sqrt(),
+                        "{m}x{k}x{n} [{i},{j}]"
+                    );
+                    assert!(
+                        (got - exact).abs() < 0.02 * (k as f64).sqrt(),
+                        "{m}x{k}x{n} [{i},{j}]"
+                    );
                 }
             }
         }

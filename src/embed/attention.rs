@@ -32,7 +32,10 @@ impl CustomOp1 for SelfAttention<'_> {
         };
         let (rows, width) = layout.shape().dims2()?;
         let (b, l) = (self.lens.len(), self.seq_len);
-        if rows != b * l || width % (3 * self.heads) != 0 || self.lens.iter().any(|&n| n > l) {
+        if rows != b * l
+            || !width.is_multiple_of(3 * self.heads)
+            || self.lens.iter().any(|&n| n > l)
+        {
             candle_core::bail!("attention: {rows}x{width} does not match {b} sequences of {l}");
         }
         let h = width / 3;
@@ -73,7 +76,8 @@ fn dispatch<const D: usize>(
             unsafe { attend_avx512::<D>(qkv, lens, l, h, heads, out) };
             return;
         }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
             // SAFETY: the features the function was compiled for were just detected.
             unsafe { attend_avx2::<D>(qkv, lens, l, h, heads, out) };
             return;
@@ -281,7 +285,9 @@ mod tests {
         let l = 7;
         let mut seed = 11u64;
         let mut next = || {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             ((seed >> 40) as f32 / (1u64 << 24) as f32) * 4.0 - 2.0
         };
         let qkv: Vec<f32> = (0..lens.len() * l * 3 * h).map(|_| next()).collect();
@@ -293,7 +299,10 @@ mod tests {
                     let row = |j: usize| &qkv[(s * l + j) * 3 * h..][..3 * h];
                     let dst = &out[(s * l + i) * h + head * d..][..d];
                     if i >= n {
-                        assert!(dst.iter().all(|&v| v == 0.0), "padding row {s}/{i} not zero");
+                        assert!(
+                            dst.iter().all(|&v| v == 0.0),
+                            "padding row {s}/{i} not zero"
+                        );
                         continue;
                     }
                     let q = &row(i)[head * d..][..d];
@@ -306,11 +315,11 @@ mod tests {
                     let max = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
                     let e: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
                     let sum: f64 = e.iter().sum();
-                    for t in 0..d {
+                    for (t, got) in dst.iter().enumerate() {
                         let want: f64 = (0..n)
                             .map(|j| e[j] / sum * row(j)[2 * h + head * d + t] as f64)
                             .sum();
-                        assert!((dst[t] as f64 - want).abs() < 1e-5, "{s}/{i}/{head}/{t}");
+                        assert!((*got as f64 - want).abs() < 1e-5, "{s}/{i}/{head}/{t}");
                     }
                 }
             }

@@ -38,9 +38,8 @@ impl Linear {
         let weight_t = weight.t()?.contiguous()?;
         let amx = if super::amx::available() {
             let (k, n) = weight_t.dims2()?;
-            PackedWeight::pack(&weight_t.flatten_all()?.to_vec1::<f32>()?, k, n).map(|weight| {
-                bias.to_vec1::<f32>().map(|bias| AmxLinear { weight, bias })
-            })
+            PackedWeight::pack(&weight_t.flatten_all()?.to_vec1::<f32>()?, k, n)
+                .map(|weight| bias.to_vec1::<f32>().map(|bias| AmxLinear { weight, bias }))
         } else {
             None
         }
@@ -87,11 +86,15 @@ impl CustomOp1 for AmxLinear {
         };
         let (m, k) = layout.shape().dims2()?;
         if k != self.weight.inputs() {
-            candle_core::bail!("amx linear: {k} inputs, the layer has {}", self.weight.inputs());
+            candle_core::bail!(
+                "amx linear: {k} inputs, the layer has {}",
+                self.weight.inputs()
+            );
         }
         let n = self.weight.outputs();
         let mut out = vec![0f32; m * n];
-        self.weight.matmul_bias(&data[start..end], &self.bias, &mut out);
+        self.weight
+            .matmul_bias(&data[start..end], &self.bias, &mut out);
         Ok((CpuStorage::F32(out), Shape::from((m, n))))
     }
 }
@@ -163,17 +166,21 @@ impl Layer {
         heads: usize,
         bf16: bool,
     ) -> Result<Tensor> {
-        let ctx = self.qkv.forward(x, bf16)?.apply_op1_no_bwd(&SelfAttention {
-            lens,
-            seq_len: l,
-            heads,
-        })?;
+        let ctx = self
+            .qkv
+            .forward(x, bf16)?
+            .apply_op1_no_bwd(&SelfAttention {
+                lens,
+                seq_len: l,
+                heads,
+            })?;
         let x = self
             .attn_norm
             .forward(&(self.attn_out.forward(&ctx, bf16)? + x)?)?;
         let inner = self.ffn_in.forward(&x, bf16)?;
         inner.inplace_op1(&Gelu)?;
-        self.ffn_norm.forward(&(self.ffn_out.forward(&inner, bf16)? + x)?)
+        self.ffn_norm
+            .forward(&(self.ffn_out.forward(&inner, bf16)? + x)?)
     }
 }
 
@@ -200,7 +207,7 @@ impl Bert {
         }
         let h = c.hidden_size;
         if c.num_attention_heads == 0
-            || h % c.num_attention_heads != 0
+            || !h.is_multiple_of(c.num_attention_heads)
             || !super::attention::supports_head_size(h / c.num_attention_heads)
         {
             candle_core::bail!(

@@ -354,7 +354,9 @@ impl Embedder {
         let batches = plan_batches(seqs, self.policy);
         let run = |batch: &Vec<usize>| -> Result<Vec<(usize, Vector)>, EmbedError> {
             let refs: Vec<&[u32]> = batch.iter().map(|&i| seqs[i].as_slice()).collect();
-            let vecs = self.model.embed_batch(&refs, self.precision == Precision::Bf16)?;
+            let vecs = self
+                .model
+                .embed_batch(&refs, self.precision == Precision::Bf16)?;
             Ok(batch
                 .iter()
                 .copied()
