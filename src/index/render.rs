@@ -54,6 +54,37 @@ pub static NEIGHBOUR_BELOW: std::sync::LazyLock<usize> = std::sync::LazyLock::ne
         .unwrap_or(usize::MAX)
 });
 
+/// A file as Claude Code's Read tool returns it (`cat -n` style: `     1→text`, or `     1\ttext` in older
+/// versions) without its line numbers: they are a quarter of the word pieces of a code listing and say nothing a
+/// question asks about. Other text is returned as it is (a listing is recognised by its first lines all being
+/// numbered in sequence).
+pub fn without_line_numbers(text: &str) -> std::borrow::Cow<'_, str> {
+    fn split(line: &str) -> Option<(u64, &str)> {
+        let t = line.trim_start_matches(' ');
+        let digits = t.len() - t.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        let n = t[..digits].parse().ok()?;
+        let rest = &t[digits..];
+        let body = rest.strip_prefix('→').or_else(|| rest.strip_prefix('\t'))?;
+        Some((n, body))
+    }
+    let mut first = text.lines().take(3).map(split);
+    let in_sequence = match first.next() {
+        Some(Some((start, _))) => first
+            .enumerate()
+            .all(|(i, l)| l.is_some_and(|(n, _)| n == start + 1 + i as u64)),
+        _ => false,
+    };
+    if !in_sequence {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        out.push_str(split(line).map_or(line, |(_, body)| body));
+        out.push('\n');
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// The last `n` characters of `s`.
 pub fn tail_chars(s: &str, n: usize) -> String {
     let count = s.chars().count();
@@ -89,7 +120,7 @@ pub fn render(m: &Message) -> (String, &'static str, Vec<(ChunkKind, String)>) {
                 format!("[tool] {l}")
             }
             Part::ToolResult { text, is_error, .. } => {
-                add(ChunkKind::ToolResult, text);
+                add(ChunkKind::ToolResult, &without_line_numbers(text));
                 format!(
                     "[{}] {text}",
                     if *is_error {
@@ -125,4 +156,35 @@ pub fn render(m: &Message) -> (String, &'static str, Vec<(ChunkKind, String)>) {
         "thinking"
     };
     (content, kind, by_kind)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_numbers_of_a_listing_are_dropped() {
+        assert_eq!(
+            without_line_numbers(
+                "     1→JSSoundRecorder\n     2→===\n     3→\n     4→Record sounds"
+            ),
+            "JSSoundRecorder\n===\n\nRecord sounds\n"
+        );
+        assert_eq!(
+            without_line_numbers("  86→  end\n  87→\n  88→  # Private"),
+            "  end\n\n  # Private\n"
+        );
+        assert_eq!(
+            without_line_numbers("1\t# webapp\n2\t\n3\tA small web app."),
+            "# webapp\n\nA small web app.\n"
+        );
+        for other in [
+            "14 doctests, 410 tests, 0 failures",
+            "1\tapple\n5\tpear\n9\tplum",
+            "2024 was a good year\n2025 too",
+            "",
+        ] {
+            assert_eq!(without_line_numbers(other), other);
+        }
+    }
 }
