@@ -66,6 +66,22 @@ impl Linear {
     }
 }
 
+/// The f32 values a custom op reads: its input must be f32 and contiguous (every tensor the encoder hands its
+/// ops is).
+pub(super) fn contiguous_f32<'a>(
+    storage: &'a CpuStorage,
+    layout: &Layout,
+    op: &str,
+) -> Result<&'a [f32]> {
+    let CpuStorage::F32(data) = storage else {
+        candle_core::bail!("{op}: only f32 is supported");
+    };
+    let Some((start, end)) = layout.contiguous_offsets() else {
+        candle_core::bail!("{op}: input must be contiguous");
+    };
+    Ok(&data[start..end])
+}
+
 /// A dense layer's weight packed for AMX tiles and its bias, as a candle op (`[m, in]` → `[m, out]`).
 struct AmxLinear {
     weight: PackedWeight,
@@ -78,12 +94,7 @@ impl CustomOp1 for AmxLinear {
     }
 
     fn cpu_fwd(&self, storage: &CpuStorage, layout: &Layout) -> Result<(CpuStorage, Shape)> {
-        let CpuStorage::F32(data) = storage else {
-            candle_core::bail!("amx linear: only f32 is supported");
-        };
-        let Some((start, end)) = layout.contiguous_offsets() else {
-            candle_core::bail!("amx linear: input must be contiguous");
-        };
+        let input = contiguous_f32(storage, layout, "amx linear")?;
         let (m, k) = layout.shape().dims2()?;
         if k != self.weight.inputs() {
             candle_core::bail!(
@@ -93,8 +104,7 @@ impl CustomOp1 for AmxLinear {
         }
         let n = self.weight.outputs();
         let mut out = vec![0f32; m * n];
-        self.weight
-            .matmul_bias(&data[start..end], &self.bias, &mut out);
+        self.weight.matmul_bias(input, &self.bias, &mut out);
         Ok((CpuStorage::F32(out), Shape::from((m, n))))
     }
 }
