@@ -406,7 +406,7 @@ pub struct SearchArgs {
     #[arg(long, value_enum, default_value_t = Fusion::Weighted)]
     pub fusion: Fusion,
     /// Weight of lexical evidence under `--fusion weighted` (0..1); default 0.6 for a query that names
-    /// an identifier or path, 0.4 otherwise.
+    /// an identifier or path, 0.4 for one that names someone or something, 0.2 for one that only describes.
     #[arg(long)]
     pub lexical_weight: Option<f32>,
     /// Leave out hits scoring under this fraction of the best hit's score (0 keeps every hit).
