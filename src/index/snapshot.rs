@@ -777,18 +777,6 @@ impl Snapshot {
         self.segments[r.segment as usize].content(r.index as usize)
     }
 
-    /// Whether live message `i`'s text is a question: it ends with `?` (trailing whitespace aside). Reads the
-    /// last bytes only, so ranking can ask it of thousands of candidates.
-    pub fn is_question(&self, i: usize) -> bool {
-        let r = &self.messages[i];
-        let bytes = self.segments[r.segment as usize].text_bytes(r.index as usize);
-        bytes
-            .iter()
-            .rev()
-            .find(|b| !b.is_ascii_whitespace())
-            .is_some_and(|&b| b == b'?')
-    }
-
     /// The id of the segment holding live message `i`.
     pub fn segment_id(&self, i: usize) -> u64 {
         self.segments[self.messages[i].segment as usize].id

@@ -42,7 +42,15 @@ const ANNOUNCEMENTS: &[&str] = &[
 /// and inherits from it.
 fn is_ask(snap: &Snapshot, i: usize) -> bool {
     let text = snap.text_bytes(i);
-    snap.is_question(i) || announces_action(text) || echoes_an_edit(text)
+    is_question(text) || announces_action(text) || echoes_an_edit(text)
+}
+
+/// Whether a message's text is a question: it ends with `?` (trailing whitespace aside).
+fn is_question(text: &[u8]) -> bool {
+    text.iter()
+        .rev()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|&b| b == b'?')
 }
 
 /// Whether a message opens by announcing an action (see [`ANNOUNCEMENTS`]); a leading `[thinking] ` marker and

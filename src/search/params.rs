@@ -229,10 +229,9 @@ pub const DESCRIPTION_WEIGHT: f32 = 0.2;
 pub fn names_someone(query: &str) -> bool {
     query.split_whitespace().skip(1).any(|w| {
         let w = w.trim_matches(|c: char| !c.is_alphanumeric());
-        let mut chars = w.chars();
         w != "I"
             && !w.starts_with("I'")
-            && chars.next().is_some_and(|c| c.is_uppercase())
+            && w.chars().next().is_some_and(|c| c.is_uppercase())
             && w.chars().count() >= 2
     })
 }
