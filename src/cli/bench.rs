@@ -84,7 +84,7 @@ pub fn embed(
     rounds: usize,
     python: Option<&Path>,
 ) -> Result<()> {
-    use ghola::embed::{BatchPolicy, DIM, Embedder, Precision};
+    use ghola::embed::{BatchPolicy, Embedder, Precision};
     let texts: Vec<String> = std::fs::read_to_string(texts_path)
         .with_context(|| format!("reading {}", texts_path.display()))?
         .lines()
@@ -220,20 +220,8 @@ pub fn embed(
         texts.len() as f64 / process_secs
     );
     let reference = texts_path.with_file_name("minilm-vectors.f32");
-    if let Ok(raw) = std::fs::read(&reference)
-        && raw.len() == texts.len() * DIM * 4
-    {
-        let want: Vec<f32> = raw
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect();
-        for (name, got) in &vectors {
-            println!(
-                "parity, {name}: worst cosine {:.6} to {}",
-                worst_cosine(got, &want),
-                reference.display()
-            );
-        }
+    if let Ok(raw) = std::fs::read(&reference) {
+        print_parity(&vectors, &raw, &reference.display().to_string());
     }
     if let Some(python) = python {
         let out = tempfile::NamedTempFile::new()?;
@@ -266,10 +254,7 @@ pub fn embed(
             .context("sentence-transformers' side printed no figures")?;
         let st_secs = figures["embed_s"].as_f64().context("no embed_s")?;
         let import_secs = figures["import_and_load_s"].as_f64().unwrap_or(0.0);
-        let theirs: Vec<f32> = std::fs::read(out.path())?
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect();
+        let theirs = std::fs::read(out.path())?;
         println!(
             "{:>7.1} texts/s {:>8.0} tokens/s  sentence-transformers {} (PyTorch {}, {} threads), batch 32 \
              (import + load {import_secs:.1} s, whole process {whole:.1} s for {} rounds)",
@@ -287,19 +272,37 @@ pub fn embed(
             st_secs / default_secs,
             st_secs / process_secs
         );
-        if theirs.len() == texts.len() * DIM {
-            for (name, got) in &vectors {
-                println!(
-                    "parity, {name}: worst cosine {:.6} to sentence-transformers' vectors of this run",
-                    worst_cosine(got, &theirs)
-                );
-            }
-        }
+        print_parity(
+            &vectors,
+            &theirs,
+            "sentence-transformers' vectors of this run",
+        );
     }
     if let Some(peak) = peak_rss_mib() {
         println!("peak RSS: {peak:.1} MiB");
     }
     Ok(())
+}
+
+/// Prints, for each precision's vectors, the worst cosine to `raw` (little-endian f32 rows of 384, one per
+/// text); nothing when `raw` does not hold one row per text.
+fn print_parity(
+    vectors: &std::collections::HashMap<String, Vec<ghola::embed::Vector>>,
+    raw: &[u8],
+    against: &str,
+) {
+    let want: Vec<f32> = raw
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    for (name, got) in vectors {
+        if want.len() == got.len() * ghola::embed::DIM {
+            println!(
+                "parity, {name}: worst cosine {:.6} to {against}",
+                worst_cosine(got, &want)
+            );
+        }
+    }
 }
 
 /// The lowest cosine between row i of `got` and row i of `want` (`want` flat, 384 a row).
