@@ -677,3 +677,144 @@ fn int8_scan_answers_like_the_f32_scan_and_old_segments_still_search() {
         );
     }
 }
+
+/// Where the answer is unlikely to be: the user's request to the agent (answered with a tool call), a tool's
+/// output when the query asks why, the main conversation when the query names an agent. Each ranks below the
+/// message that answers, though it matches the query's words at least as well; between people (no tool call in
+/// the reply) the user's message is evidence like any other.
+#[test]
+fn requests_tool_outputs_for_why_and_the_main_thread_for_agents_rank_below_answers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let claude = tmp.path().join("claude");
+    let at = |i: usize| format!("2025-03-01T10:{i:02}:00Z");
+    let msg = |i: usize, role: &str, content: Value| {
+        json!({"type": role, "uuid": format!("sz-{i}"), "sessionId": "sz", "cwd": "/w/z", "timestamp": at(i),
+               "message": {"id": format!("m-sz-{i}"), "role": role, "content": content}})
+    };
+    let text = |t: &str| json!([{"type": "text", "text": t}]);
+    let lines = vec![
+        msg(0, "user", text("ZEPHYR cache eviction setting please")),
+        msg(
+            1,
+            "assistant",
+            json!([{"type": "tool_use", "id": "t1", "name": "Bash",
+            "input": {"command": "grep -rn eviction config/", "description": "Search"}}]),
+        ),
+        msg(
+            2,
+            "user",
+            json!([{"type": "tool_result", "tool_use_id": "t1",
+            "content": "ZEPHYR cache eviction setting: lru, ttl 5s"}]),
+        ),
+        msg(
+            3,
+            "assistant",
+            text("The ZEPHYR cache eviction is LRU because the ttl is 5 s"),
+        ),
+        msg(
+            4,
+            "assistant",
+            json!([{"type": "text", "text": "Handing the count off."},
+            {"type": "tool_use", "id": "t2", "name": "Agent",
+             "input": {"prompt": "count the QUASAR modules", "description": "Count them"}}]),
+        ),
+        msg(
+            5,
+            "user",
+            json!([{"type": "tool_result", "tool_use_id": "t2", "content": "done"}]),
+        ),
+        msg(6, "assistant", text("Counting the QUASAR modules is done.")),
+    ];
+    write(&claude, "/w/z", "sz", &lines);
+    // The subagent's transcript: its prompt (a copy of the call's), a tool call and its output, its report.
+    let side = |i: usize, role: &str, content: Value| {
+        json!({"type": role, "uuid": format!("sz-a{i}"), "sessionId": "sz", "agentId": "a1", "isSidechain": true,
+               "cwd": "/w/z", "timestamp": at(10 + i),
+               "message": {"id": format!("m-a{i}"), "role": role, "content": content}})
+    };
+    let agent = [
+        side(0, "user", json!("list the QUASAR modules")),
+        side(
+            1,
+            "assistant",
+            json!([{"type": "tool_use", "id": "g1", "name": "Glob",
+            "input": {"pattern": "src/**/*.rs"}}]),
+        ),
+        side(
+            2,
+            "user",
+            json!([{"type": "tool_result", "tool_use_id": "g1", "content": "src/a.rs src/b.rs"}]),
+        ),
+        side(3, "assistant", text("There are 7 QUASAR modules in src/.")),
+    ];
+    let sub = claude.join("projects/-w-z/sz/subagents");
+    fs::create_dir_all(&sub).unwrap();
+    let body: String = agent.iter().map(|l| format!("{l}\n")).collect();
+    fs::write(sub.join("agent-a1.jsonl"), body).unwrap();
+    // Between people the user's message is the evidence.
+    write(
+        &claude,
+        "/w/chat",
+        "sc",
+        &[
+            entry(
+                "sc",
+                "/w/chat",
+                0,
+                &at(0),
+                "my ORCHID garden bloomed in May",
+            ),
+            entry(
+                "sc",
+                "/w/chat",
+                1,
+                &at(1),
+                "lovely, the ORCHID garden sounds great",
+            ),
+        ],
+    );
+    let e = indexed(tmp);
+    // Words only (the weight is the user's to set), so the priors alone decide between equal matches.
+    let first = |q: &str, project: &str| {
+        let v = search(
+            &e,
+            "UTC",
+            &[
+                q,
+                "--project",
+                project,
+                "--context",
+                "0",
+                "--lexical-weight",
+                "1",
+            ],
+        )
+        .unwrap();
+        uuids(&v)
+    };
+    let pos = |r: &[String], u: &str| r.iter().position(|x| x == u).unwrap_or(usize::MAX);
+    let r = first("ZEPHYR cache eviction setting", "/w/z");
+    assert!(
+        pos(&r, "sz-2") < pos(&r, "sz-0"),
+        "the request ranks below the tool's output: {r:?}"
+    );
+    let r = first("why ZEPHYR cache eviction", "/w/z");
+    assert!(
+        pos(&r, "sz-3") < pos(&r, "sz-2"),
+        "asked why, the explanation ranks above the tool's output: {r:?}"
+    );
+    let r = first("ZEPHYR cache eviction", "/w/z");
+    assert!(
+        pos(&r, "sz-2") < pos(&r, "sz-3"),
+        "otherwise the tool's output is as good: {r:?}"
+    );
+    let r = first("how many QUASAR modules did the agent find", "/w/z");
+    assert_eq!(r[0], "sz-a3", "the subagent's report ranks first: {r:?}");
+    let r = first("how many QUASAR modules were found", "/w/z");
+    assert_ne!(
+        r[0], "sz-a1",
+        "without an agent named, the main thread competes: {r:?}"
+    );
+    let r = first("ORCHID garden bloomed", "/w/chat");
+    assert_eq!(r[0], "sc-0", "{r:?}");
+}

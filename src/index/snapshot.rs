@@ -742,6 +742,11 @@ impl Snapshot {
             .map_or("", |&g| self.sym(g))
     }
 
+    /// The role of live message `i` ("user", "assistant", …).
+    pub fn role(&self, i: usize) -> &str {
+        self.local(i, self.row(i).role)
+    }
+
     /// The uuid of live message `i`.
     pub fn uuid(&self, i: usize) -> &str {
         let r = &self.messages[i];

@@ -2,10 +2,12 @@
 //! message, filters, context windows merged per session window, pagination, a bounded response.
 
 pub mod params;
+pub mod prior;
 pub mod response;
 pub mod scan;
 
 pub use params::{Fusion, SearchParams, default_lexical_weight, parse_bound};
+pub use prior::{QUESTION_PRIOR, QueryIntent};
 pub use response::{SearchHit, SearchResponse};
 
 use crate::embed::Embedder;
@@ -20,70 +22,6 @@ use std::hash::Hasher;
 const LEXICAL_CANDIDATES: usize = 2000;
 /// Semantic candidates kept per query (the best by cosine).
 const SEMANTIC_CANDIDATES: usize = 500;
-/// Factor on the score of a message that asks rather than answers (a question, an announcement, an edit's echo;
-/// see `is_ask`): a question restated in the history matches a query best and answers it least (chosen on both
-/// dev benchmarks; see the README).
-pub const QUESTION_PRIOR: f32 = 0.75;
-
-/// Openings of a message that announces what it is about to do ("I'll run the suite", "Let me read the
-/// README"): in Claude Code's history the words of such a message echo the request, while what was found comes
-/// after it (a tool's output, a report, the next explanation).
-const ANNOUNCEMENTS: &[&str] = &[
-    "i'll ",
-    "i will ",
-    "let me ",
-    "let's ",
-    "i'm going to ",
-    "i am going to ",
-];
-
-/// Whether live message `i` asks or announces rather than answers — a question, an announcement of what comes
-/// next, the echo of an edit — so that its score takes [`QUESTION_PRIOR`]: the answer is usually right after it,
-/// and inherits from it.
-fn is_ask(snap: &Snapshot, i: usize) -> bool {
-    let text = snap.text_bytes(i);
-    is_question(text) || announces_action(text) || echoes_an_edit(text)
-}
-
-/// Whether a message's text is a question: it ends with `?` (trailing whitespace aside).
-fn is_question(text: &[u8]) -> bool {
-    text.iter()
-        .rev()
-        .find(|b| !b.is_ascii_whitespace())
-        .is_some_and(|&b| b == b'?')
-}
-
-/// Whether a message opens by announcing an action (see [`ANNOUNCEMENTS`]); a leading `[thinking] ` marker and
-/// one interjection ("Now,", "OK.", "Good!", "Perfect!") are skipped.
-pub fn announces_action(text: &[u8]) -> bool {
-    let head = String::from_utf8_lossy(&text[..text.len().min(160)]).to_lowercase();
-    let mut t = head
-        .strip_prefix("[thinking] ")
-        .unwrap_or(&head)
-        .trim_start();
-    if let Some((word, rest)) = t.split_once(' ')
-        && word.len() > 1
-        && word.ends_with([',', '!', '.'])
-        && word[..word.len() - 1].chars().all(|c| c.is_alphabetic())
-    {
-        t = rest.trim_start();
-    }
-    let t = t.strip_prefix("now ").unwrap_or(t);
-    ANNOUNCEMENTS.iter().any(|a| t.starts_with(a))
-}
-
-/// Whether a message is the echo of a file edit ("The file … has been updated. Here's the result of running
-/// `cat -n` …", "File created successfully at: …"): the tool repeating what the edit call said, whose meaning is
-/// in the call and the explanation around it.
-pub fn echoes_an_edit(text: &[u8]) -> bool {
-    let head = &text[..text.len().min(400)];
-    let Some(rest) = head.strip_prefix(b"[tool result] ") else {
-        return false;
-    };
-    rest.starts_with(b"File created successfully at: ")
-        || (rest.starts_with(b"The file ")
-            && memchr::memmem::find(rest, b" has been updated").is_some())
-}
 /// Share of a candidate's score the message after it inherits (chosen on both dev benchmarks; see the README).
 pub const NEXT_SHARE: f32 = 0.1;
 /// A hit with at least this cosine is kept under [`SearchParams::relative_floor`]: a strong semantic match is
@@ -330,6 +268,7 @@ impl Evidence {
         let w = p
             .lexical_weight
             .unwrap_or_else(|| params::default_lexical_weight(&p.query));
+        let intent = QueryIntent::of(&p.query);
         let mut out: Vec<Scored> = candidates
             .into_iter()
             .filter_map(|m| {
@@ -340,9 +279,13 @@ impl Evidence {
                     None => 0.0,
                 };
                 let l = self.lexical.get(&m).copied().unwrap_or(0.0);
-                // A message that is itself a question is rarely the evidence: the answer after it is.
-                let asks = p.fusion == Fusion::Weighted && is_ask(snap, m as usize);
-                let score = if asks { QUESTION_PRIOR } else { 1.0 }
+                // A message that asks (or that the query rules out) is rarely the evidence: the answer after it is.
+                let prior = if p.fusion == Fusion::Weighted {
+                    prior::prior(snap, m as usize, intent)
+                } else {
+                    1.0
+                };
+                let score = prior
                     * match p.fusion {
                         Fusion::Weighted => w * (l / max_lex) + (1.0 - w) * s,
                         Fusion::Rrf => {
@@ -680,45 +623,4 @@ pub fn search_with_vector(
     };
     resp.bound(&raw_terms);
     Ok(resp)
-}
-
-#[cfg(test)]
-mod ask_tests {
-    use super::*;
-
-    #[test]
-    fn announcements_are_recognised_at_the_opening_only() {
-        for t in [
-            "I'll have an agent list the files first.\n[tool] Agent: list files",
-            "Let me run the full suite:",
-            "[thinking] Good! Now let me update the documentation (README and CLAUDE.md)",
-            "Now, let me read the README.",
-            "OK. I'm going to check the migration.",
-        ] {
-            assert!(announces_action(t.as_bytes()), "{t}");
-        }
-        for t in [
-            "Fixed. `check()` compared `expires_at` with the server clock. Let me know if it works.",
-            "All 72 tests pass. Let me run the full suite to make sure nothing else broke:",
-            "Perfect! Now I have all the information needed. Let me create a comprehensive report.",
-            "Letters from the users are in the inbox.",
-            "",
-        ] {
-            assert!(!announces_action(t.as_bytes()), "{t}");
-        }
-    }
-
-    #[test]
-    fn edit_echoes_are_recognised() {
-        assert!(echoes_an_edit(
-            b"[tool result] The file /src/a.py has been updated. Here's the result of running `cat -n`"
-        ));
-        assert!(echoes_an_edit(
-            b"[tool result] File created successfully at: /tmp/x.exs"
-        ));
-        assert!(!echoes_an_edit(
-            b"[tool result] 14 doctests, 410 tests, 0 failures"
-        ));
-        assert!(!echoes_an_edit(b"The file /src/a.py has been updated."));
-    }
 }

@@ -1,0 +1,237 @@
+//! Where the answer is unlikely to be: factors on a candidate's fused score for messages that ask rather than
+//! answer, and for messages the query itself rules out.
+//!
+//! In Claude Code's history the words of a query are most often found where something was asked — the user's
+//! request, a question, an announcement of what comes next, the call that hands a task to a subagent — while
+//! what was found comes after it (a tool's output, a report, the next explanation), worded differently. A bi-encoder
+//! and BM25 both rank the asking message first; these priors move it below the answer, which also inherits a
+//! share of its score (see `search::NEXT_SHARE`).
+
+use crate::index::{NO_AGENT, Snapshot};
+
+/// Factor on the score of a message that asks rather than answers, and of one the query rules out (see
+/// [`prior`]): a question restated in the history matches a query best and answers it least (chosen on both dev
+/// benchmarks; see the README).
+pub const QUESTION_PRIOR: f32 = 0.75;
+
+/// Openings of a message that announces what it is about to do ("I'll run the suite", "Let me read the
+/// README"): in Claude Code's history the words of such a message echo the request, while what was found comes
+/// after it (a tool's output, a report, the next explanation).
+const ANNOUNCEMENTS: &[&str] = &[
+    "i'll ",
+    "i will ",
+    "let me ",
+    "let's ",
+    "i'm going to ",
+    "i am going to ",
+];
+
+/// How many messages after a user's message are looked at for a tool call (see [`is_request`]): the
+/// assistant's reply opens with at most a thinking block and a sentence before its first call.
+const REQUEST_REPLY_MESSAGES: usize = 3;
+
+/// What the query says about where its answer is, read once per search.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueryIntent {
+    /// It asks for a reason ("why …", "how come …"): a tool's output shows what happened, never why, and
+    /// the reason is in someone's explanation.
+    pub asks_why: bool,
+    /// It names an agent ("what did the agent find", "the subagents' reports"): the answer is in a subagent's
+    /// own transcript, not in the main conversation that mentions it.
+    pub names_an_agent: bool,
+}
+
+impl QueryIntent {
+    /// Reads the intent from the query's words.
+    pub fn of(query: &str) -> Self {
+        let q = query.to_lowercase();
+        let words: Vec<&str> = q
+            .split(|c: char| !c.is_alphanumeric() && c != '\'')
+            .filter(|w| !w.is_empty())
+            .collect();
+        Self {
+            asks_why: words.contains(&"why") || q.trim_start().starts_with("how come"),
+            names_an_agent: words.iter().any(|w| {
+                let w = w.trim_matches('\'');
+                let w = w.strip_suffix("'s").unwrap_or(w);
+                matches!(w, "agent" | "agents" | "subagent" | "subagents")
+            }),
+        }
+    }
+}
+
+/// The factor on live message `i`'s fused score: [`QUESTION_PRIOR`] for each way it is unlikely to hold the
+/// answer — it asks ([`is_ask`]), it is a tool's output and the query asks why, it is in the main conversation
+/// and the query names an agent — multiplied together; 1 for a message that may well be the answer.
+pub fn prior(snap: &Snapshot, i: usize, intent: QueryIntent) -> f32 {
+    let text = snap.text_bytes(i);
+    let mut f = 1.0;
+    if is_ask(snap, i, text) {
+        f *= QUESTION_PRIOR;
+    }
+    if intent.asks_why && is_tool_output(text) {
+        f *= QUESTION_PRIOR;
+    }
+    if intent.names_an_agent && snap.messages[i].agent == NO_AGENT {
+        f *= QUESTION_PRIOR;
+    }
+    f
+}
+
+/// Whether live message `i` (whose text is `text`) asks or announces rather than answers: a question, an
+/// announcement of what comes next, the echo of an edit, a task handed to a subagent, the user's request to
+/// the agent.
+fn is_ask(snap: &Snapshot, i: usize, text: &[u8]) -> bool {
+    is_question(text)
+        || announces_action(text)
+        || echoes_an_edit(text)
+        || hands_off_to_a_subagent(text)
+        || is_request(snap, i, text)
+}
+
+/// Whether a message's text is a question: it ends with `?` (trailing whitespace aside).
+pub fn is_question(text: &[u8]) -> bool {
+    text.iter()
+        .rev()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|&b| b == b'?')
+}
+
+/// Whether a message opens by announcing an action (see [`ANNOUNCEMENTS`]); a leading `[thinking] ` marker and
+/// one interjection ("Now,", "OK.", "Good!", "Perfect!") are skipped.
+pub fn announces_action(text: &[u8]) -> bool {
+    let head = String::from_utf8_lossy(&text[..text.len().min(160)]).to_lowercase();
+    let mut t = head
+        .strip_prefix("[thinking] ")
+        .unwrap_or(&head)
+        .trim_start();
+    if let Some((word, rest)) = t.split_once(' ')
+        && word.len() > 1
+        && word.ends_with([',', '!', '.'])
+        && word[..word.len() - 1].chars().all(|c| c.is_alphabetic())
+    {
+        t = rest.trim_start();
+    }
+    let t = t.strip_prefix("now ").unwrap_or(t);
+    ANNOUNCEMENTS.iter().any(|a| t.starts_with(a))
+}
+
+/// Whether a message is the echo of a file edit ("The file … has been updated. Here's the result of running
+/// `cat -n` …", "File created successfully at: …"): the tool repeating what the edit call said, whose meaning is
+/// in the call and the explanation around it.
+pub fn echoes_an_edit(text: &[u8]) -> bool {
+    let head = &text[..text.len().min(400)];
+    let Some(rest) = head.strip_prefix(b"[tool result] ") else {
+        return false;
+    };
+    rest.starts_with(b"File created successfully at: ")
+        || (rest.starts_with(b"The file ")
+            && memchr::memmem::find(rest, b" has been updated").is_some())
+}
+
+/// Whether a message hands a task to a subagent (an `Agent` or, before Claude Code 2.1, `Task` call): its
+/// prompt is worded like the question, the subagent's report is the answer.
+pub fn hands_off_to_a_subagent(text: &[u8]) -> bool {
+    memchr::memmem::find(text, b"[tool] Agent: ").is_some()
+        || memchr::memmem::find(text, b"[tool] Task: ").is_some()
+}
+
+/// Whether a message is a tool's output (`[tool result] …`, `[tool error] …`).
+pub fn is_tool_output(text: &[u8]) -> bool {
+    text.starts_with(b"[tool result]") || text.starts_with(b"[tool error]")
+}
+
+/// Whether live message `i` is the user's request to the agent: a user's own words (not a tool's output, not a
+/// notification Claude Code wrote in the user's name, `<task-notification>` and the like) that the assistant
+/// answers with a tool call within [`REQUEST_REPLY_MESSAGES`] messages. Between people (LoCoMo's dialogues, a
+/// chat without tools) the user's messages are the evidence itself, and stay unweighted.
+fn is_request(snap: &Snapshot, i: usize, text: &[u8]) -> bool {
+    if text.starts_with(b"[tool")
+        || text.trim_ascii_start().starts_with(b"<")
+        || snap.role(i) != "user"
+    {
+        return false;
+    }
+    let m = &snap.messages[i];
+    (i + 1..snap.messages.len())
+        .take(REQUEST_REPLY_MESSAGES)
+        .take_while(|&n| super::same_window(m, &snap.messages[n]))
+        .any(|n| {
+            let t = snap.text_bytes(n);
+            t.starts_with(b"[tool] ") || memchr::memmem::find(t, b"\n[tool] ").is_some()
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn announcements_are_recognised_at_the_opening_only() {
+        for t in [
+            "I'll have an agent list the files first.\n[tool] Agent: list files",
+            "Let me run the full suite:",
+            "[thinking] Good! Now let me update the documentation (README and CLAUDE.md)",
+            "Now, let me read the README.",
+            "OK. I'm going to check the migration.",
+        ] {
+            assert!(announces_action(t.as_bytes()), "{t}");
+        }
+        for t in [
+            "Fixed. `check()` compared `expires_at` with the server clock. Let me know if it works.",
+            "All 72 tests pass. Let me run the full suite to make sure nothing else broke:",
+            "Perfect! Now I have all the information needed. Let me create a comprehensive report.",
+            "Letters from the users are in the inbox.",
+            "",
+        ] {
+            assert!(!announces_action(t.as_bytes()), "{t}");
+        }
+    }
+
+    #[test]
+    fn edit_echoes_are_recognised() {
+        assert!(echoes_an_edit(
+            b"[tool result] The file /src/a.py has been updated. Here's the result of running `cat -n`"
+        ));
+        assert!(echoes_an_edit(
+            b"[tool result] File created successfully at: /tmp/x.exs"
+        ));
+        assert!(!echoes_an_edit(
+            b"[tool result] 14 doctests, 410 tests, 0 failures"
+        ));
+        assert!(!echoes_an_edit(b"The file /src/a.py has been updated."));
+    }
+
+    #[test]
+    fn hand_offs_and_tool_outputs_are_recognised() {
+        assert!(hands_off_to_a_subagent(
+            b"I'll have an agent list the files first.\n[tool] Agent: SUBTASK-1: list the files"
+        ));
+        assert!(hands_off_to_a_subagent(b"[tool] Task: Explore the repo"));
+        assert!(!hands_off_to_a_subagent(
+            b"The agent said: [tool] is a marker"
+        ));
+        assert!(is_tool_output(b"[tool result] 14 doctests, 410 tests"));
+        assert!(is_tool_output(b"[tool error] Exit code 1"));
+        assert!(!is_tool_output(b"[tool] Bash: mix test"));
+        assert!(!is_tool_output(b"The tool result was empty"));
+    }
+
+    #[test]
+    fn the_query_says_why_and_names_agents() {
+        let i = QueryIntent::of("Why were people signed out too soon?");
+        assert!(i.asks_why && !i.names_an_agent);
+        assert!(QueryIntent::of("how come the build broke").asks_why);
+        assert!(QueryIntent::of("we asked why; what came of it").asks_why);
+        assert!(!QueryIntent::of("whyte's law").asks_why);
+        let i = QueryIntent::of("what did the background agent say the README describes?");
+        assert!(i.names_an_agent && !i.asks_why);
+        assert!(QueryIntent::of("the subagents' reports").names_an_agent);
+        assert!(QueryIntent::of("what did the Explore subagent's report say").names_an_agent);
+        assert!(!QueryIntent::of("agentic workflows and the agency").names_an_agent);
+        assert_eq!(
+            QueryIntent::of("CLOCK_SKEW_LEEWAY_SECS"),
+            QueryIntent::default()
+        );
+    }
+}
