@@ -30,6 +30,9 @@ const ANNOUNCEMENTS: &[&str] = &[
 /// assistant's reply opens with at most a thinking block and a sentence before its first call.
 const REQUEST_REPLY_MESSAGES: usize = 3;
 
+/// A tool's error output shorter than this is a message, not a log (see [`is_error_message`]).
+const ERROR_MESSAGE_BYTES: usize = 500;
+
 /// What the query says about where its answer is, read once per search.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct QueryIntent {
@@ -61,7 +64,8 @@ impl QueryIntent {
 }
 
 /// The factor on live message `i`'s fused score: [`QUESTION_PRIOR`] for each way it is unlikely to hold the
-/// answer — it asks ([`is_ask`]), it is a tool's output and the query asks why, it is in the main conversation
+/// answer — it asks ([`is_ask`]), it is a tool's output (not a short error message) and the query asks why, it
+/// is in the main conversation
 /// and the query names an agent — multiplied together; 1 for a message that may well be the answer.
 pub fn prior(snap: &Snapshot, i: usize, intent: QueryIntent) -> f32 {
     let text = snap.text_bytes(i);
@@ -69,7 +73,7 @@ pub fn prior(snap: &Snapshot, i: usize, intent: QueryIntent) -> f32 {
     if is_ask(snap, i, text) {
         f *= QUESTION_PRIOR;
     }
-    if intent.asks_why && is_tool_output(text) {
+    if intent.asks_why && is_tool_output(text) && !is_error_message(text) {
         f *= QUESTION_PRIOR;
     }
     if intent.names_an_agent && snap.messages[i].agent == NO_AGENT {
@@ -134,6 +138,14 @@ pub fn echoes_an_edit(text: &[u8]) -> bool {
 pub fn hands_off_to_a_subagent(text: &[u8]) -> bool {
     memchr::memmem::find(text, b"[tool] Agent: ").is_some()
         || memchr::memmem::find(text, b"[tool] Task: ").is_some()
+}
+
+/// Whether a tool's output is an error message rather than a log: `[tool error] ` and shorter than
+/// [`ERROR_MESSAGE_BYTES`] ("Claude requested permissions to write to …, but you haven't granted it yet"). Such a
+/// message says why something failed, in a sentence; a long error output is a log (a failing test run) whose
+/// reason is in the explanation after it.
+pub fn is_error_message(text: &[u8]) -> bool {
+    text.starts_with(b"[tool error]") && text.len() < ERROR_MESSAGE_BYTES
 }
 
 /// Whether a message is a tool's output (`[tool result] …`, `[tool error] …`).
@@ -215,6 +227,15 @@ mod tests {
         assert!(is_tool_output(b"[tool error] Exit code 1"));
         assert!(!is_tool_output(b"[tool] Bash: mix test"));
         assert!(!is_tool_output(b"The tool result was empty"));
+        assert!(is_error_message(
+            b"[tool error] Claude requested permissions to write to /d/CLAUDE.md, but you haven't granted it yet."
+        ));
+        let log = format!(
+            "[tool error] Exit code 2\n{}",
+            "Running ExUnit test 1 of 400\n".repeat(30)
+        );
+        assert!(!is_error_message(log.as_bytes()));
+        assert!(!is_error_message(b"[tool result] 14 doctests, 410 tests"));
     }
 
     #[test]
