@@ -83,14 +83,23 @@ pub fn prior(snap: &Snapshot, i: usize, intent: QueryIntent) -> f32 {
 }
 
 /// Whether live message `i` (whose text is `text`) asks or announces rather than answers: a question, an
-/// announcement of what comes next, the echo of an edit, a task handed to a subagent, the user's request to
-/// the agent.
+/// announcement of what comes next, the echo of an edit, a bare tool call, a task handed to a subagent, the
+/// user's request to the agent.
 fn is_ask(snap: &Snapshot, i: usize, text: &[u8]) -> bool {
     is_question(text)
         || announces_action(text)
         || echoes_an_edit(text)
+        || is_bare_tool_call(text)
         || hands_off_to_a_subagent(text)
         || is_request(snap, i, text)
+}
+
+/// Whether a message is tool calls and nothing else (`[tool] Bash: pnpm add lucide-react — Install …`): it
+/// asks the tool, whose output answers; its words are the query's (the package, the file, the test) without
+/// what came of them. A call after words of the assistant's own stays unweighted: those words may be the
+/// answer ("All 49 tests pass. Let me close the bead.").
+pub fn is_bare_tool_call(text: &[u8]) -> bool {
+    text.starts_with(b"[tool] ")
 }
 
 /// Whether a message's text is a question: it ends with `?` (trailing whitespace aside).
@@ -215,7 +224,14 @@ mod tests {
     }
 
     #[test]
-    fn hand_offs_and_tool_outputs_are_recognised() {
+    fn hand_offs_bare_calls_and_tool_outputs_are_recognised() {
+        assert!(is_bare_tool_call(
+            b"[tool] Bash: pnpm add lucide-react \xe2\x80\x94 Install icons"
+        ));
+        assert!(!is_bare_tool_call(
+            b"All clear - 49 tests pass. Let me commit.\n[tool] Bash: git commit"
+        ));
+        assert!(!is_bare_tool_call(b"[tool result] ok"));
         assert!(hands_off_to_a_subagent(
             b"I'll have an agent list the files first.\n[tool] Agent: SUBTASK-1: list the files"
         ));
