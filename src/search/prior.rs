@@ -145,8 +145,10 @@ pub fn echoes_an_edit(text: &[u8]) -> bool {
 /// Whether a message hands a task to a subagent (an `Agent` or, before Claude Code 2.1, `Task` call): its
 /// prompt is worded like the question, the subagent's report is the answer.
 pub fn hands_off_to_a_subagent(text: &[u8]) -> bool {
-    memchr::memmem::find(text, b"[tool] Agent: ").is_some()
-        || memchr::memmem::find(text, b"[tool] Task: ").is_some()
+    // A tool's output (possibly long) is never a call.
+    !is_tool_output(text)
+        && (memchr::memmem::find(text, b"[tool] Agent: ").is_some()
+            || memchr::memmem::find(text, b"[tool] Task: ").is_some())
 }
 
 /// Whether a tool's output is an error message rather than a log: `[tool error] ` and shorter than
