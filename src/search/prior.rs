@@ -3,9 +3,9 @@
 //!
 //! In Claude Code's history the words of a query are most often found where something was asked — the user's
 //! request, a question, an announcement of what comes next, the call that hands a task to a subagent — while
-//! what was found comes after it (a tool's output, a report, the next explanation), worded differently. A bi-encoder
-//! and BM25 both rank the asking message first; these priors move it below the answer, which also inherits a
-//! share of its score (see `search::NEXT_SHARE`).
+//! what was found comes after it (a tool's output, a report, the next explanation), worded differently. A
+//! bi-encoder and BM25 both rank the asking message first; these priors move it below the answer, which also
+//! inherits a share of its score (see `search::NEXT_SHARE`).
 
 use crate::index::{NO_AGENT, Snapshot};
 
@@ -65,8 +65,8 @@ impl QueryIntent {
 
 /// The factor on live message `i`'s fused score: [`QUESTION_PRIOR`] for each way it is unlikely to hold the
 /// answer — it asks ([`is_ask`]), it is a tool's output (not a short error message) and the query asks why, it
-/// is in the main conversation
-/// and the query names an agent — multiplied together; 1 for a message that may well be the answer.
+/// is in the main conversation and the query names an agent — multiplied together; 1 for a message that may well
+/// be the answer.
 pub fn prior(snap: &Snapshot, i: usize, intent: QueryIntent) -> f32 {
     let text = snap.text_bytes(i);
     let mut f = 1.0;
