@@ -28,13 +28,13 @@ pub enum Fusion {
     Lexical,
 }
 
-/// Longest query accepted: the response echoes the query, and must stay under the output bound.
 /// Default [`SearchParams::relative_floor`]: a hit under 0.55 of the best hit's score (and without a strong
 /// semantic match, see `search::SEMANTIC_KEEP`) is weak evidence that mostly made responses long (LoCoMo dev,
 /// default parameters: evidence in the response .914 at a median of 37,883 characters without it, .900 at
 /// 24,380 with it; chosen on both dev benchmarks, see the README).
 pub const RELATIVE_FLOOR: f32 = 0.55;
 
+/// Longest query accepted: the response echoes the query, and must stay under the output bound.
 pub const MAX_QUERY_CHARS: usize = 2_000;
 
 /// Everything a search needs.
