@@ -54,10 +54,12 @@ impl QueryIntent {
             .collect();
         Self {
             asks_why: words.contains(&"why") || q.trim_start().starts_with("how come"),
-            names_an_agent: words.iter().any(|w| {
+            // "user agent" is a browser's, not a subagent.
+            names_an_agent: words.iter().enumerate().any(|(k, w)| {
                 let w = w.trim_matches('\'');
                 let w = w.strip_suffix("'s").unwrap_or(w);
-                matches!(w, "agent" | "agents" | "subagent" | "subagents")
+                matches!(w, "subagent" | "subagents")
+                    || (matches!(w, "agent" | "agents") && (k == 0 || words[k - 1] != "user"))
             }),
         }
     }
@@ -268,6 +270,8 @@ mod tests {
         assert!(QueryIntent::of("the subagents' reports").names_an_agent);
         assert!(QueryIntent::of("what did the Explore subagent's report say").names_an_agent);
         assert!(!QueryIntent::of("agentic workflows and the agency").names_an_agent);
+        assert!(!QueryIntent::of("which user agent string did the scraper send?").names_an_agent);
+        assert!(QueryIntent::of("agents: what did they find").names_an_agent);
         assert_eq!(
             QueryIntent::of("CLOCK_SKEW_LEEWAY_SECS"),
             QueryIntent::default()
