@@ -113,6 +113,9 @@ struct Evidence {
     sem_rank: FxHashMap<u32, usize>,
     /// Rank fusion only: every lexical match's rank.
     lex_rank: FxHashMap<u32, usize>,
+    /// Weighted fusion only: every candidate's prior (see [`prior::prior`]), read once per search though the
+    /// ranking is fused twice (before and after the exact re-scoring).
+    priors: FxHashMap<u32, f32>,
 }
 
 /// Eligible messages matching the query's words, by BM25 score (the map and the same, best first).
@@ -193,18 +196,32 @@ fn rank(snap: &Snapshot, p: &SearchParams, query_vec: Option<&[f32]>, ok: &[bool
         }
     };
     let (sem_rank, lex_rank) = (ranks(&sem_top), ranks(&lex_sorted));
+    let best_semantic: Vec<u32> = sem_top
+        .iter()
+        .take(SEMANTIC_CANDIDATES)
+        .map(|(m, _)| *m)
+        .collect();
+    drop(sem_top);
+    // Every candidate `fuse` scores is a lexical match or one of these semantic ones.
+    let priors = if p.fusion == Fusion::Weighted {
+        let intent = QueryIntent::of(&p.query);
+        lex_sorted
+            .iter()
+            .map(|(m, _)| *m)
+            .chain(best_semantic.iter().copied())
+            .map(|m| (m, prior::prior(snap, m as usize, intent)))
+            .collect()
+    } else {
+        FxHashMap::default()
+    };
     let ev = Evidence {
         lexical,
         lex_sorted,
-        sem_top: sem_top
-            .iter()
-            .take(SEMANTIC_CANDIDATES)
-            .map(|(m, _)| *m)
-            .collect(),
+        sem_top: best_semantic,
         sem_rank,
         lex_rank,
+        priors,
     };
-    drop(sem_top);
     let mut out = ev.fuse(snap, p, ok, scan.as_ref().map_or(&[], |sc| &sc.best));
     // The best hits, and the messages whose score they inherit a share of, are re-scored from the exact vectors
     // and everything is ranked again (the int8 scores of the rest are within a few thousandths).
@@ -268,7 +285,6 @@ impl Evidence {
         let w = p
             .lexical_weight
             .unwrap_or_else(|| params::default_lexical_weight(&p.query));
-        let intent = QueryIntent::of(&p.query);
         let mut out: Vec<Scored> = candidates
             .into_iter()
             .filter_map(|m| {
@@ -280,11 +296,7 @@ impl Evidence {
                 };
                 let l = self.lexical.get(&m).copied().unwrap_or(0.0);
                 // A message that asks (or that the query rules out) is rarely the evidence: the answer after it is.
-                let prior = if p.fusion == Fusion::Weighted {
-                    prior::prior(snap, m as usize, intent)
-                } else {
-                    1.0
-                };
+                let prior = self.priors.get(&m).copied().unwrap_or(1.0);
                 let score = prior
                     * match p.fusion {
                         Fusion::Weighted => w * (l / max_lex) + (1.0 - w) * s,
