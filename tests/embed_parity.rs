@@ -2,7 +2,7 @@
 //! to a cosine ≥ 0.9999 on the f32 path and ≥ 0.999 with bf16 products on AMX tiles (where the CPU has them).
 //! Needs the model weights (`models/fetch`) and `../shared/reference`; fails in CI without them.
 
-use ghola::embed::{DIM, Embedder, MAX_TOKENS, Precision};
+use ghola::embed::{DIM, Embedder, MAX_TOKENS, Precision, cosine};
 use std::path::{Path, PathBuf};
 
 fn reference() -> Option<PathBuf> {
@@ -21,13 +21,6 @@ fn reference() -> Option<PathBuf> {
 
 fn embedder() -> Embedder {
     Embedder::from_default_location(None).expect("model files: run models/fetch")
-}
-
-fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
-    let na: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
-    let nb: f32 = b.iter().map(|x| x * x).sum::<f32>().sqrt();
-    dot / (na * nb)
 }
 
 /// The worst cosine between the reference vectors and this precision's, with the text it was found on.

@@ -306,14 +306,9 @@ fn print_parity(
 }
 
 /// The lowest cosine between row i of `got` and row i of `want` (`want` flat, 384 a row).
-fn worst_cosine(got: &[ghola::embed::Vector], want: &[f32]) -> f64 {
+fn worst_cosine(got: &[ghola::embed::Vector], want: &[f32]) -> f32 {
     got.iter()
         .zip(want.chunks_exact(ghola::embed::DIM))
-        .map(|(a, b)| {
-            let dot: f64 = a.iter().zip(b).map(|(x, y)| *x as f64 * *y as f64).sum();
-            let na: f64 = a.iter().map(|x| (*x as f64).powi(2)).sum::<f64>().sqrt();
-            let nb: f64 = b.iter().map(|x| (*x as f64).powi(2)).sum::<f64>().sqrt();
-            dot / (na * nb).max(1e-12)
-        })
-        .fold(1.0, f64::min)
+        .map(|(a, b)| ghola::embed::cosine(a, b))
+        .fold(1.0, f32::min)
 }

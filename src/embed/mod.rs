@@ -31,6 +31,19 @@ pub const MAX_TOKENS: usize = 256;
 /// Word pieces shared by consecutive chunks of a long text, so a sentence cut by a chunk edge is whole in one.
 pub const CHUNK_OVERLAP: usize = 32;
 
+/// The cosine of two vectors (0 when either is zero): how notes find near-duplicates and how the embedding
+/// bench and parity test compare vectors with sentence-transformers'.
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let na: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let nb: f32 = b.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if na == 0.0 || nb == 0.0 {
+        0.0
+    } else {
+        dot / (na * nb)
+    }
+}
+
 /// Makes candle's matrix products single-threaded, so that parallelism comes from running one batch per core
 /// ([`BatchPolicy::parallel_batches`]): measured by `ghola bench embed`, splitting each small product across
 /// cores loses ~10% to waking and parking threads. candle reads `RAYON_NUM_THREADS` for every product, so this

@@ -10,6 +10,7 @@
 
 use super::item::{Category, Item, strip_date};
 use super::store::ProjectNotes;
+use crate::embed::cosine;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -107,17 +108,6 @@ pub fn normalize(s: &str) -> String {
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
-    let na: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
-    let nb: f32 = b.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if na == 0.0 || nb == 0.0 {
-        0.0
-    } else {
-        dot / (na * nb)
-    }
 }
 
 /// One line, trimmed, at most 800 characters: a note is a sentence or two, not a transcript.
