@@ -123,7 +123,7 @@ pub fn query_cmd(
             if !quiet {
                 eprintln!(
                     "[{done}/{total}] {} window {}: {}",
-                    &r.session_id[..r.session_id.len().min(8)],
+                    ghola::transcript::short_id(&r.session_id),
                     r.window,
                     r.status()
                 );

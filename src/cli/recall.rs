@@ -499,9 +499,9 @@ pub fn search_cmd(
         resp.index.pending_files = index::pending_files(&snap, claude_dir);
     }
     if embedder.is_none() {
-        resp.note = Some("ranking is keyword-only: the embedding model is unavailable".into());
+        resp.add_note("ranking is keyword-only: the embedding model is unavailable");
     } else if resp.index.embedded_messages < resp.index.messages {
-        resp.note = Some(format!(
+        resp.add_note(format!(
             "ranking is partly keyword-only: {} of {} messages are embedded; `ghola index` embeds the rest",
             resp.index.embedded_messages, resp.index.messages
         ));
@@ -534,7 +534,7 @@ pub fn search_cmd(
         println!(
             "{}. {}  {}  {}  window {}{}  score {:.3} (semantic {:.2}, lexical {:.1})",
             p.offset + n + 1,
-            &m.session_id[..m.session_id.len().min(8)],
+            ghola::transcript::short_id(&m.session_id),
             m.timestamp.as_deref().unwrap_or("-"),
             m.project,
             m.window,

@@ -246,7 +246,10 @@ impl Sitting {
             "continue" => match self.earlier.last().and_then(|e| e.session_id.clone()) {
                 Some(id) => {
                     self.continue_next = true;
-                    println!("The next task resumes session {}.", &id[..id.len().min(8)]);
+                    println!(
+                        "The next task resumes session {}.",
+                        ghola::transcript::short_id(&id)
+                    );
                 }
                 None => println!("No earlier task of this sitting to continue."),
             },

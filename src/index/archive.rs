@@ -149,13 +149,55 @@ fn pack_path(dir: &Path, id: u64) -> PathBuf {
     dir.join(format!("pack-{id:06}.gha"))
 }
 
-fn read_state(dir: &Path) -> Result<State, FormatError> {
+/// `STATE` as committed; `None` when there is no `STATE` file (a new archive, or one whose `STATE` was lost:
+/// the caller rebuilds it from the packs with [`recover`], which is empty when there are no packs).
+fn read_state(dir: &Path) -> Result<Option<State>, FormatError> {
     let path = dir.join(STATE);
     if !path.exists() {
-        return Ok(State::default());
+        return Ok(None);
     }
     let payload = format::read_framed(&path, STATE_MAGIC, "archive state")?;
-    format::decode(&path.display().to_string(), &payload)
+    format::decode(&path.display().to_string(), &payload).map(Some)
+}
+
+/// Whether `dir` holds any pack file.
+fn has_packs(dir: &Path) -> bool {
+    !pack_ids(dir).is_empty()
+}
+
+/// The ids of the pack files in `dir`, in order.
+fn pack_ids(dir: &Path) -> Vec<u64> {
+    let mut ids: Vec<u64> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| {
+                    let n = e.file_name().into_string().ok()?;
+                    n.strip_prefix("pack-")?.strip_suffix(".gha")?.parse().ok()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    ids.sort();
+    ids
+}
+
+/// Creates a new, empty pack with the first id from `next` that no file has yet (never truncating one that
+/// exists: a pack the state does not know of may hold the only copy of something), and moves `next` past it.
+fn create_pack(dir: &Path, next: &mut u64) -> std::io::Result<(u64, File)> {
+    loop {
+        let id = *next;
+        *next += 1;
+        match OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(pack_path(dir, id))
+        {
+            Ok(f) => return Ok((id, f)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 fn write_state(dir: &Path, s: &State) -> std::io::Result<()> {
@@ -193,13 +235,26 @@ impl ArchiveWriter {
     pub fn open(index_dir: &Path) -> std::io::Result<Self> {
         let dir = index_dir.join(ARCHIVE_DIR);
         std::fs::create_dir_all(&dir)?;
+        // A rebuilt state is written at the next commit, even if nothing new is recorded.
+        let mut rebuilt = false;
         let state = match read_state(&dir) {
-            Ok(s) => s,
+            Ok(Some(s)) => s,
+            Ok(None) => {
+                if has_packs(&dir) {
+                    tracing::warn!(
+                        "archive state missing in {}; rebuilt from the packs' frames",
+                        dir.display()
+                    );
+                    rebuilt = true;
+                }
+                recover(&dir)
+            }
             Err(e) => {
                 tracing::warn!(
                     "archive state unreadable ({e}); kept as STATE.bad, rebuilt from the packs' frames"
                 );
                 let _ = std::fs::rename(dir.join(STATE), dir.join("STATE.bad"));
+                rebuilt = true;
                 recover(&dir)
             }
         };
@@ -207,7 +262,7 @@ impl ArchiveWriter {
             dir,
             state,
             pack: None,
-            dirty: false,
+            dirty: rebuilt,
         })
     }
 
@@ -304,31 +359,27 @@ impl ArchiveWriter {
         {
             return Ok((last.id, last.len));
         }
-        if let Some(last) = self.state.packs.last()
+        if self.pack.is_none()
+            && let Some(last) = self.state.packs.last()
             && last.len < PACK_BYTES
         {
-            let f = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(pack_path(&self.dir, last.id))?;
-            f.set_len(last.len)?;
-            let mut f = f;
-            f.seek(SeekFrom::Start(last.len))?;
-            self.pack = Some((last.id, f));
-            return Ok((last.id, last.len));
+            // Appended to only when it ends where `STATE` says: bytes past the committed length (a writer killed
+            // before its commit, or a `STATE` older than the pack) are left where they are, never cut off, and
+            // the frames go to a new pack. They hold nothing `STATE` needs, but may hold what a later recovery
+            // does.
+            let path = pack_path(&self.dir, last.id);
+            if let Ok(mut f) = OpenOptions::new().read(true).write(true).open(&path)
+                && f.metadata()?.len() == last.len
+            {
+                f.seek(SeekFrom::Start(last.len))?;
+                self.pack = Some((last.id, f));
+                return Ok((last.id, last.len));
+            }
         }
         if let Some((_, f)) = self.pack.take() {
             f.sync_all()?;
         }
-        let id = self.state.next_pack;
-        self.state.next_pack += 1;
-        let f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(pack_path(&self.dir, id))?;
+        let (id, f) = create_pack(&self.dir, &mut self.state.next_pack)?;
         self.state.packs.push(PackState { id, len: 0 });
         self.pack = Some((id, f));
         Ok((id, 0))
@@ -375,9 +426,8 @@ impl ArchiveWriter {
                         f.sync_all()?;
                         next.packs.push(PackState { id, len });
                     }
-                    let id = next.next_pack;
-                    next.next_pack += 1;
-                    out = Some((id, File::create(pack_path(&self.dir, id))?, 0));
+                    let (id, f) = create_pack(&self.dir, &mut next.next_pack)?;
+                    out = Some((id, f, 0));
                 }
                 let (id, f, len) = out.as_mut().expect("output pack");
                 f.write_all(&raw)?;
@@ -395,29 +445,25 @@ impl ArchiveWriter {
         }
         write_state(&self.dir, &next)?;
         self.state = next;
-        for id in old_packs {
-            let _ = std::fs::remove_file(pack_path(&self.dir, id));
+        // Every pack the new state does not name goes, including any a writer left uncommitted: forgetting
+        // promises that no pack keeps the forgotten bytes.
+        let keep: HashSet<u64> = self.state.packs.iter().map(|p| p.id).collect();
+        for id in pack_ids(&self.dir).into_iter().chain(old_packs) {
+            if !keep.contains(&id) {
+                let _ = std::fs::remove_file(pack_path(&self.dir, id));
+            }
         }
         let after: u64 = self.state.packs.iter().map(|p| p.len).sum();
         Ok(before.saturating_sub(after))
     }
 }
 
-/// Rebuilds the state from the packs alone: every pack is read frame by frame, in order, up to its first
-/// damaged or torn frame; each frame continues its file (or starts it again from offset 0), as `record` would
-/// have. Used when `STATE` is damaged, so a lost `STATE` loses nothing the packs hold.
+/// Rebuilds the state from the packs alone: every pack is read frame by frame, in order; each frame continues
+/// its file (or starts it again from offset 0), as `record` would have. A damaged frame is stepped over: the
+/// scan resumes at the next frame magic after it whose frame checks out, so damage costs only the frames it
+/// touched. Used when `STATE` is damaged or missing, so a lost `STATE` loses nothing the packs hold.
 fn recover(dir: &Path) -> State {
-    let mut ids: Vec<u64> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.flatten()
-                .filter_map(|e| {
-                    let n = e.file_name().into_string().ok()?;
-                    n.strip_prefix("pack-")?.strip_suffix(".gha")?.parse().ok()
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    ids.sort();
+    let ids = pack_ids(dir);
     let mut state = State {
         next_pack: ids.last().map_or(0, |m| m + 1),
         ..State::default()
@@ -427,10 +473,23 @@ fn recover(dir: &Path) -> State {
             continue;
         };
         let name = pack_path(dir, id).display().to_string();
+        let size = f.metadata().map_or(0, |m| m.len());
         let mut offset = 0u64;
-        while let Ok(raw) = read_raw_frame(&mut f, offset) {
-            let Ok((h, bytes)) = open_frame(&name, &raw) else {
-                break;
+        // Just past the last good frame: what the recovered state counts as committed.
+        let mut good_end = 0u64;
+        while offset < size {
+            let frame = read_raw_frame(&mut f, offset)
+                .ok()
+                .and_then(|raw| open_frame(&name, &raw).ok().map(|(h, b)| (raw.len(), h, b)));
+            let Some((raw_len, h, bytes)) = frame else {
+                match next_magic(&mut f, offset + 1, size) {
+                    Some(at) => {
+                        tracing::warn!("archive: damaged bytes in {name} at {offset}, skipped");
+                        offset = at;
+                        continue;
+                    }
+                    None => break,
+                }
             };
             let e = state
                 .files
@@ -442,29 +501,60 @@ fn recover(dir: &Path) -> State {
             if h.start == e.len {
                 e.extend(&bytes, FrameAt { pack: id, offset });
             }
-            offset += raw.len() as u64;
+            offset += raw_len as u64;
+            good_end = offset;
         }
-        state.packs.push(PackState { id, len: offset });
+        state.packs.push(PackState { id, len: good_end });
     }
     state.files.retain(|_, e| !e.frames.is_empty());
     state
 }
 
-/// Reads the whole frame at `offset` (prefix, header and payload) as stored.
+/// The offset of the next frame magic in `f` at or after `from` (before `size`), for stepping over damage.
+fn next_magic(f: &mut File, from: u64, size: u64) -> Option<u64> {
+    let mut at = from;
+    let mut buf = vec![0u8; 1 << 16];
+    while at < size {
+        f.seek(SeekFrom::Start(at)).ok()?;
+        let want = ((size - at) as usize).min(buf.len());
+        f.read_exact(&mut buf[..want]).ok()?;
+        if let Some(i) = memchr::memmem::find(&buf[..want], FRAME_MAGIC) {
+            return Some(at + i as u64);
+        }
+        if want < FRAME_MAGIC.len() {
+            return None;
+        }
+        // Overlap by the magic's length less one, so a magic across two reads is found.
+        at += (want - (FRAME_MAGIC.len() - 1)) as u64;
+    }
+    None
+}
+
+/// Reads the whole frame at `offset` (prefix, header and payload) as stored. Its two lengths are read from the
+/// file before any checksum can vouch for them, so a frame claiming more bytes than the file still holds past
+/// `offset` is refused before anything is allocated for it: damage costs at most the pack's size in memory.
 fn read_raw_frame(f: &mut File, offset: u64) -> std::io::Result<Vec<u8>> {
+    let bad = |what: &str| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("archive frame: {what}"),
+        )
+    };
+    let size = f.metadata()?.len();
     f.seek(SeekFrom::Start(offset))?;
     let mut prefix = [0u8; FRAME_PREFIX];
     f.read_exact(&mut prefix)?;
     if &prefix[..4] != FRAME_MAGIC {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            "archive frame: bad magic",
-        ));
+        return Err(bad("bad magic"));
     }
-    let hl = u32::from_le_bytes(prefix[4..8].try_into().unwrap()) as usize;
-    let pl = u32::from_le_bytes(prefix[8..12].try_into().unwrap()) as usize;
+    let hl = u32::from_le_bytes(prefix[4..8].try_into().unwrap()) as u64;
+    let pl = u32::from_le_bytes(prefix[8..12].try_into().unwrap()) as u64;
+    let room = size.saturating_sub(offset + FRAME_PREFIX as u64);
+    if hl + pl > room {
+        return Err(bad("lengths past the end of the pack"));
+    }
     let mut raw = prefix.to_vec();
-    raw.resize(FRAME_PREFIX + hl + pl, 0);
+    raw.resize(FRAME_PREFIX + (hl + pl) as usize, 0);
     f.read_exact(&mut raw[FRAME_PREFIX..])?;
     Ok(raw)
 }
@@ -507,10 +597,13 @@ impl Archive {
     /// Opens the archive of `index_dir` (empty when there is none).
     pub fn open(index_dir: &Path) -> Result<Self, FormatError> {
         let dir = index_dir.join(ARCHIVE_DIR);
-        Ok(Self {
-            state: read_state(&dir)?,
-            dir,
-        })
+        // Without `STATE`, the packs are read as the next writer will (and nothing is written here): a reader
+        // between the loss of `STATE` and the next update still sees every archived session.
+        let state = match read_state(&dir)? {
+            Some(s) => s,
+            None => recover(&dir),
+        };
+        Ok(Self { state, dir })
     }
 
     /// Every archived file.
@@ -721,7 +814,7 @@ mod tests {
     }
 
     #[test]
-    fn uncommitted_bytes_are_cut_off_and_damage_is_detected() {
+    fn uncommitted_bytes_are_ignored_never_cut_and_damage_is_detected() {
         let tmp = tempfile::tempdir().unwrap();
         let a = file("/p/a.jsonl", "a");
         let mut w = ArchiveWriter::open(tmp.path()).unwrap();
@@ -733,14 +826,19 @@ mod tests {
         drop(w);
         let r = Archive::open(tmp.path()).unwrap();
         assert_eq!(r.read("/p/a.jsonl").unwrap().unwrap(), b"kept\n");
-        // The next writer appends after the committed length, over the torn bytes.
+        // The next writer leaves the uncommitted bytes in place and appends to a new pack.
+        let pack0 = std::fs::metadata(pack_path(&tmp.path().join(ARCHIVE_DIR), 0))
+            .unwrap()
+            .len();
         let mut w = ArchiveWriter::open(tmp.path()).unwrap();
         w.record(&a, 5, b"next\n").unwrap();
         w.commit().unwrap();
         let r = Archive::open(tmp.path()).unwrap();
         assert_eq!(r.read("/p/a.jsonl").unwrap().unwrap(), b"kept\nnext\n");
+        let dir = tmp.path().join(ARCHIVE_DIR);
+        assert_eq!(std::fs::metadata(pack_path(&dir, 0)).unwrap().len(), pack0);
         // A flipped byte in a pack is reported, not returned.
-        let pack = pack_path(&tmp.path().join(ARCHIVE_DIR), 0);
+        let pack = pack_path(&dir, 1);
         let mut bytes = std::fs::read(&pack).unwrap();
         let last = bytes.len() - 1;
         bytes[last] ^= 0xff;
@@ -768,6 +866,73 @@ mod tests {
         assert_eq!(r.read("/p/a.jsonl").unwrap().unwrap(), b"one\ntwo\nthree\n");
         assert_eq!(r.read("/p/b.jsonl").unwrap().unwrap(), b"bee\n");
         assert!(tmp.path().join(ARCHIVE_DIR).join("STATE.bad").exists());
+    }
+
+    #[test]
+    fn a_missing_state_is_rebuilt_from_the_packs_and_no_pack_is_truncated() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(ARCHIVE_DIR);
+        let (a, b) = (file("/p/a.jsonl", "a"), file("/p/b.jsonl", "b"));
+        let mut w = ArchiveWriter::open(tmp.path()).unwrap();
+        w.record(&a, 0, b"only copy\n").unwrap();
+        w.record(&b, 0, b"bee\n").unwrap();
+        w.commit().unwrap();
+        let pack0 = std::fs::read(pack_path(&dir, 0)).unwrap();
+        std::fs::remove_file(dir.join(STATE)).unwrap();
+        // A reader sees everything before any writer ran.
+        let r = Archive::open(tmp.path()).unwrap();
+        assert_eq!(r.read("/p/a.jsonl").unwrap().unwrap(), b"only copy\n");
+        // A writer appends on, and the pack it found is kept byte for byte.
+        let mut w = ArchiveWriter::open(tmp.path()).unwrap();
+        w.record(&b, 4, b"more\n").unwrap();
+        w.commit().unwrap();
+        assert!(
+            std::fs::read(pack_path(&dir, 0))
+                .unwrap()
+                .starts_with(&pack0)
+        );
+        let r = Archive::open(tmp.path()).unwrap();
+        assert_eq!(r.read("/p/a.jsonl").unwrap().unwrap(), b"only copy\n");
+        assert_eq!(r.read("/p/b.jsonl").unwrap().unwrap(), b"bee\nmore\n");
+        assert!(dir.join(STATE).exists());
+        // A state that does not know a pack (lost and recreated empty) never lets a writer overwrite it.
+        std::fs::remove_file(dir.join(STATE)).unwrap();
+        let mut next = 0;
+        let (id, _) = create_pack(&dir, &mut next).unwrap();
+        assert!(id > 0 && next == id + 1);
+        assert!(
+            std::fs::read(pack_path(&dir, 0))
+                .unwrap()
+                .starts_with(&pack0)
+        );
+    }
+
+    #[test]
+    fn damaged_frames_cost_only_themselves() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(ARCHIVE_DIR);
+        let mut w = ArchiveWriter::open(tmp.path()).unwrap();
+        for (i, name) in ["a", "b", "c"].iter().enumerate() {
+            let f = file(&format!("/p/{name}.jsonl"), name);
+            w.record(&f, 0, format!("{name} {i}\n").as_bytes()).unwrap();
+        }
+        w.commit().unwrap();
+        let r = Archive::open(tmp.path()).unwrap();
+        let second = r.state.files["/p/b.jsonl"].frames[0].offset as usize;
+        // The second frame claims 4 GiB of header and payload: refused before anything is allocated, and the
+        // scan steps over it to the third.
+        let pack = pack_path(&dir, 0);
+        let mut bytes = std::fs::read(&pack).unwrap();
+        bytes[second + 4..second + 12].copy_from_slice(&[0xff; 8]);
+        std::fs::write(&pack, &bytes).unwrap();
+        let mut f = File::open(&pack).unwrap();
+        let err = read_raw_frame(&mut f, second as u64).unwrap_err();
+        assert!(err.to_string().contains("past the end"), "{err}");
+        std::fs::remove_file(dir.join(STATE)).unwrap();
+        let r = Archive::open(tmp.path()).unwrap();
+        assert_eq!(r.read("/p/a.jsonl").unwrap().unwrap(), b"a 0\n");
+        assert!(r.read("/p/b.jsonl").unwrap().is_none());
+        assert_eq!(r.read("/p/c.jsonl").unwrap().unwrap(), b"c 2\n");
     }
 
     #[test]

@@ -228,6 +228,35 @@ impl Lexical {
         Ok(out)
     }
 
+    /// What is wrong with the committed files, if anything: a file the last commit names that is missing, or
+    /// one whose checksum (tantivy's footer) does not match. Damaged postings can make tantivy panic or answer
+    /// wrongly, and its generation payload (in `meta.json`) says nothing of them, so the full update path checks
+    /// this and rebuilds the lexical index from the stored text when it finds anything.
+    pub fn damage(&self, dir: &Path) -> Option<String> {
+        let metas = match self.index.searchable_segment_metas() {
+            Ok(m) => m,
+            Err(e) => return Some(e.to_string()),
+        };
+        if let Some(missing) = metas
+            .iter()
+            .flat_map(|m| m.list_files())
+            .find(|f| !dir.join(f).exists())
+        {
+            return Some(format!("{} is missing", missing.display()));
+        }
+        match self.index.validate_checksum() {
+            Ok(bad) if bad.is_empty() => None,
+            Ok(bad) => Some(format!(
+                "checksum mismatch in {}",
+                bad.iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+            Err(e) => Some(e.to_string()),
+        }
+    }
+
     /// Deletes everything (before a rebuild).
     pub fn clear(&self, w: &mut IndexWriter) -> tantivy::Result<()> {
         w.delete_all_documents()?;

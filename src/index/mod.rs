@@ -118,6 +118,12 @@ pub struct Status {
     pub sessions_only_in_archive: usize,
 }
 
+/// Records that a reader found the index of `dir` damaged (`what` says where): the next update then takes the
+/// full path, which verifies every file and rebuilds what is damaged.
+pub fn report_damage(dir: &Path, what: &str) {
+    let _ = std::fs::write(dir.join(snapshot::DAMAGE_SEEN), what);
+}
+
 /// Bytes of every file under `p` (0 for what cannot be read): index sizes for `status` and the benches.
 pub fn dir_size(p: &Path) -> u64 {
     let Ok(rd) = std::fs::read_dir(p) else {

@@ -166,9 +166,14 @@ pub(crate) fn map_framed(
 ) -> Result<Mmap, FormatError> {
     let name = path.display().to_string();
     let file = File::open(path).map_err(|e| FormatError::Io(name.clone(), e))?;
-    // SAFETY: segment files are immutable once published (written under a new name, never modified); the map is
-    // read-only. A file damaged behind our back yields wrong bytes, never undefined behaviour: every access is
-    // bounds-checked against the length checked here.
+    // SAFETY: what is assumed, exactly: segment files are immutable once published (written under a new name,
+    // fsynced, never modified, truncated or rewritten by ghola; deleted only once no published manifest names
+    // them, which on Unix leaves open maps intact). The map is read-only, and its length is checked against the
+    // header's payload length below, before any access; every later access is bounds-checked against that
+    // length. Bytes changed behind our back by another program give wrong answers, never reads out of bounds.
+    // The one thing a map cannot survive is another program *truncating* a mapped file: touching a page past
+    // the new end raises SIGBUS (Unix) and ends the process. The index itself is unharmed by that (nothing is
+    // written through a map), and the next open sees the short file and sets it aside.
     let map = unsafe { Mmap::map(&file) }.map_err(|e| FormatError::Io(name.clone(), e))?;
     if verify.checksum(&file) {
         format::check_framed(&name, &map, magic, what)?;
@@ -176,6 +181,7 @@ pub(crate) fn map_framed(
         // reads later (the pages stay in the page cache). A writer verifying a million messages' vectors before
         // a merge would otherwise hold them all.
         // SAFETY: a read-only shared file mapping: dropped pages are read again from the file on the next access.
+        #[cfg(unix)]
         let _ = unsafe { map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
     } else {
         format::check_header(&name, &map, magic, what)?;

@@ -320,7 +320,12 @@ fn scan<'a>(
                 resume: None,
             };
             let change = match by_path.get(key.as_str()) {
-                Some(old) if old.size == size && old.mtime_ns == mtime && !old.deleted => {
+                Some(old)
+                    if old.size == size
+                        && old.mtime_ns == mtime
+                        && !old.deleted
+                        && !tail_became_readable(path, old) =>
+                {
                     changes.push((path.to_path_buf(), Change::Same, (*old).clone()));
                     continue;
                 }
@@ -353,6 +358,25 @@ fn scan<'a>(
     }
     changed.sort_by_key(|c| std::cmp::Reverse(c.newest));
     (changed, on_disk)
+}
+
+/// Whether an unchanged file has a last line without a newline that the reader now consumes (an index made
+/// before complete unterminated lines were read left them pending): such a file is read again from its resume
+/// point. Only files with pending bytes are opened, and only their tail is read.
+fn tail_became_readable(path: &Path, old: &FileState) -> bool {
+    let pending = old.size.saturating_sub(old.consumed);
+    if pending == 0 || pending > transcript::MAX_LINE_BYTES as u64 {
+        return false;
+    }
+    let read = || -> std::io::Result<Vec<u8>> {
+        use std::io::{Read, Seek};
+        let mut f = std::fs::File::open(path)?;
+        f.seek(std::io::SeekFrom::Start(old.consumed))?;
+        let mut tail = Vec::with_capacity(pending as usize);
+        f.take(pending).read_to_end(&mut tail)?;
+        Ok(tail)
+    };
+    read().is_ok_and(|tail| !tail.contains(&b'\n') && transcript::is_complete_line(&tail))
 }
 
 /// Brings the index in `dir` up to date with the transcripts under `claude_dir`.
@@ -691,14 +715,16 @@ fn full_writer<'a>(
     manifest.model_id = model_id;
     manifest.weights_sha256 = weights;
 
-    let lexical = match Lexical::open(&dir.join("lexical")) {
-        Ok(l) => l,
-        Err(e) => {
-            tracing::warn!("lexical index unreadable ({e}); rebuilding it");
-            let _ = std::fs::remove_dir_all(dir.join("lexical"));
-            Lexical::open(&dir.join("lexical"))?
-        }
+    let lex_dir = dir.join("lexical");
+    let damage = match Lexical::open(&lex_dir) {
+        Ok(l) => l.damage(&lex_dir),
+        Err(e) => Some(format!("unreadable ({e})")),
     };
+    if let Some(why) = damage {
+        tracing::warn!("lexical index damaged: {why}; rebuilding it from the stored text");
+        let _ = std::fs::remove_dir_all(&lex_dir);
+    }
+    let lexical = Lexical::open(&lex_dir)?;
     let mut lex_writer = lexical.writer(true)?;
     if lexical.generation() != Some(manifest.generation) {
         // Never trust a lexical index that does not belong to this manifest: rebuild it from the stored text.

@@ -24,6 +24,8 @@ use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Duration;
 
+mod page;
+
 /// Where the server finds things, and who is calling.
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
@@ -134,6 +136,15 @@ pub struct ListArgs {
     pub offset: Option<i64>,
 }
 
+/// Arguments of duncan_projects (all optional).
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+pub struct PageArgs {
+    /// Projects to return (default 100, at most 500).
+    pub limit: Option<i64>,
+    /// Projects to skip (default 0).
+    pub offset: Option<i64>,
+}
+
 /// Arguments of project_notes.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct NotesArgs {
@@ -207,16 +218,24 @@ fn blocking_result(r: Result<Result<String, String>, tokio::task::JoinError>) ->
     }
 }
 
-/// Cuts a JSON response to the MCP output budget (the search response bounds itself; listings are cut here).
-fn bounded(mut s: String) -> String {
-    if s.chars().count() > search::response::RESPONSE_CHARS {
-        s = s
-            .chars()
-            .take(search::response::RESPONSE_CHARS - 100)
-            .collect();
-        s.push_str("\n… (cut to stay under the output limit; page with offset/limit)");
+/// A JSON listing under the MCP output budget: its page of `list` items (from `offset`) is cut short, and says
+/// so, where the whole does not fit (the search response bounds itself).
+fn bounded(v: serde_json::Value, list: &str, offset: usize) -> String {
+    page::fit(v, list, offset, search::response::RESPONSE_CHARS)
+}
+
+/// duncan's readable report (text, not JSON) under the MCP output budget, cut at a line.
+fn bounded_text(s: String) -> String {
+    let limit = search::response::RESPONSE_CHARS - 100;
+    if s.chars().count() <= limit {
+        return s;
     }
-    s
+    let cut: String = s.chars().take(limit).collect();
+    let at = cut.rfind('\n').unwrap_or(cut.len());
+    format!(
+        "{}\n… (the rest cut to stay under the output limit; ask for fewer windows with limit/offset)",
+        &cut[..at]
+    )
 }
 
 impl GholaServer {
@@ -294,7 +313,9 @@ impl GholaServer {
                     resp.index.pending_files
                 ));
             }
-            resp.note = (!notes.is_empty()).then(|| notes.join("; "));
+            for n in notes {
+                resp.add_note(n);
+            }
             serde_json::to_string(&resp).map_err(|e| e.to_string())
         })
         .await;
@@ -531,7 +552,7 @@ impl GholaServer {
             let v = serde_json::json!({"session_id": s.session_id, "project": s.project, "title": s.title,
                 "windows": s.windows, "archived": s.archived, "total_messages": msgs.len(), "offset": offset,
                 "has_more": offset + limit < msgs.len(), "messages": page});
-            Ok(bounded(v.to_string()))
+            Ok(bounded(v, "messages", offset))
         })
         .await;
         blocking_result(r)
@@ -609,7 +630,7 @@ impl GholaServer {
                     let _ = f.await;
                 }
                 match r {
-                    Ok(Ok(report)) => text_result(bounded(report.render())),
+                    Ok(Ok(report)) => text_result(bounded_text(report.render())),
                     Ok(Err(e)) => error_result(e),
                     Err(e) => error_result(e.to_string()),
                 }
@@ -661,7 +682,7 @@ impl GholaServer {
                 "parent": n.meta.parent,
                 "files": n.dir.display().to_string(),
             });
-            Ok(bounded(v.to_string()))
+            Ok(bounded(v, "notes", offset))
         })
         .await;
         blocking_result(r)
@@ -671,15 +692,21 @@ impl GholaServer {
         description = "List every project with past Claude Code sessions on this machine: session count, \
         message count, last activity and git branches."
     )]
-    async fn duncan_projects(&self) -> CallToolResult {
+    async fn duncan_projects(&self, Parameters(a): Parameters<PageArgs>) -> CallToolResult {
         let cfg = self.cfg.clone();
-        let r = tokio::task::spawn_blocking(move || {
+        let r = tokio::task::spawn_blocking(move || -> Result<String, String> {
+            let offset = non_negative(a.offset, "offset", 0)?;
+            let limit = non_negative(a.limit, "limit", 100)?.clamp(1, 500);
             let (sessions, _) = transcript::load_all(&cfg.claude_dir);
-            bounded(serde_json::json!({"projects": catalog::projects(&sessions)}).to_string())
+            let all = catalog::projects(&sessions);
+            let total = all.len();
+            let page: Vec<_> = all.into_iter().skip(offset).take(limit).collect();
+            let v = serde_json::json!({"projects": page, "total": total, "offset": offset,
+                "has_more": offset + limit < total});
+            Ok(bounded(v, "projects", offset))
         })
         .await;
-        r.map(text_result)
-            .unwrap_or_else(|e| error_result(e.to_string()))
+        blocking_result(r)
     }
 
     #[tool(
@@ -710,7 +737,7 @@ impl GholaServer {
                 .collect();
             let v = serde_json::json!({"sessions": page, "total": list.len(), "offset": offset,
                 "has_more": offset + limit < list.len()});
-            Ok(bounded(v.to_string()))
+            Ok(bounded(v, "sessions", offset))
         })
         .await;
         blocking_result(r)

@@ -131,7 +131,7 @@ pub fn compile(
             format!(
                 "- {} {} — {} ({} messages)\n",
                 s.date,
-                &s.session[..s.session.len().min(8)],
+                crate::transcript::short_id(&s.session),
                 s.title,
                 s.messages
             )

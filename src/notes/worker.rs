@@ -24,14 +24,30 @@ pub struct Queued {
     pub at_ms: i64,
 }
 
-/// A session id fit for a file name (Claude Code's are uuids).
+/// A session id as a hook may pass it: any transcript name Claude Code could have written (Claude Code's are
+/// uuids, but what ghola lists it must handle), never one that could be a path.
 pub fn safe_session(id: &str) -> Option<&str> {
     (!id.is_empty()
-        && id.len() <= 80
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+        && id.len() <= 256
+        && id != "."
+        && id != ".."
+        && !id.chars().any(|c| c == '/' || c == '\\' || c.is_control()))
     .then_some(id)
+}
+
+/// A file-name form of a session id: the id itself when it is plain ASCII (uuids), else `x-` and its bytes in
+/// hex, so that no character a file system refuses or folds ever reaches a file name.
+fn file_stem(id: &str) -> String {
+    if id
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        && !id.starts_with("x-")
+    {
+        id.to_string()
+    } else {
+        let hex: String = id.bytes().map(|b| format!("{b:02x}")).collect();
+        format!("x-{hex}")
+    }
 }
 
 /// Queues a session for the worker (one small file per session and event, written atomically; a repeat
@@ -49,7 +65,10 @@ pub fn enqueue(store: &Store, q: &Queued) -> Result<(), NotesError> {
         .chars()
         .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
         .collect();
-    let path = store.root.join("queue").join(format!("{id}.{event}.json"));
+    let path = store
+        .root
+        .join("queue")
+        .join(format!("{}.{event}.json", file_stem(id)));
     let json = serde_json::to_vec(q).map_err(|e| NotesError::Invalid(e.to_string()))?;
     write_atomic(&path, &json)
 }

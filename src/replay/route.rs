@@ -165,6 +165,9 @@ fn target(files: &SessionFiles, project: &str, window: Option<u32>) -> Option<Ta
     })
 }
 
+/// Pages of search hits the search mode reads at most, looking for `offset + limit` distinct windows.
+const SEARCH_PAGES: usize = 5;
+
 /// Chooses the targets of a question; notes say what was skipped and why.
 pub fn route(req: &QueryRequest, ctx: &RouteContext) -> Result<(Vec<Target>, Vec<String>), String> {
     let found = transcript::source::discover_all(ctx.claude_dir);
@@ -203,7 +206,6 @@ pub fn route(req: &QueryRequest, ctx: &RouteContext) -> Result<(Vec<Target>, Vec
                 .map_err(|e| format!("the index cannot be opened ({e}); run `ghola index`"))?;
             let mut p = SearchParams::new(&req.question);
             p.project = project_scope();
-            p.max_results = (req.offset + req.limit) * 5 + 10;
             p.context = 0;
             p.include_subagents = req.include_subagents;
             p.exclude_session = ctx.calling_session.map(str::to_owned);
@@ -211,10 +213,31 @@ pub fn route(req: &QueryRequest, ctx: &RouteContext) -> Result<(Vec<Target>, Vec
                 p.fusion = search::Fusion::Lexical;
                 notes.push("the embedding model is not loaded: the search was lexical only".into());
             }
-            let resp = search::search(&snap, ctx.embedder, &p)?;
+            // Several hits often share a window: the search is read in pages (at most the search's own limit
+            // each) until the windows asked for are found or the hits run out.
+            let wanted = req.offset + req.limit;
+            p.max_results = search::MAX_RESULTS;
+            let mut hits = Vec::new();
+            let mut windows = HashSet::new();
+            let mut total_messages = 0;
+            for _ in 0..SEARCH_PAGES {
+                let resp = search::search(&snap, ctx.embedder, &p)?;
+                total_messages = resp.index.messages;
+                for hit in &resp.results {
+                    let m = &hit.matched_message;
+                    windows.insert((m.session_id.clone(), m.agent_id.clone(), m.window));
+                }
+                // A page the response bound cut short continues where it was cut.
+                let (more, got) = (resp.has_more, resp.results.len());
+                hits.extend(resp.results);
+                if !more || got == 0 || windows.len() >= wanted {
+                    break;
+                }
+                p.offset += got;
+            }
             let mut seen = HashSet::new();
             let mut out = Vec::new();
-            for (rank, hit) in resp.results.iter().enumerate() {
+            for (rank, hit) in hits.iter().enumerate() {
                 let m = &hit.matched_message;
                 // Inline (1.0.x) subagents live in the main file: their window is the parent's.
                 let agent = m.agent_id.clone().filter(|a| !a.starts_with("sidechain-"));
@@ -252,8 +275,7 @@ pub fn route(req: &QueryRequest, ctx: &RouteContext) -> Result<(Vec<Target>, Vec
             }
             if out.is_empty() {
                 notes.push(format!(
-                    "the search found no window for this question ({} messages indexed)",
-                    resp.index.messages
+                    "the search found no window for this question ({total_messages} messages indexed)"
                 ));
             }
             page(out)

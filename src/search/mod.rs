@@ -6,7 +6,7 @@ pub mod prior;
 pub mod response;
 pub mod scan;
 
-pub use params::{Fusion, SearchParams, default_lexical_weight, parse_bound};
+pub use params::{Fusion, MAX_RESULTS, SearchParams, default_lexical_weight, parse_bound};
 pub use prior::{QUESTION_PRIOR, QueryIntent};
 pub use response::{SearchHit, SearchResponse};
 
@@ -118,19 +118,23 @@ struct Evidence {
     priors: FxHashMap<u32, f32>,
 }
 
-/// Eligible messages matching the query's words, by BM25 score (the map and the same, best first).
-fn lexical_matches(
-    snap: &Snapshot,
-    p: &SearchParams,
-    ok: &[bool],
-) -> (FxHashMap<u32, f32>, Vec<(u32, f32)>) {
+/// What the BM25 side found: eligible messages matching the query's words, by score (the map, and the same
+/// best first), and why the keyword index could not be searched, if it could not.
+type LexicalMatches = (FxHashMap<u32, f32>, Vec<(u32, f32)>, Option<String>);
+
+/// Eligible messages matching the query's words, by BM25 score.
+fn lexical_matches(snap: &Snapshot, p: &SearchParams, ok: &[bool]) -> LexicalMatches {
     let mut lexical: FxHashMap<u32, f32> = FxHashMap::default();
     let mut lex_sorted: Vec<(u32, f32)> = Vec::new();
+    let mut failure = None;
     if let Some((lex, reader)) = &snap.lexical {
-        for (gid, score) in lex
+        let found = lex
             .search(reader, &p.query, LEXICAL_CANDIDATES)
-            .unwrap_or_default()
-        {
+            .unwrap_or_else(|e| {
+                failure = Some(format!("the keyword index could not be searched ({e})"));
+                Vec::new()
+            });
+        for (gid, score) in found {
             if let Some(i) = snap.message_by_gid(gid)
                 && ok[i as usize]
                 && lexical.insert(i, score).is_none()
@@ -140,25 +144,45 @@ fn lexical_matches(
         }
     }
     lex_sorted.sort_by(|a, b| b.1.total_cmp(&a.1));
-    (lexical, lex_sorted)
+    (lexical, lex_sorted, failure)
 }
 
 /// Hits ranked by the int8 scan whose place this many best ones (and the messages they inherit from) are
 /// re-scored exactly from the f32 rows and ranked again.
 const RESCORED: usize = 200;
 
-/// Ranks eligible messages for the query; returns them best first.
-fn rank(snap: &Snapshot, p: &SearchParams, query_vec: Option<&[f32]>, ok: &[bool]) -> Vec<Scored> {
+/// Ranks eligible messages for the query; returns them best first, and why the keyword side is missing from
+/// the ranking, if it is.
+fn rank(
+    snap: &Snapshot,
+    p: &SearchParams,
+    query_vec: Option<&[f32]>,
+    ok: &[bool],
+) -> (Vec<Scored>, Option<String>) {
     // The vector scan and the BM25 search are independent: the search runs on a thread of its own (not rayon's
     // pool, which a background embedding pass may keep busy) while this one scans.
-    let (mut scan, (lexical, lex_sorted)) = std::thread::scope(|s| {
+    let (mut scan, (lexical, lex_sorted, lexical_failure)) = std::thread::scope(|s| {
         let words = s.spawn(|| lexical_matches(snap, p, ok));
         let scan = query_vec.map(|q| scan::SemanticScan::run(snap, q, ok, p.exact_scan));
-        let words = words
-            .join()
-            .unwrap_or_else(|_| (FxHashMap::default(), Vec::new()));
+        let words = words.join().unwrap_or_else(|panic| {
+            let why = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "no message".into());
+            (
+                FxHashMap::default(),
+                Vec::new(),
+                Some(format!("the keyword search failed (panic: {why})")),
+            )
+        });
         (scan, words)
     });
+    if let Some(why) = &lexical_failure {
+        tracing::error!("search for {:?}: {why}", p.query);
+        // The next update takes the full path, which checks the lexical index and rebuilds it.
+        crate::index::report_damage(&snap.dir, why);
+    }
     // The best semantic candidates, without sorting every message. Rank fusion ranks them all; the other
     // fusions need only those that can clear the threshold (less a margin for the int8 scan's error).
     let floor = if p.fusion == Fusion::Rrf {
@@ -247,7 +271,7 @@ fn rank(snap: &Snapshot, p: &SearchParams, query_vec: Option<&[f32]>, ok: &[bool
     for (r, s) in out.iter_mut().enumerate() {
         s.rank = r as u32;
     }
-    out
+    (out, lexical_failure)
 }
 
 impl Evidence {
@@ -556,7 +580,7 @@ pub fn search_with_vector(
 ) -> Result<SearchResponse, String> {
     p.validate()?;
     let ok = eligible(snap, p);
-    let ranked = rank(snap, p, query_vec.map(|v| &v[..]), &ok);
+    let (ranked, lexical_failure) = rank(snap, p, query_vec.map(|v| &v[..]), &ok);
     let groups = merge_hits(snap, ranked, p.context);
     let total = groups.len();
     let raw_terms: Vec<String> = crate::index::terms::terms(&p.query)
@@ -633,6 +657,11 @@ pub fn search_with_vector(
         },
         note: None,
     };
+    if let Some(why) = lexical_failure {
+        resp.add_note(format!(
+            "{why}: these results come from the semantic ranking alone"
+        ));
+    }
     resp.bound(&raw_terms);
     Ok(resp)
 }

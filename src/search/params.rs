@@ -37,6 +37,9 @@ pub const RELATIVE_FLOOR: f32 = 0.55;
 /// Longest query accepted: the response echoes the query, and must stay under the output bound.
 pub const MAX_QUERY_CHARS: usize = 2_000;
 
+/// The most results one search returns (callers page past it with `offset`).
+pub const MAX_RESULTS: usize = 100;
+
 /// Everything a search needs.
 #[derive(Debug, Clone)]
 pub struct SearchParams {
@@ -109,8 +112,8 @@ impl SearchParams {
         {
             return Err(format!("after ({a}) must be earlier than before ({b})"));
         }
-        if self.max_results == 0 || self.max_results > 100 {
-            return Err("max_results must be between 1 and 100".into());
+        if self.max_results == 0 || self.max_results > MAX_RESULTS {
+            return Err(format!("max_results must be between 1 and {MAX_RESULTS}"));
         }
         if self.context > 20 {
             return Err("context_before_after must be at most 20".into());

@@ -143,6 +143,15 @@ pub fn cut_around(text: &str, terms: &[String], max: usize) -> String {
 }
 
 impl SearchResponse {
+    /// Adds a note for the reader (notes are joined with "; ").
+    pub fn add_note(&mut self, note: impl Into<String>) {
+        let note = note.into();
+        self.note = Some(match self.note.take() {
+            Some(n) => format!("{n}; {note}"),
+            None => note,
+        });
+    }
+
     fn size(&self) -> usize {
         serde_json::to_string(self).map_or(0, |s| s.chars().count())
     }

@@ -9,7 +9,7 @@ use thiserror::Error;
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum LookupError {
     #[error(
-        "'{0}' is not a session id: give a session uuid or a unique prefix of one (letters, digits, '-' and '_' only)"
+        "'{0}' is not a session id: give a session id or a unique prefix of one (no path separators or control characters)"
     )]
     Invalid(String),
     #[error("no session matches '{0}' (list them with `ghola sessions --global`)")]
@@ -22,16 +22,25 @@ pub enum LookupError {
     },
 }
 
+/// The first eight characters of a session id, for display: ids are file names, so not always ASCII, and a
+/// byte slice could cut a character.
+pub fn short_id(id: &str) -> &str {
+    id.char_indices().nth(8).map_or(id, |(at, _)| &id[..at])
+}
+
 /// Finds the one known id equal to `query` or starting with it.
 pub fn resolve_session_id<'a>(
     query: &str,
     known: impl IntoIterator<Item = &'a str>,
 ) -> Result<&'a str, LookupError> {
     let q = query.trim();
+    // Any name Claude Code could give a transcript file is accepted (what ghola lists, it opens); what could
+    // only be a path is refused, although ids are never joined to a path.
     let valid = !q.is_empty()
-        && q.len() <= 128
-        && q.chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        && q.len() <= 256
+        && q != "."
+        && q != ".."
+        && !q.chars().any(|c| c == '/' || c == '\\' || c.is_control());
     if !valid {
         return Err(LookupError::Invalid(query.to_string()));
     }
@@ -65,6 +74,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn short_ids_cut_between_characters() {
+        assert_eq!(short_id("fec0adcb-1234"), "fec0adcb");
+        assert_eq!(short_id("aéééé"), "aéééé");
+        assert_eq!(short_id("aééééééééé"), "aééééééé");
+        assert_eq!(short_id(""), "");
+    }
+
+    #[test]
     fn resolves_prefixes_and_refuses_paths() {
         let ids = ["abc-123", "abd-456", "zzz"];
         assert_eq!(resolve_session_id("abc", ids), Ok("abc-123"));
@@ -77,7 +94,19 @@ mod tests {
             resolve_session_id("q", ids),
             Err(LookupError::NotFound(_))
         ));
-        for bad in ["../abc", "/etc/passwd", "", "a b", "abc/..", ".."] {
+        let odd = ["aéééé", "x y"];
+        assert_eq!(resolve_session_id("aé", odd), Ok("aéééé"));
+        assert_eq!(resolve_session_id("x y", odd), Ok("x y"));
+        for bad in [
+            "../abc",
+            "/etc/passwd",
+            "",
+            "abc/..",
+            "..",
+            "a\\b",
+            "a\u{0}b",
+            "C:\\x",
+        ] {
             assert!(matches!(
                 resolve_session_id(bad, ids),
                 Err(LookupError::Invalid(_))

@@ -14,9 +14,12 @@ pub mod source;
 pub use discover::{
     Discovery, SessionFiles, SubagentFile, SubagentLayout, discover, discover_project_dir,
 };
-pub use lookup::{LookupError, resolve_session_id};
+pub use lookup::{LookupError, resolve_session_id, short_id};
 pub use message::{Message, Part, Role};
-pub use reader::{EntryAt, FileReport, ReadOutcome, read_entries, stream_entries, stream_lines};
+pub use reader::{
+    EntryAt, FileReport, MAX_LINE_BYTES, ReadOutcome, is_complete_line, read_entries,
+    stream_entries, stream_lines,
+};
 pub use session::{
     FileStatus, ReadPlan, Session, Start, Subagent, load_session, load_session_from, parse_time,
 };

@@ -1,8 +1,16 @@
 //! Streaming a transcript file from a byte offset.
 //!
 //! Claude Code appends to a transcript while a session runs, so the reader must (a) resume where the last
-//! read stopped, (b) never consume a final line that has no newline yet, and (c) keep memory flat whatever the
-//! file size. Lines are read straight from the file into one reusable buffer (a line is copied once, from the
+//! read stopped, (b) never consume a final line that is still being written, and (c) keep memory flat whatever
+//! the file size.
+//!
+//! A final line without a newline is consumed when it is a complete JSON object ([`is_complete_line`]), at
+//! once: no quiet period is needed, because no proper prefix of a JSON object is itself a JSON object, so the
+//! only thing a writer can still add to such a line is its newline (or further lines). When the newline arrives
+//! later, the next read starts at it: an empty line, skipped, so nothing is read twice. A torn last line (a
+//! write in progress, or a file cut short) is left unconsumed and reported as `pending_bytes`. Transcripts that
+//! passed through other tools (backups, copies between machines) often end this way; Claude Code's own files
+//! end in a newline. Lines are read straight from the file into one reusable buffer (a line is copied once, from the
 //! kernel into that buffer) and parsed in place.
 
 use super::entry::{LineKind, RawEntry, is_known_bookkeeping, is_wanted, peek_type};
@@ -33,7 +41,8 @@ pub struct FileReport {
     pub unknown_types: BTreeMap<String, u64>,
     /// Content blocks of a type ghola does not know.
     pub unknown_blocks: u64,
-    /// Bytes at the end of the file that form an unfinished line (not consumed).
+    /// Bytes at the end of the file that form an unfinished line: no newline and not a complete JSON object
+    /// (not consumed).
     pub pending_bytes: u64,
     /// The file was shorter than the offset we were asked to resume from: it was rewritten or truncated.
     pub shrunk: bool,
@@ -83,7 +92,8 @@ pub struct EntryAt {
 /// Streams the wanted entries of `path` from byte `offset`, calling `visit` for each.
 ///
 /// Never fails: I/O errors end the read early and are recorded in the report. A final line without a
-/// newline is left unconsumed. When the file is shorter than `offset` it was rewritten: nothing is read and
+/// newline is consumed only when it is a complete JSON object (see the module doc); otherwise it is left
+/// unconsumed and counted in `pending_bytes`. When the file is shorter than `offset` it was rewritten: nothing is read and
 /// `report.shrunk` is set, so the caller can start over from 0.
 pub fn stream_entries(path: &Path, offset: u64, visit: impl FnMut(EntryAt)) -> ReadOutcome {
     stream_entries_capped(path, offset, MAX_LINE_BYTES, visit)
@@ -154,9 +164,26 @@ fn stream_lines_capped(
             }
         }
     }
+    if outcome.report.io_error.is_none()
+        && let Some((offset, bytes)) = lines.complete_tail()
+    {
+        outcome.report.lines += 1;
+        visit(offset, bytes, &mut outcome.report);
+        lines.consumed = lines.limit;
+        lines.pending = 0;
+    }
     outcome.consumed = lines.consumed;
     outcome.report.pending_bytes = lines.pending;
     outcome
+}
+
+/// Whether `bytes`, a line without its newline, is a whole JSON object: a last line that is one is consumed
+/// even without a newline, as nothing but the newline can still be added to it.
+pub fn is_complete_line(bytes: &[u8]) -> bool {
+    let bytes = trim_line(bytes);
+    bytes.first() == Some(&b'{')
+        && bytes.last() == Some(&b'}')
+        && serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok()
 }
 
 /// Reads the wanted entries of a file into memory (for one session at a time; see [`stream_entries`]).
@@ -225,6 +252,8 @@ struct LineSplitter<R> {
     consumed: u64,
     /// Unterminated bytes left at the end.
     pending: u64,
+    /// The pending bytes are all in the buffer (`buf[start..end]`, not the rest of a skipped oversized line).
+    tail_buffered: bool,
     eof: bool,
     /// Lines longer than this are skipped.
     max_line: usize,
@@ -242,6 +271,7 @@ impl<R: Read> LineSplitter<R> {
             limit,
             consumed: offset,
             pending: 0,
+            tail_buffered: false,
             eof: false,
             max_line,
         }
@@ -322,9 +352,21 @@ impl<R: Read> LineSplitter<R> {
             }
             if !self.fill()? {
                 self.pending = (self.end - self.start) as u64;
+                self.tail_buffered = true;
                 return Ok(None);
             }
         }
+    }
+
+    /// The unterminated last line, with its offset, when it runs to the length the read began with and is a
+    /// complete JSON object ([`is_complete_line`]).
+    fn complete_tail(&self) -> Option<(u64, &[u8])> {
+        let tail = &self.buf[self.start..self.end];
+        (self.pending > 0
+            && self.tail_buffered
+            && self.file_end() == self.limit
+            && is_complete_line(tail))
+        .then_some((self.pos, tail))
     }
 
     /// Discards the rest of an oversized line without buffering it. Returns false when the line has no end
@@ -387,6 +429,51 @@ mod tests {
         assert_eq!(entries.len(), 1);
         assert_eq!(out.consumed, USER.len() as u64 + 1);
         assert_eq!(out.report.pending_bytes, body.len() as u64 - out.consumed);
+    }
+
+    #[test]
+    fn a_complete_last_line_without_newline_is_consumed_once() {
+        let second = USER.replace("u1", "u2");
+        let body = format!("{USER}\n{second}");
+        let f = write(body.as_bytes());
+        let (entries, out) = read_entries(f.path(), 0);
+        let ids: Vec<_> = entries
+            .iter()
+            .map(|e| e.entry.uuid.clone().unwrap())
+            .collect();
+        assert_eq!(ids, ["u1", "u2"]);
+        assert_eq!(out.consumed, body.len() as u64);
+        assert_eq!(out.report.pending_bytes, 0);
+        assert_eq!(out.report.lines, 2);
+        // The newline arrives, then one more line: read from where the last read stopped, only the new line.
+        let third = USER.replace("u1", "u3");
+        let grown = write(format!("{body}\n{third}\n").as_bytes());
+        let (more, out2) = read_entries(grown.path(), out.consumed);
+        let ids: Vec<_> = more.iter().map(|e| e.entry.uuid.clone().unwrap()).collect();
+        assert_eq!(ids, ["u3"]);
+        assert_eq!(out2.consumed, body.len() as u64 + third.len() as u64 + 2);
+        // Trailing whitespace (a CR) is part of the line, not a tear.
+        let cr = write(format!("{USER}\r").as_bytes());
+        let (entries, out) = read_entries(cr.path(), 0);
+        assert_eq!((entries.len(), out.report.pending_bytes), (1, 0));
+    }
+
+    #[test]
+    fn a_torn_last_line_is_pending_whatever_it_looks_like() {
+        for torn in [
+            r#"{"type":"user""#,
+            r#"{"type":"user"}}"#,
+            "{",
+            "}",
+            r#"{"a":1} {"b":2}"#,
+        ] {
+            let body = format!("{USER}\n{torn}");
+            let f = write(body.as_bytes());
+            let (entries, out) = read_entries(f.path(), 0);
+            assert_eq!(entries.len(), 1, "{torn}");
+            assert_eq!(out.consumed, USER.len() as u64 + 1, "{torn}");
+            assert_eq!(out.report.pending_bytes, torn.len() as u64, "{torn}");
+        }
     }
 
     #[test]
@@ -517,7 +604,11 @@ mod tests {
                 let f = write(&body[..cut]);
                 let (first, out1) = read_entries(f.path(), 0);
                 let last_nl = body[..cut].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-                prop_assert_eq!(out1.consumed, last_nl as u64);
+                // A cut that leaves a whole JSON object as the last line consumes it; any other cut stops at
+                // the last newline.
+                let expected = if is_complete_line(&body[last_nl..cut]) { cut } else { last_nl };
+                prop_assert_eq!(out1.consumed, expected as u64);
+                prop_assert_eq!(out1.report.pending_bytes, (cut - expected) as u64);
                 let f2 = write(&body);
                 let (rest, out2) = read_entries(f2.path(), out1.consumed);
                 let (whole, out3) = read_entries(f2.path(), 0);
