@@ -145,7 +145,7 @@ pub fn load_from(path: &Path) -> Result<Settings, String> {
     }
     if let Some(v) = get("notes", "backend") {
         let b = v.as_str().ok_or_else(|| bad("notes.backend", "a string"))?;
-        b.parse::<crate::replay::backend::BackendChoice>()
+        b.parse::<BackendChoice>()
             .map_err(|e| format!("{}: notes.backend: {e}", path.display()))?;
         s.notes_backend = b.into();
     }
@@ -209,7 +209,8 @@ pub fn set(table: &str, key: &str, v: Value) -> Result<(), String> {
         Value::Str(s) => value(s),
         Value::Int(n) => value(n),
     };
-    crate::notes::store::write_atomic(&path, doc.to_string().as_bytes()).map_err(|e| e.to_string())
+    crate::atomic::write_atomic(&path, doc.to_string().as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 /// The editor to open notes with: the setting, `$VISUAL`, `$EDITOR`, else `vi`.
@@ -247,5 +248,30 @@ mod tests {
         assert!(load_from(&p).unwrap_err().contains("daily_token_budget"));
         std::fs::write(&p, "[notes\n").unwrap();
         assert!(load_from(&p).unwrap_err().contains("not valid TOML"));
+    }
+}
+
+/// Which model backend answers duncan and notes extraction: a setting (`[notes] backend`, `--backend`), so it
+/// lives here, below the backends that act on it (`replay::backend::choose`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BackendChoice {
+    /// The API when `ANTHROPIC_API_KEY` is set, else headless Claude Code.
+    #[default]
+    Auto,
+    Api,
+    ClaudeCode,
+}
+
+impl std::str::FromStr for BackendChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "auto" => Ok(Self::Auto),
+            "api" => Ok(Self::Api),
+            "claude-code" | "claude" | "headless" => Ok(Self::ClaudeCode),
+            other => Err(format!(
+                "unknown backend '{other}': use auto, api or claude-code"
+            )),
+        }
     }
 }

@@ -63,7 +63,7 @@ fn worst_cosine(precision: Precision) -> Option<(f32, String)> {
         format!(
             "text {}: {:?}",
             worst.1,
-            &text[..text.floor_char_boundary(80)]
+            text.chars().take(80).collect::<String>()
         ),
     ))
 }

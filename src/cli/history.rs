@@ -46,8 +46,20 @@ pub fn project_dir(project: Option<PathBuf>) -> Result<String> {
         Some(p) => p,
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
+    let text = dir.to_string_lossy();
+    // A Windows path given on another OS (a history recorded on Windows) is taken as written: `absolute` would
+    // make it relative to the current directory. It is compared in its normal form (`transcript::is_within`).
+    if !cfg!(windows) && transcript::project_path::is_windows_path(&text) {
+        return Ok(text.trim_end_matches(['/', '\\']).to_string());
+    }
     let dir = std::path::absolute(&dir).unwrap_or(dir);
-    Ok(dir.to_string_lossy().trim_end_matches('/').to_string())
+    let text = dir.to_string_lossy();
+    let trimmed = text.trim_end_matches(['/', '\\']);
+    Ok(if trimmed.is_empty() || trimmed.ends_with(':') {
+        text.to_string()
+    } else {
+        trimmed.to_string()
+    })
 }
 
 pub fn sessions(

@@ -35,18 +35,9 @@ pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> NotesError + '_ 
     }
 }
 
-/// Writes `bytes` to `path` atomically (temporary file beside it, fsync, rename).
+/// Writes `bytes` to `path` atomically ([`crate::atomic::write_atomic`]), naming the path on failure.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), NotesError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(io(dir))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io(dir))?;
-    tmp.write_all(bytes).map_err(io(path))?;
-    tmp.as_file().sync_all().map_err(io(path))?;
-    tmp.persist(path).map_err(|e| NotesError::Io {
-        path: path.to_path_buf(),
-        source: e.error,
-    })?;
-    Ok(())
+    crate::atomic::write_atomic(path, bytes).map_err(io(path))
 }
 
 /// Holds the notes dir's short write lock until dropped.

@@ -86,7 +86,8 @@ pub struct Message {
     pub session_id: String,
     /// Set for subagent messages.
     pub agent_id: Option<String>,
-    /// The directory the session was started in (see `DESIGN.md`, "Project identity").
+    /// The directory the session was started in: the `cwd` of the session's first entry that has one (see
+    /// ARCHITECTURE.md, "Invariants").
     pub project: String,
     /// The entry's own working directory (differs from `project` after a `cd` or in a worktree).
     pub cwd: Option<String>,

@@ -7,6 +7,7 @@ pub mod discover;
 pub mod entry;
 pub mod lookup;
 pub mod message;
+pub mod project_path;
 pub mod reader;
 pub mod session;
 pub mod source;
@@ -16,6 +17,7 @@ pub use discover::{
 };
 pub use lookup::{LookupError, resolve_session_id, short_id};
 pub use message::{Message, Part, Role};
+pub use project_path::{is_within, normal_form};
 pub use reader::{
     EntryAt, FileReport, MAX_LINE_BYTES, ReadOutcome, is_complete_line, read_entries,
     stream_entries, stream_lines,
@@ -44,16 +46,4 @@ pub fn load_sessions(files: &[SessionFiles]) -> Vec<Session> {
             .then_with(|| a.session_id.cmp(&b.session_id))
     });
     sessions
-}
-
-/// Whether `path` is `dir` or inside it, comparing path components (so `/a/bc` is not inside `/a/b`).
-pub fn is_within(path: &str, dir: &str) -> bool {
-    let dir = dir.trim_end_matches('/');
-    if dir.is_empty() {
-        return path.starts_with('/');
-    }
-    path == dir
-        || path
-            .strip_prefix(dir)
-            .is_some_and(|rest| rest.starts_with('/'))
 }

@@ -5,6 +5,7 @@ pub mod api;
 pub mod headless;
 
 use super::conversation::{ApiMessage, Block, Speaker};
+pub use crate::settings::BackendChoice;
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -224,6 +225,26 @@ pub(crate) fn check_cancel(cancel: &AtomicBool) -> Result<(), BackendError> {
 /// Corrective retries after an invalid tool input (so up to three calls per window).
 pub const MAX_CORRECTIONS: u32 = 2;
 
+/// Builds the chosen backend from the environment, with a message that says what to set when it cannot.
+pub fn choose(
+    choice: BackendChoice,
+    claude_dir: &std::path::Path,
+) -> Result<Box<dyn Backend>, String> {
+    let api = || api::MessagesApi::from_env().map(|b| Box::new(b) as Box<dyn Backend>);
+    let headless =
+        || headless::HeadlessClaude::from_env(claude_dir).map(|b| Box::new(b) as Box<dyn Backend>);
+    match choice {
+        BackendChoice::Api => api().ok_or_else(|| "the api backend needs ANTHROPIC_API_KEY".into()),
+        BackendChoice::ClaudeCode => headless().ok_or_else(|| {
+            "the claude-code backend needs the `claude` CLI on PATH (or GHOLA_CLAUDE_BIN)".into()
+        }),
+        BackendChoice::Auto => api().or_else(headless).ok_or_else(|| {
+            "duncan needs a model: set ANTHROPIC_API_KEY, or install Claude Code (`claude` on PATH) and log in"
+                .into()
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -270,49 +291,5 @@ mod tests {
             matches!(&m[2].content[0], Block::Text { text } if text.ends_with("Question: what?"))
         );
         crate::replay::conversation::check(&m).unwrap();
-    }
-}
-
-/// Which backend answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum BackendChoice {
-    /// The API when `ANTHROPIC_API_KEY` is set, else headless Claude Code.
-    #[default]
-    Auto,
-    Api,
-    ClaudeCode,
-}
-
-impl std::str::FromStr for BackendChoice {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s.trim() {
-            "auto" => Ok(Self::Auto),
-            "api" => Ok(Self::Api),
-            "claude-code" | "claude" | "headless" => Ok(Self::ClaudeCode),
-            other => Err(format!(
-                "unknown backend '{other}': use auto, api or claude-code"
-            )),
-        }
-    }
-}
-
-/// Builds the chosen backend from the environment, with a message that says what to set when it cannot.
-pub fn choose(
-    choice: BackendChoice,
-    claude_dir: &std::path::Path,
-) -> Result<Box<dyn Backend>, String> {
-    let api = || api::MessagesApi::from_env().map(|b| Box::new(b) as Box<dyn Backend>);
-    let headless =
-        || headless::HeadlessClaude::from_env(claude_dir).map(|b| Box::new(b) as Box<dyn Backend>);
-    match choice {
-        BackendChoice::Api => api().ok_or_else(|| "the api backend needs ANTHROPIC_API_KEY".into()),
-        BackendChoice::ClaudeCode => headless().ok_or_else(|| {
-            "the claude-code backend needs the `claude` CLI on PATH (or GHOLA_CLAUDE_BIN)".into()
-        }),
-        BackendChoice::Auto => api().or_else(headless).ok_or_else(|| {
-            "duncan needs a model: set ANTHROPIC_API_KEY, or install Claude Code (`claude` on PATH) and log in"
-                .into()
-        }),
     }
 }

@@ -1,0 +1,121 @@
+//! The library's top-level modules form one order, lowest first, and a module names only modules below it
+//! (ARCHITECTURE.md, "Module order"). This test reads `src/` and fails on any `crate::<module>` that names a
+//! module at its own level or above: a cycle cannot come back unnoticed.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// Lowest first. Modules on one line are independent of each other.
+const ORDER: &[&[&str]] = &[
+    &["config", "atomic"],
+    &["transcript"],
+    &["embed"],
+    &["settings"],
+    &["index"],
+    &["search"],
+    &["replay"],
+    &["notes"],
+    &["work"],
+    &["mcp"],
+];
+
+fn level(module: &str) -> Option<usize> {
+    ORDER.iter().position(|l| l.contains(&module))
+}
+
+fn rust_files(p: &Path, out: &mut Vec<PathBuf>) {
+    if p.is_dir() {
+        for e in std::fs::read_dir(p).unwrap().flatten() {
+            rust_files(&e.path(), out);
+        }
+    } else if p.extension().is_some_and(|x| x == "rs") {
+        out.push(p.to_path_buf());
+    }
+}
+
+/// The top-level modules a source text names through `crate::` paths (comments left out: they create no
+/// dependency), including grouped imports such as `use crate::{index, search::Hit}`.
+fn named_modules(text: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for line in text.lines() {
+        let code = line.split("//").next().unwrap_or("");
+        let mut rest = code;
+        while let Some(at) = rest.find("crate::") {
+            rest = &rest[at + "crate::".len()..];
+            if let Some(group) = rest.strip_prefix('{') {
+                let inner = group.split('}').next().unwrap_or("");
+                for item in inner.split(',') {
+                    let name: String = item
+                        .trim()
+                        .chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect();
+                    if !name.is_empty() {
+                        out.insert(name);
+                    }
+                }
+            } else {
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                out.insert(name);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_module_names_only_modules_below_it() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap();
+    let declared: Vec<String> = lib
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("pub mod "))
+        .map(|m| m.trim_end_matches(';').to_string())
+        .collect();
+    for m in &declared {
+        assert!(
+            level(m).is_some(),
+            "src/lib.rs declares `{m}`, which has no place in the order: add it to ORDER and ARCHITECTURE.md"
+        );
+    }
+    let mut wrong = Vec::new();
+    for m in &declared {
+        let mine = level(m).unwrap();
+        let mut files = Vec::new();
+        rust_files(&src.join(m), &mut files);
+        rust_files(&src.join(format!("{m}.rs")), &mut files);
+        assert!(!files.is_empty(), "no source for module {m}");
+        for f in files {
+            let text = std::fs::read_to_string(&f).unwrap();
+            for named in named_modules(&text) {
+                if named == *m {
+                    continue;
+                }
+                match level(&named) {
+                    Some(l) if l < mine => {}
+                    Some(_) => wrong.push(format!(
+                        "{} (module {m}) names crate::{named}, which is not below it",
+                        f.strip_prefix(&src).unwrap().display()
+                    )),
+                    None => {}
+                }
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn the_reader_of_paths_sees_grouped_imports_and_skips_comments() {
+    let names = named_modules(
+        "use crate::{index::Snapshot, search};\nlet x = crate::notes::f(); // crate::work\n/// [`crate::mcp`]\n",
+    );
+    let want: BTreeSet<String> = ["index", "search", "notes"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    assert_eq!(names, want);
+}
