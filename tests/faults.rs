@@ -782,3 +782,90 @@ fn a_full_disk_fails_clearly_and_loses_nothing() {
     assert_eq!(shown["messages"].as_array().unwrap().len(), 400);
     drop(disk);
 }
+
+#[test]
+fn the_server_reads_a_last_line_without_newline_as_it_arrives() {
+    let m = Machine::new();
+    let project = "/home/dev/live";
+    let dir = m.claude.join("projects/-home-dev-live");
+    fs::create_dir_all(&dir).unwrap();
+    let id = "11fe0000-0000-4000-8000-000000000001";
+    let path = dir.join(format!("{id}.jsonl"));
+    fs::write(
+        &path,
+        line(id, project, 0, "where do the release notes live") + "\n",
+    )
+    .unwrap();
+    let mut c = common::mcp_client::Client::start(
+        &m.claude,
+        &m.idx,
+        &[
+            ("CLAUDE_PROJECT_DIR", project),
+            ("GHOLA_NOTES_DIR", m.notes.to_str().unwrap()),
+        ],
+    );
+    // A line arrives without its newline (a copy, a restore): the server indexes it.
+    let mut f = fs::OpenOptions::new().append(true).open(&path).unwrap();
+    write!(
+        f,
+        "{}",
+        line(id, project, 1, "in docs/CHANGES.md under zebrafish heading")
+    )
+    .unwrap();
+    drop(f);
+    let found = |c: &mut common::mcp_client::Client, n: u64| {
+        let (err, text) = c.call(
+            n,
+            "search_project_history",
+            json!({"query": "zebrafish heading"}),
+        );
+        assert!(!err, "{text}");
+        let v: Value = serde_json::from_str(&text).unwrap();
+        v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|h| {
+                h["matched_message"]["content"]
+                    .to_string()
+                    .contains("zebrafish")
+            })
+            .count()
+    };
+    let mut n = 10;
+    let started = std::time::Instant::now();
+    while found(&mut c, n) == 0 {
+        assert!(started.elapsed().as_secs() < 60, "never indexed");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        n += 1;
+    }
+    // Its newline and one more line arrive: still one hit for it, and the new line is found.
+    let mut f = fs::OpenOptions::new().append(true).open(&path).unwrap();
+    write!(
+        f,
+        "\n{}\n",
+        line(id, project, 2, "the okapi section follows")
+    )
+    .unwrap();
+    drop(f);
+    loop {
+        n += 1;
+        let (_, text) = c.call(
+            n,
+            "search_project_history",
+            json!({"query": "okapi section"}),
+        );
+        if text.contains("okapi section follows") {
+            break;
+        }
+        assert!(
+            started.elapsed().as_secs() < 90,
+            "the next line was never indexed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    // Nothing was read twice: three messages in the session, each once.
+    let (_, text) = c.call(n + 2, "get_session_detail", json!({"session_id": id}));
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["total_messages"], 3, "{v:#}");
+}

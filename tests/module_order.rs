@@ -28,7 +28,7 @@ fn rust_files(p: &Path, out: &mut Vec<PathBuf>) {
         for e in std::fs::read_dir(p).unwrap().flatten() {
             rust_files(&e.path(), out);
         }
-    } else if p.extension().is_some_and(|x| x == "rs") {
+    } else if p.is_file() && p.extension().is_some_and(|x| x == "rs") {
         out.push(p.to_path_buf());
     }
 }

@@ -1,16 +1,21 @@
 //! `ghola projects`, `ghola sessions`, `ghola show`: browsing the history without an index.
 
 use anyhow::{Context, Result, bail};
-use ghola::transcript::catalog::{SessionSummary, projects as summarize_projects, sessions_in};
+use ghola::transcript::catalog::{self, Listing};
 use ghola::transcript::{self, Message, Session, resolve_session_id};
 use serde_json::json;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-pub fn projects(claude_dir: &Path, json: bool) -> Result<()> {
-    let (sessions, found) = transcript::load_all(claude_dir);
-    report_problems(&found);
-    let list = summarize_projects(&sessions);
+/// The history's listing, through the cache in the index folder.
+fn listing(claude_dir: &Path, index_dir: &Path) -> Listing {
+    let listing = Listing::refresh(claude_dir, Some(&index_dir.join(catalog::CACHE_FILE)), None);
+    report_problems(&listing.discovery);
+    listing
+}
+
+pub fn projects(claude_dir: &Path, index_dir: &Path, json: bool) -> Result<()> {
+    let list = listing(claude_dir, index_dir).projects();
     let mut out = std::io::stdout().lock();
     if json {
         serde_json::to_writer_pretty(&mut out, &json!({ "projects": list }))?;
@@ -47,12 +52,17 @@ pub fn project_dir(project: Option<PathBuf>) -> Result<String> {
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
     let text = dir.to_string_lossy();
-    // A Windows path given on another OS (a history recorded on Windows) is taken as written: `absolute` would
-    // make it relative to the current directory. It is compared in its normal form (`transcript::is_within`).
-    if !cfg!(windows) && transcript::project_path::is_windows_path(&text) {
-        return Ok(text.trim_end_matches(['/', '\\']).to_string());
-    }
-    let dir = std::path::absolute(&dir).unwrap_or(dir);
+    // A path already absolute in either OS's style is taken as written: histories move between machines, and
+    // `absolute` would turn a Windows path into a relative one on Unix, and `/home/me/app` into `Z:\home\me\app`
+    // on Windows. It is compared in its normal form (`transcript::is_within`); only a relative path (or the
+    // current directory) is made absolute here.
+    let written_absolute =
+        text.starts_with('/') || transcript::project_path::is_windows_path(&text);
+    let dir = if written_absolute {
+        dir
+    } else {
+        std::path::absolute(&dir).unwrap_or(dir)
+    };
     let text = dir.to_string_lossy();
     let trimmed = text.trim_end_matches(['/', '\\']);
     Ok(if trimmed.is_empty() || trimmed.ends_with(':') {
@@ -64,19 +74,18 @@ pub fn project_dir(project: Option<PathBuf>) -> Result<String> {
 
 pub fn sessions(
     claude_dir: &Path,
+    index_dir: &Path,
     project: Option<PathBuf>,
     global: bool,
     json: bool,
 ) -> Result<()> {
-    let (all, found) = transcript::load_all(claude_dir);
-    report_problems(&found);
     let scope = if global {
         None
     } else {
         Some(project_dir(project)?)
     };
-    let chosen = sessions_in(&all, scope.as_deref());
-    let summaries: Vec<SessionSummary> = chosen.iter().map(|s| SessionSummary::of(s)).collect();
+    let all = listing(claude_dir, index_dir);
+    let summaries = all.sessions_in(scope.as_deref());
     let mut out = std::io::stdout().lock();
     if json {
         serde_json::to_writer_pretty(&mut out, &json!({ "sessions": summaries }))?;
@@ -109,7 +118,10 @@ pub fn sessions(
                 String::new()
             },
             s.project,
-            s.title.map(|t| format!("  “{t}”")).unwrap_or_default(),
+            s.title
+                .as_ref()
+                .map(|t| format!("  “{t}”"))
+                .unwrap_or_default(),
             if s.archived { "  [archived]" } else { "" }
         )?;
     }

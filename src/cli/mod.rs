@@ -198,12 +198,12 @@ pub fn run(cli: Cli) -> Result<()> {
     // Transcripts Claude Code deleted are read from the archive, by every command.
     ghola::index::archive::install(&index_dir);
     match cli.command {
-        Command::Projects { json } => history::projects(&claude_dir, json),
+        Command::Projects { json } => history::projects(&claude_dir, &index_dir, json),
         Command::Sessions {
             project,
             global,
             json,
-        } => history::sessions(&claude_dir, project, global, json),
+        } => history::sessions(&claude_dir, &index_dir, project, global, json),
         Command::Show {
             session,
             window,

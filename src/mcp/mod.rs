@@ -49,6 +49,8 @@ pub struct GholaServer {
     model_error: Arc<Mutex<Option<String>>>,
     /// Set when the keyword-first pass over the history has finished (or failed); searches wait for it.
     first_pass: Arc<(Mutex<bool>, Condvar)>,
+    /// The history's listing, kept between calls: a listing tool re-reads only the sessions whose files changed.
+    listing: Arc<Mutex<Option<catalog::Listing>>>,
 }
 
 /// How long a search that arrives during the first, keyword-only pass waits for it before answering with what
@@ -376,6 +378,7 @@ impl GholaServer {
             embedder: Arc::new(OnceLock::new()),
             model_error: Arc::new(Mutex::new(None)),
             first_pass: Arc::new((Mutex::new(false), Condvar::new())),
+            listing: Arc::new(Mutex::new(None)),
         };
         let bg = server.clone();
         std::thread::Builder::new()
@@ -383,6 +386,20 @@ impl GholaServer {
             .spawn(move || bg.keep_fresh())
             .expect("spawning the indexer thread");
         server
+    }
+
+    /// Runs `f` on the history's listing, brought up to date first (a `stat` per transcript file; only changed
+    /// sessions are read again, and the cache in the index folder is kept for the next process).
+    fn with_listing<R>(&self, f: impl FnOnce(&catalog::Listing) -> R) -> R {
+        let mut kept = self.listing.lock().unwrap_or_else(|e| e.into_inner());
+        let fresh = catalog::Listing::refresh(
+            &self.cfg.claude_dir,
+            Some(&self.cfg.index_dir.join(catalog::CACHE_FILE)),
+            kept.take(),
+        );
+        let out = f(&fresh);
+        *kept = Some(fresh);
+        out
     }
 
     /// Waits at most `limit` for the first pass; returns whether it is done.
@@ -472,6 +489,8 @@ impl GholaServer {
             *done.lock().unwrap_or_else(|e| e.into_inner()) = true;
             cv.notify_all();
         }
+        // The listing tools answer from memory from now on.
+        self.with_listing(|_| ());
         let changes = watch(&self.cfg.claude_dir);
         loop {
             let mut more = false;
@@ -693,12 +712,11 @@ impl GholaServer {
         message count, last activity and git branches."
     )]
     async fn duncan_projects(&self, Parameters(a): Parameters<PageArgs>) -> CallToolResult {
-        let cfg = self.cfg.clone();
+        let me = self.clone();
         let r = tokio::task::spawn_blocking(move || -> Result<String, String> {
             let offset = non_negative(a.offset, "offset", 0)?;
             let limit = non_negative(a.limit, "limit", 100)?.clamp(1, 500);
-            let (sessions, _) = transcript::load_all(&cfg.claude_dir);
-            let all = catalog::projects(&sessions);
+            let all = me.with_listing(|l| l.projects());
             let total = all.len();
             let page: Vec<_> = all.into_iter().skip(offset).take(limit).collect();
             let v = serde_json::json!({"projects": page, "total": total, "offset": offset,
@@ -714,12 +732,12 @@ impl GholaServer {
         window counts: mode \"project\" (default, the current project) or \"global\"."
     )]
     async fn duncan_list_sessions(&self, Parameters(a): Parameters<ListArgs>) -> CallToolResult {
-        let cfg = self.cfg.clone();
+        let me = self.clone();
         let r = tokio::task::spawn_blocking(move || -> Result<String, String> {
             let offset = non_negative(a.offset, "offset", 0)?;
             let limit = non_negative(a.limit, "limit", 20)?.clamp(1, 200);
             let project = match a.mode.as_deref().unwrap_or("project") {
-                "project" => Some(a.project.unwrap_or_else(|| cfg.project.clone())),
+                "project" => Some(a.project.unwrap_or_else(|| me.cfg.project.clone())),
                 "global" => None,
                 other => {
                     return Err(format!(
@@ -727,16 +745,18 @@ impl GholaServer {
                     ));
                 }
             };
-            let (sessions, _) = transcript::load_all(&cfg.claude_dir);
-            let list = catalog::sessions_in(&sessions, project.as_deref());
-            let page: Vec<_> = list
-                .iter()
-                .skip(offset)
-                .take(limit)
-                .map(|s| catalog::SessionSummary::of(s))
-                .collect();
-            let v = serde_json::json!({"sessions": page, "total": list.len(), "offset": offset,
-                "has_more": offset + limit < list.len()});
+            let (page, total) = me.with_listing(|l| {
+                let list = l.sessions_in(project.as_deref());
+                let page: Vec<catalog::SessionSummary> = list
+                    .iter()
+                    .skip(offset)
+                    .take(limit)
+                    .map(|s| (*s).clone())
+                    .collect();
+                (page, list.len())
+            });
+            let v = serde_json::json!({"sessions": page, "total": total, "offset": offset,
+                "has_more": offset + limit < total});
             Ok(bounded(v, "sessions", offset))
         })
         .await;

@@ -301,7 +301,14 @@ pub fn route(req: &QueryRequest, ctx: &RouteContext) -> Result<(Vec<Target>, Vec
             })?]
         }
         super::Mode::Project | super::Mode::Global | super::Mode::Branch => {
-            let sessions = transcript::load_sessions(&found.sessions);
+            // From the listing (sessions read again only when their files changed), newest first.
+            let listing = transcript::catalog::Listing::refresh(
+                ctx.claude_dir,
+                Some(&ctx.index_dir.join(transcript::catalog::CACHE_FILE)),
+                None,
+            );
+            let sessions: Vec<&transcript::catalog::SessionSummary> =
+                listing.sessions.iter().map(|l| &l.summary).collect();
             let scope = if req.mode == super::Mode::Global {
                 None
             } else {
@@ -313,7 +320,7 @@ pub fn route(req: &QueryRequest, ctx: &RouteContext) -> Result<(Vec<Target>, Vec
                     sessions
                         .iter()
                         .find(|s| s.session_id == id)
-                        .and_then(|s| s.git_branch().map(str::to_owned))
+                        .and_then(|s| s.git_branch.clone())
                 });
                 Some(b.ok_or(
                     "mode 'branch' needs git_branch (or a calling session whose branch is known)",
@@ -325,8 +332,10 @@ pub fn route(req: &QueryRequest, ctx: &RouteContext) -> Result<(Vec<Target>, Vec
             for s in &sessions {
                 if Some(s.session_id.as_str()) == ctx.calling_session
                     || scope.as_deref().is_some_and(|p| !is_within(&s.project, p))
-                    || branch.as_deref().is_some_and(|b| s.git_branch() != Some(b))
-                    || s.messages.is_empty()
+                    || branch
+                        .as_deref()
+                        .is_some_and(|b| s.git_branch.as_deref() != Some(b))
+                    || s.messages == 0
                 {
                     continue;
                 }

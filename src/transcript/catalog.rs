@@ -1,14 +1,17 @@
 //! Summaries of sessions and projects: the shapes `ghola sessions`/`ghola projects` print and the MCP
-//! listing tools return, built in one place so the two surfaces never disagree.
+//! listing tools return, built in one place so the two surfaces never disagree, and the [`Listing`] they come
+//! from: a session is parsed once, then listed from a cache until one of its files changes.
 
+use super::discover::{Discovery, SessionFiles};
 use super::is_within;
 use super::session::{FileStatus, Session};
 use chrono::{DateTime, Utc};
-use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
 
 /// One subagent run of a session.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SubagentSummary {
     pub agent_id: String,
     pub agent_type: Option<String>,
@@ -16,7 +19,7 @@ pub struct SubagentSummary {
 }
 
 /// One session, as listed by `ghola sessions --json`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SessionSummary {
     pub session_id: String,
     pub project: String,
@@ -79,42 +82,204 @@ pub struct ProjectSummary {
     pub archived_sessions: usize,
 }
 
-/// Projects with their sessions, most recently active first.
-pub fn projects(sessions: &[Session]) -> Vec<ProjectSummary> {
-    let mut by: BTreeMap<&str, (ProjectSummary, BTreeSet<String>)> = BTreeMap::new();
-    for s in sessions {
-        let (p, branches) = by.entry(s.project.as_str()).or_insert_with(|| {
-            let summary = ProjectSummary {
-                project: s.project.clone(),
-                sessions: 0,
-                messages: 0,
-                last_activity: None,
-                branches: Vec::new(),
-                archived_sessions: 0,
-            };
-            (summary, BTreeSet::new())
-        });
-        p.sessions += 1;
-        p.archived_sessions += usize::from(s.archived);
-        p.messages += s.all_messages().count();
-        p.last_activity = p.last_activity.max(s.time_range().1);
-        branches.extend(s.all_messages().filter_map(|m| m.git_branch.clone()));
-    }
-    let mut out: Vec<ProjectSummary> = by
-        .into_values()
-        .map(|(mut p, branches)| {
-            p.branches = branches.into_iter().collect();
-            p
-        })
-        .collect();
-    out.sort_by_key(|p| std::cmp::Reverse(p.last_activity));
-    out
+/// What a listing keeps of one session: its summary, what the project listing adds up, and the fingerprint of the
+/// files it was read from. A listing reads a session again only when that fingerprint changed, so listing a large
+/// history costs a directory walk and a `stat` per file, not a parse of every transcript.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Listed {
+    /// The `projects/<escaped-cwd>` folder the session is in (with the id, what identifies it).
+    pub project_dir: PathBuf,
+    files: Vec<FileStamp>,
+    pub summary: SessionSummary,
+    /// Messages of the main conversation and of subagents.
+    pub all_messages: usize,
+    /// Every git branch its messages name, sorted.
+    pub branches: Vec<String>,
 }
 
-/// The sessions of a project (its directory or below), or all of them when `project` is `None`.
-pub fn sessions_in<'a>(sessions: &'a [Session], project: Option<&str>) -> Vec<&'a Session> {
-    sessions
-        .iter()
-        .filter(|s| project.is_none_or(|p| is_within(&s.project, p)))
+/// A file's size and modification time when it was read; a file read from the archive (gone from disk) is
+/// stamped `u64::MAX`, 0.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct FileStamp {
+    path: PathBuf,
+    size: u64,
+    mtime_ns: i128,
+}
+
+fn stamps(files: &SessionFiles) -> Vec<FileStamp> {
+    files
+        .all_files()
+        .map(|p| {
+            let (size, mtime_ns) = std::fs::metadata(p).map_or((u64::MAX, 0), |m| {
+                let t = m
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map_or(0, |d| d.as_nanos() as i128);
+                (m.len(), t)
+            });
+            FileStamp {
+                path: p.to_path_buf(),
+                size,
+                mtime_ns,
+            }
+        })
         .collect()
+}
+
+impl Listed {
+    /// Lists a loaded session, read from files stamped `files`.
+    fn of(s: &Session, project_dir: &Path, files: Vec<FileStamp>) -> Self {
+        let branches: BTreeSet<String> = s
+            .all_messages()
+            .filter_map(|m| m.git_branch.clone())
+            .collect();
+        Listed {
+            project_dir: project_dir.to_path_buf(),
+            files,
+            summary: SessionSummary::of(s),
+            all_messages: s.all_messages().count(),
+            branches: branches.into_iter().collect(),
+        }
+    }
+}
+
+/// The listing cache's file name, in the index folder (the CLI and the server share it).
+pub const CACHE_FILE: &str = "listing.json";
+
+/// The version of the listing cache's layout; a cache of another version is read as empty.
+const CACHE_VERSION: u32 = 1;
+
+#[derive(Serialize, Deserialize)]
+struct CacheFile {
+    version: u32,
+    sessions: Vec<Listed>,
+}
+
+/// Every session under a Claude config dir (archived ones included), newest first, and what discovery could
+/// not read. Built by [`Listing::refresh`].
+#[derive(Debug, Clone, Default)]
+pub struct Listing {
+    pub sessions: Vec<Listed>,
+    pub discovery: Discovery,
+}
+
+impl Listing {
+    /// Lists the history under `claude_dir`, reusing what `previous` (a listing kept in memory, as the MCP
+    /// server does) or else the cache file `cache` holds for every session whose files are unchanged, and
+    /// reading the others (in parallel). The cache file, when given, is rewritten (atomically) if anything
+    /// changed; a missing, damaged or foreign cache is read as empty: it is only a cache.
+    pub fn refresh(claude_dir: &Path, cache: Option<&Path>, previous: Option<Listing>) -> Listing {
+        use rayon::prelude::*;
+        let found = super::source::discover_all(claude_dir);
+        let known = match previous {
+            Some(p) => p.sessions,
+            None => cache.map(read_cache).unwrap_or_default(),
+        };
+        let mut old: HashMap<(PathBuf, String), Listed> = known
+            .into_iter()
+            .map(|l| ((l.project_dir.clone(), l.summary.session_id.clone()), l))
+            .collect();
+        let mut kept = Vec::with_capacity(found.sessions.len());
+        let mut todo = Vec::new();
+        for f in &found.sessions {
+            let now = stamps(f);
+            match old.remove(&(f.project_dir.clone(), f.session_id.clone())) {
+                Some(l) if l.files == now && l.summary.archived == f.archived => kept.push(l),
+                _ => todo.push((f, now)),
+            }
+        }
+        let changed = !todo.is_empty() || !old.is_empty();
+        let fresh: Vec<Listed> = todo
+            .into_par_iter()
+            .map(|(f, now)| Listed::of(&super::load_session(f), &f.project_dir, now))
+            .collect();
+        kept.extend(fresh);
+        kept.sort_by(|a, b| {
+            b.summary
+                .last_timestamp
+                .cmp(&a.summary.last_timestamp)
+                .then_with(|| a.summary.session_id.cmp(&b.summary.session_id))
+        });
+        if changed && let Some(path) = cache {
+            write_cache(path, &kept);
+        }
+        Listing {
+            sessions: kept,
+            discovery: found,
+        }
+    }
+
+    /// Projects with their sessions, most recently active first.
+    pub fn projects(&self) -> Vec<ProjectSummary> {
+        let mut by: BTreeMap<&str, (ProjectSummary, BTreeSet<&str>)> = BTreeMap::new();
+        for l in &self.sessions {
+            let s = &l.summary;
+            let (p, branches) = by.entry(s.project.as_str()).or_insert_with(|| {
+                let summary = ProjectSummary {
+                    project: s.project.clone(),
+                    sessions: 0,
+                    messages: 0,
+                    last_activity: None,
+                    branches: Vec::new(),
+                    archived_sessions: 0,
+                };
+                (summary, BTreeSet::new())
+            });
+            p.sessions += 1;
+            p.archived_sessions += usize::from(s.archived);
+            p.messages += l.all_messages;
+            p.last_activity = p.last_activity.max(s.last_timestamp);
+            branches.extend(l.branches.iter().map(String::as_str));
+        }
+        let mut out: Vec<ProjectSummary> = by
+            .into_values()
+            .map(|(mut p, branches)| {
+                p.branches = branches.into_iter().map(str::to_owned).collect();
+                p
+            })
+            .collect();
+        out.sort_by_key(|p| std::cmp::Reverse(p.last_activity));
+        out
+    }
+
+    /// The sessions of a project (its directory or below), or all of them when `project` is `None`, newest first.
+    pub fn sessions_in(&self, project: Option<&str>) -> Vec<&SessionSummary> {
+        self.sessions
+            .iter()
+            .map(|l| &l.summary)
+            .filter(|s| project.is_none_or(|p| is_within(&s.project, p)))
+            .collect()
+    }
+}
+
+fn read_cache(path: &Path) -> Vec<Listed> {
+    let Ok(bytes) = std::fs::read(path) else {
+        return Vec::new();
+    };
+    match serde_json::from_slice::<CacheFile>(&bytes) {
+        Ok(c) if c.version == CACHE_VERSION => c.sessions,
+        Ok(_) => Vec::new(),
+        Err(e) => {
+            tracing::warn!(
+                "listing cache {} unreadable ({e}); rebuilding it",
+                path.display()
+            );
+            Vec::new()
+        }
+    }
+}
+
+fn write_cache(path: &Path, sessions: &[Listed]) {
+    let file = CacheFile {
+        version: CACHE_VERSION,
+        sessions: sessions.to_vec(),
+    };
+    let written = serde_json::to_vec(&file)
+        .map_err(std::io::Error::other)
+        .and_then(|bytes| crate::atomic::write_atomic(path, &bytes));
+    if let Err(e) = written {
+        // A listing without its cache is only slower next time.
+        tracing::warn!("cannot write the listing cache {}: {e}", path.display());
+    }
 }

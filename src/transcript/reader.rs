@@ -14,7 +14,7 @@
 //! kernel into that buffer) and parsed in place.
 
 use super::entry::{LineKind, RawEntry, is_known_bookkeeping, is_wanted, peek_type};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
@@ -27,7 +27,7 @@ const INITIAL_BUFFER: usize = 256 * 1024;
 pub const MAX_LINE_BYTES: usize = 256 * 1024 * 1024;
 
 /// What reading one file found wrong or skipped; shown per file by `ghola sessions --json`.
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct FileReport {
     /// Complete lines read (each ending in a newline).
     pub lines: u64,

@@ -20,7 +20,7 @@ pub struct Subagent {
 }
 
 /// One file's read report, for `ghola sessions --json`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct FileStatus {
     pub path: PathBuf,
     /// Where reading started (0 unless resumed).
