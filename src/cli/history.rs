@@ -56,9 +56,11 @@ pub fn project_dir(project: Option<PathBuf>) -> Result<String> {
     // `absolute` would turn a Windows path into a relative one on Unix, and `/home/me/app` into `Z:\home\me\app`
     // on Windows. It is compared in its normal form (`transcript::is_within`); only a relative path (or the
     // current directory) is made absolute here.
-    let written_absolute =
-        text.starts_with('/') || transcript::project_path::is_windows_path(&text);
-    let dir = if written_absolute {
+    // A relative path that is not a folder here is a project name as `ghola projects` printed it (a session
+    // without a `cwd` is listed under its folder's name): taken as written too.
+    let as_written =
+        text.starts_with('/') || transcript::project_path::is_windows_path(&text) || !dir.is_dir();
+    let dir = if as_written {
         dir
     } else {
         std::path::absolute(&dir).unwrap_or(dir)

@@ -171,7 +171,10 @@ pub fn write_task_log(dir: &Path, log: &mut TaskLog) -> Result<PathBuf, NotesErr
             .create_new(true)
             .open(&path)
         {
-            Ok(_) => {
+            Ok(claimed) => {
+                // The empty file only claims the number; it is closed before being replaced, as Windows
+                // refuses to rename over a file that is still open.
+                drop(claimed);
                 let json = serde_json::to_vec_pretty(log)
                     .map_err(|e| NotesError::Invalid(e.to_string()))?;
                 write_atomic(&path, &json)?;
