@@ -16,7 +16,7 @@ fn listing(claude_dir: &Path, index_dir: &Path) -> Listing {
 
 pub fn projects(claude_dir: &Path, index_dir: &Path, json: bool) -> Result<()> {
     let list = listing(claude_dir, index_dir).projects();
-    let mut out = std::io::stdout().lock();
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if json {
         serde_json::to_writer_pretty(&mut out, &json!({ "projects": list }))?;
         writeln!(out)?;
@@ -88,7 +88,7 @@ pub fn sessions(
     };
     let all = listing(claude_dir, index_dir);
     let summaries = all.sessions_in(scope.as_deref());
-    let mut out = std::io::stdout().lock();
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if json {
         serde_json::to_writer_pretty(&mut out, &json!({ "sessions": summaries }))?;
         writeln!(out)?;
@@ -169,7 +169,7 @@ pub fn show(
         );
         messages.sort_by_key(|m| m.timestamp);
     }
-    let mut out = std::io::stdout().lock();
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if json {
         serde_json::to_writer_pretty(
             &mut out,

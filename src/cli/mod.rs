@@ -2,6 +2,7 @@
 //! over a library call, the same one the MCP server uses.
 
 pub mod bench;
+mod bench_listing;
 mod bench_scale;
 mod duncan;
 mod history;

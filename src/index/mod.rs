@@ -12,11 +12,14 @@ mod merge;
 pub mod migrate;
 pub mod records;
 pub mod render;
+mod resume;
 pub mod rows;
+mod scan;
 pub mod segment;
 pub mod snapshot;
 pub mod terms;
 pub mod update;
+mod vectors;
 mod writer;
 
 pub use embed_pass::{EmbedProgress, EmbedSummary, embed_pending, messages_waiting};

@@ -10,14 +10,15 @@
 
 use super::lexical::Lexical;
 use super::records::{FileState, Manifest, Resume};
+use super::scan::{Change, scan};
 use super::snapshot::{DAMAGE_SEEN, MANIFEST, Snapshot, read_manifest};
-use super::writer::{Live, Writer, hash64};
+use super::writer::{Live, Writer};
 use super::{ChunkEmbedder, IndexError};
-use crate::transcript::{self, ReadPlan, SessionFiles, Start};
+use crate::transcript::{self, ReadPlan, Start};
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
-use std::path::{Path, PathBuf};
-use std::time::{Instant, SystemTime};
+use std::path::Path;
+use std::time::Instant;
 
 /// How an update behaves.
 #[derive(Debug, Clone, Copy)]
@@ -117,24 +118,6 @@ pub struct UpdateSummary {
     /// With `verify`: what is wrong with the archive (it is kept as it is: it may be the only copy).
     pub archive_damage: Option<String>,
     pub seconds: f64,
-}
-
-fn mtime_ns(m: &std::fs::Metadata) -> i128 {
-    m.modified()
-        .ok()
-        .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos() as i128)
-}
-
-/// Bytes of a file's head that its fingerprint covers.
-const HEAD_BYTES: u64 = 4096;
-
-/// Hash of the first `len` (at most [`HEAD_BYTES`]) bytes of a file.
-fn head_hash(path: &Path, len: u64) -> u64 {
-    use std::io::Read;
-    let mut buf = Vec::with_capacity(HEAD_BYTES as usize);
-    let _ = File::open(path).and_then(|f| f.take(len.min(HEAD_BYTES)).read_to_end(&mut buf));
-    hash64(&[&buf])
 }
 
 /// Takes the index lock: exclusive, held until the returned file is dropped.
@@ -238,145 +221,6 @@ fn index_is_sound(dir: &Path, manifest: &Manifest, embedder: Option<&dyn ChunkEm
         && segments_untouched(dir)
         && Lexical::open(&dir.join("lexical"))
             .is_ok_and(|l| l.generation() == Some(manifest.generation))
-}
-
-/// How a transcript file stands against its fingerprint.
-enum Change {
-    Same,
-    New,
-    /// Grown with the same head, and resumable from this state.
-    Grown(Resume),
-    /// Shrunk, rewritten, reappeared, or not resumable: read whole, on the full path.
-    Rewritten,
-}
-
-/// A session with changed files: its newest mtime (newest sessions are indexed first), its files, each file's
-/// change and new fingerprint.
-struct Changed<'a> {
-    newest: i128,
-    files: &'a SessionFiles,
-    changes: Vec<(PathBuf, Change, FileState)>,
-}
-
-/// Compares every transcript on disk with the manifest's fingerprints (a `stat` each; the head of changed files
-/// only). Returns the sessions with changes and the paths seen.
-fn scan<'a>(
-    sessions: &'a [SessionFiles],
-    manifest: Option<&Manifest>,
-    archived_only: &HashMap<String, u64>,
-    summary: &mut super::UpdateSummary,
-) -> (Vec<Changed<'a>>, HashSet<String>) {
-    let by_path: HashMap<&str, &FileState> = manifest
-        .map(|m| m.files.iter().map(|f| (f.path.as_str(), f)).collect())
-        .unwrap_or_default();
-    let mut changed = Vec::new();
-    let mut on_disk = HashSet::new();
-    for s in sessions {
-        let mut changes = Vec::new();
-        let mut any = false;
-        let mut newest = 0i128;
-        for path in s.all_files() {
-            summary.files_seen += 1;
-            let key = path.display().to_string();
-            let (size, mtime) = match std::fs::metadata(path) {
-                Ok(meta) => {
-                    on_disk.insert(key.clone());
-                    (meta.len(), mtime_ns(&meta))
-                }
-                Err(_) => {
-                    // Gone from disk: only a file the index does not know yet (an index rebuilt after damage)
-                    // is read back, from the archive, as a deleted source.
-                    if let Some(&size) = archived_only.get(&key)
-                        && !by_path.contains_key(key.as_str())
-                    {
-                        any = true;
-                        changes.push((
-                            path.to_path_buf(),
-                            Change::New,
-                            FileState {
-                                path: key.clone(),
-                                session_id: s.session_id.clone(),
-                                size,
-                                mtime_ns: 0,
-                                consumed: 0,
-                                head_hash: 0,
-                                deleted: true,
-                                resume: None,
-                            },
-                        ));
-                    }
-                    continue;
-                }
-            };
-            newest = newest.max(mtime);
-            let fresh = |head_hash| FileState {
-                path: key.clone(),
-                session_id: s.session_id.clone(),
-                size,
-                mtime_ns: mtime,
-                consumed: 0,
-                head_hash,
-                deleted: false,
-                resume: None,
-            };
-            let change = match by_path.get(key.as_str()) {
-                Some(old)
-                    if old.size == size
-                        && old.mtime_ns == mtime
-                        && !old.deleted
-                        && !tail_became_readable(path, old) =>
-                {
-                    changes.push((path.to_path_buf(), Change::Same, (*old).clone()));
-                    continue;
-                }
-                None => Change::New,
-                Some(old) => {
-                    let same_head = old.head_hash == head_hash(path, old.size);
-                    match &old.resume {
-                        Some(r)
-                            if !old.deleted
-                                && same_head
-                                && size >= old.consumed
-                                && r.offset <= old.consumed =>
-                        {
-                            Change::Grown(r.clone())
-                        }
-                        _ => Change::Rewritten,
-                    }
-                }
-            };
-            any = true;
-            changes.push((path.to_path_buf(), change, fresh(head_hash(path, size))));
-        }
-        if any {
-            changed.push(Changed {
-                newest,
-                files: s,
-                changes,
-            });
-        }
-    }
-    changed.sort_by_key(|c| std::cmp::Reverse(c.newest));
-    (changed, on_disk)
-}
-
-/// Whether an unchanged file has a last line without a newline that the reader now consumes (an index made
-/// before complete unterminated lines were read left them pending): such a file is read again from its resume
-/// point. Only files with pending bytes are opened, and only their tail is read.
-fn tail_became_readable(path: &Path, old: &FileState) -> bool {
-    let pending = old.size.saturating_sub(old.consumed);
-    if pending == 0 || pending > transcript::MAX_LINE_BYTES as u64 {
-        return false;
-    }
-    let read = || -> std::io::Result<Vec<u8>> {
-        use std::io::{Read, Seek};
-        let mut f = std::fs::File::open(path)?;
-        f.seek(std::io::SeekFrom::Start(old.consumed))?;
-        let mut tail = Vec::with_capacity(pending as usize);
-        f.take(pending).read_to_end(&mut tail)?;
-        Ok(tail)
-    };
-    read().is_ok_and(|tail| !tail.contains(&b'\n') && transcript::is_complete_line(&tail))
 }
 
 /// Brings the index in `dir` up to date with the transcripts under `claude_dir`.

@@ -16,15 +16,18 @@ use rmcp::model::{
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
-use schemars::JsonSchema;
-use serde::Deserialize;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Duration;
 
+mod args;
 mod page;
+mod watch;
+
+use watch::{SAFETY_POLL, wait_for_change, watch};
+
+pub use args::{DuncanArgs, ListArgs, NotesArgs, PageArgs, SearchArgs, SessionArgs};
 
 /// Where the server finds things, and who is calling.
 #[derive(Debug, Clone)]
@@ -84,114 +87,6 @@ impl crate::embed::download::DownloadProgress for LogProgress {
         }
     }
     fn finish(&mut self) {}
-}
-
-/// Arguments of the search tools.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct SearchArgs {
-    /// What to look for: words, an error message, a file path, a function name, or a question.
-    pub query: String,
-    /// Project directory to search (sessions started in it or below). Default: the current project.
-    /// Ignored by search_global_history.
-    pub project: Option<String>,
-    /// Only messages at or after this time (ISO 8601; a date alone is that local day).
-    pub after: Option<String>,
-    /// Only messages before this time (ISO 8601, exclusive).
-    pub before: Option<String>,
-    /// Messages of context before and after each hit (default 3, at most 20).
-    pub context_before_after: Option<i64>,
-    /// Minimum semantic similarity (0..1) for a hit that matches no query word (default 0.2).
-    pub threshold: Option<f64>,
-    /// Leave out hits scoring under this fraction (0..1) of the best hit's score (default 0.55; 0 keeps every hit).
-    pub relative_floor: Option<f64>,
-    /// Number of results (default 10, at most 100).
-    pub max_results: Option<i64>,
-    /// Results to skip, for paging (default 0).
-    pub offset: Option<i64>,
-    /// Include subagent conversations (default true).
-    pub include_subagents: Option<bool>,
-}
-
-/// Arguments of get_session_detail.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct SessionArgs {
-    /// Session id (a uuid, or a unique prefix of one), e.g. from a search hit.
-    pub session_id: String,
-    /// Only this compaction window (0 = before the first compaction).
-    pub window: Option<u32>,
-    /// Messages to skip (default 0).
-    pub offset: Option<i64>,
-    /// Messages to return (default 50, at most 200).
-    pub limit: Option<i64>,
-}
-
-/// Arguments of duncan_list_sessions.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct ListArgs {
-    /// "project" (default: the current project) or "global".
-    pub mode: Option<String>,
-    /// Project directory for mode "project".
-    pub project: Option<String>,
-    /// Sessions to return (default 20, at most 200).
-    pub limit: Option<i64>,
-    /// Sessions to skip (default 0).
-    pub offset: Option<i64>,
-}
-
-/// Arguments of duncan_projects (all optional).
-#[derive(Debug, Default, Deserialize, JsonSchema)]
-pub struct PageArgs {
-    /// Projects to return (default 100, at most 500).
-    pub limit: Option<i64>,
-    /// Projects to skip (default 0).
-    pub offset: Option<i64>,
-}
-
-/// Arguments of project_notes.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct NotesArgs {
-    /// "architecture", "decisions", "failures" or "plan" (default: all four).
-    pub category: Option<String>,
-    /// Project directory (default: the current project).
-    pub project: Option<String>,
-    /// Notes to return (default 50, at most 200).
-    pub limit: Option<i64>,
-    /// Notes to skip (default 0).
-    pub offset: Option<i64>,
-}
-
-/// Arguments of duncan_query.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct DuncanArgs {
-    /// The question for the past sessions, phrased as you would ask a colleague who was there.
-    pub question: String,
-    /// How sessions are chosen: "search" (default: the windows behind the top search hits for the
-    /// question), "session" (session_id, optionally window), "project" / "global" (newest sessions first),
-    /// "branch" (sessions of git_branch), "ancestors" (this session's compacted windows), "subagents" (this
-    /// session's subagents), "self" (copies of this session's current window).
-    pub mode: Option<String>,
-    /// "project" (default) or "global": where mode "search" looks.
-    pub scope: Option<String>,
-    /// Project directory (default: the current project).
-    pub project: Option<String>,
-    /// Session id or unique prefix, for mode "session" (e.g. from a search hit).
-    pub session_id: Option<String>,
-    /// Compaction window of that session (default: its latest).
-    pub window: Option<i64>,
-    /// Git branch for mode "branch" (default: this session's).
-    pub git_branch: Option<String>,
-    /// Windows to ask (default 5, at most 50).
-    pub limit: Option<i64>,
-    /// Windows to skip, for paging (default 0).
-    pub offset: Option<i64>,
-    /// Samples for mode "self" (default 3, at most 10).
-    pub copies: Option<i64>,
-    /// Windows asked at once (default 5, at most 20).
-    pub batch_size: Option<i64>,
-    /// Include subagent transcripts (default true).
-    pub include_subagents: Option<bool>,
-    /// Model for every window (default: the model each session used).
-    pub model: Option<String>,
 }
 
 fn text_result(s: String) -> CallToolResult {
@@ -761,61 +656,6 @@ impl GholaServer {
         })
         .await;
         blocking_result(r)
-    }
-}
-
-/// A file watcher on the Claude dir's `projects/` (recursive) that signals each change; `None` when the platform
-/// or the directory does not allow one (then the loop polls).
-fn watch(claude_dir: &std::path::Path) -> Option<(notify::RecommendedWatcher, mpsc::Receiver<()>)> {
-    use notify::{RecursiveMode, Watcher};
-    let projects = claude_dir.join("projects");
-    if let Err(e) = std::fs::create_dir_all(&projects) {
-        tracing::warn!(
-            "cannot create {} ({e}); polling instead of watching",
-            projects.display()
-        );
-        return None;
-    }
-    let (tx, rx) = mpsc::channel();
-    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        if let Ok(e) = event
-            && !matches!(e.kind, notify::EventKind::Access(_))
-        {
-            let _ = tx.send(());
-        }
-    })
-    .map_err(|e| tracing::warn!("no file watcher ({e}); polling instead"))
-    .ok()?;
-    watcher
-        .watch(&projects, RecursiveMode::Recursive)
-        .map_err(|e| tracing::warn!("cannot watch {} ({e}); polling instead", projects.display()))
-        .ok()?;
-    Some((watcher, rx))
-}
-
-/// How long events are gathered after the first one before indexing (a burst of appended lines is one update).
-const DEBOUNCE: Duration = Duration::from_millis(300);
-/// With a watcher, a full check still runs this often, in case an event was lost.
-const SAFETY_POLL: Duration = Duration::from_secs(60);
-
-/// Blocks until the watched tree changed (then debounces), or until the polling interval (or `most`) passes.
-fn wait_for_change(
-    watch: Option<&(notify::RecommendedWatcher, mpsc::Receiver<()>)>,
-    poll_seconds: u64,
-    most: Duration,
-) {
-    let Some((_, rx)) = watch else {
-        std::thread::sleep(Duration::from_secs(poll_seconds.max(1)).min(most));
-        return;
-    };
-    if rx.recv_timeout(most).is_ok() {
-        let until = std::time::Instant::now() + DEBOUNCE;
-        while let Some(left) = until.checked_duration_since(std::time::Instant::now()) {
-            if rx.recv_timeout(left).is_err() {
-                break;
-            }
-        }
-        while rx.try_recv().is_ok() {}
     }
 }
 

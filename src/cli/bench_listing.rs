@@ -1,0 +1,81 @@
+//! `ghola bench search`'s listing lines: what `ghola projects`, `ghola sessions` and the server's listing tools
+//! cost on a synthetic history, cold and warm.
+
+use anyhow::Result;
+use std::path::Path;
+use std::time::Instant;
+
+/// The listings at `n` messages: cold `ghola projects --json` and `ghola sessions --global --json` processes
+/// (the first without the listing cache, as after an upgrade, then with it: what every later call pays), and the
+/// refresh a running server does per `duncan_projects` / `duncan_list_sessions` call (the listing kept in memory).
+pub fn listing_lines(n: usize, claude: &Path, idx: &Path) -> Result<()> {
+    use ghola::transcript::catalog::{CACHE_FILE, Listing};
+    let exe = std::env::current_exe()?;
+    let run = |args: &[&str]| -> Result<(f64, f64)> {
+        let t = Instant::now();
+        let out = std::process::Command::new(&exe)
+            .args(["--claude-dir", claude.to_str().unwrap_or_default()])
+            .args(["--index-dir", idx.to_str().unwrap_or_default()])
+            .args(args)
+            .env("GHOLA_REPORT_PEAK_RSS", "1")
+            .output()?;
+        anyhow::ensure!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let rss = String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .find_map(|l| l.strip_prefix("ghola-peak-rss-mib: ")?.parse::<f64>().ok())
+            .unwrap_or(f64::NAN);
+        Ok((t.elapsed().as_secs_f64(), rss))
+    };
+    let median = |args: &[&str]| -> Result<(f64, f64)> {
+        let mut runs = (0..3).map(|_| run(args)).collect::<Result<Vec<_>>>()?;
+        runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+        Ok(runs[1])
+    };
+    let _ = std::fs::remove_file(idx.join(CACHE_FILE));
+    let (first, first_rss) = run(&["projects", "--json"])?;
+    let (projects, projects_rss) = median(&["projects", "--json"])?;
+    let (sessions, sessions_rss) = median(&["sessions", "--global", "--json"])?;
+    let mut kept = Some(Listing::refresh(claude, Some(&idx.join(CACHE_FILE)), None));
+    let mut per_call = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        let l = Listing::refresh(claude, Some(&idx.join(CACHE_FILE)), kept.take());
+        let _ = (l.projects(), l.sessions_in(None).len());
+        per_call.push(t.elapsed().as_secs_f64());
+        kept = Some(l);
+    }
+    per_call.sort_by(f64::total_cmp);
+    // `get_session_detail`: discovery, then the one session asked for, read whole.
+    let mut detail = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        let found = ghola::transcript::source::discover_all(claude);
+        if let Some(f) = found.sessions.first() {
+            let s = ghola::transcript::load_session(f);
+            std::hint::black_box(s.messages.len());
+        }
+        detail.push(t.elapsed().as_secs_f64());
+    }
+    detail.sort_by(f64::total_cmp);
+    println!(
+        "{n:>9} messages: one session's detail (discovery, then its transcript read whole) {:.1} ms (median of 5)",
+        detail[2] * 1e3
+    );
+    println!(
+        "{n:>9} messages: listings: cold `ghola projects --json` {:.0} ms without the listing cache ({:.0} MiB), \
+         {:.0} ms with it ({:.0} MiB); cold `ghola sessions --global --json` {:.0} ms ({:.0} MiB); a running \
+         server's refresh per listing call {:.1} ms (median of 5)",
+        first * 1e3,
+        first_rss,
+        projects * 1e3,
+        projects_rss,
+        sessions * 1e3,
+        sessions_rss,
+        per_call[2] * 1e3
+    );
+    Ok(())
+}

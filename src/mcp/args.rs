@@ -1,0 +1,113 @@
+//! The MCP tools' arguments, as the model sends them: every field optional but the one a tool cannot do
+//! without, integers signed so that a negative one is refused with a message instead of failing to parse.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+/// Arguments of the search tools.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SearchArgs {
+    /// What to look for: words, an error message, a file path, a function name, or a question.
+    pub query: String,
+    /// Project directory to search (sessions started in it or below). Default: the current project.
+    /// Ignored by search_global_history.
+    pub project: Option<String>,
+    /// Only messages at or after this time (ISO 8601; a date alone is that local day).
+    pub after: Option<String>,
+    /// Only messages before this time (ISO 8601, exclusive).
+    pub before: Option<String>,
+    /// Messages of context before and after each hit (default 3, at most 20).
+    pub context_before_after: Option<i64>,
+    /// Minimum semantic similarity (0..1) for a hit that matches no query word (default 0.2).
+    pub threshold: Option<f64>,
+    /// Leave out hits scoring under this fraction (0..1) of the best hit's score (default 0.55; 0 keeps every hit).
+    pub relative_floor: Option<f64>,
+    /// Number of results (default 10, at most 100).
+    pub max_results: Option<i64>,
+    /// Results to skip, for paging (default 0).
+    pub offset: Option<i64>,
+    /// Include subagent conversations (default true).
+    pub include_subagents: Option<bool>,
+}
+
+/// Arguments of get_session_detail.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SessionArgs {
+    /// Session id (a uuid, or a unique prefix of one), e.g. from a search hit.
+    pub session_id: String,
+    /// Only this compaction window (0 = before the first compaction).
+    pub window: Option<u32>,
+    /// Messages to skip (default 0).
+    pub offset: Option<i64>,
+    /// Messages to return (default 50, at most 200).
+    pub limit: Option<i64>,
+}
+
+/// Arguments of duncan_list_sessions.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ListArgs {
+    /// "project" (default: the current project) or "global".
+    pub mode: Option<String>,
+    /// Project directory for mode "project".
+    pub project: Option<String>,
+    /// Sessions to return (default 20, at most 200).
+    pub limit: Option<i64>,
+    /// Sessions to skip (default 0).
+    pub offset: Option<i64>,
+}
+
+/// Arguments of duncan_projects (all optional).
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+pub struct PageArgs {
+    /// Projects to return (default 100, at most 500).
+    pub limit: Option<i64>,
+    /// Projects to skip (default 0).
+    pub offset: Option<i64>,
+}
+
+/// Arguments of project_notes.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct NotesArgs {
+    /// "architecture", "decisions", "failures" or "plan" (default: all four).
+    pub category: Option<String>,
+    /// Project directory (default: the current project).
+    pub project: Option<String>,
+    /// Notes to return (default 50, at most 200).
+    pub limit: Option<i64>,
+    /// Notes to skip (default 0).
+    pub offset: Option<i64>,
+}
+
+/// Arguments of duncan_query.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct DuncanArgs {
+    /// The question for the past sessions, phrased as you would ask a colleague who was there.
+    pub question: String,
+    /// How sessions are chosen: "search" (default: the windows behind the top search hits for the
+    /// question), "session" (session_id, optionally window), "project" / "global" (newest sessions first),
+    /// "branch" (sessions of git_branch), "ancestors" (this session's compacted windows), "subagents" (this
+    /// session's subagents), "self" (copies of this session's current window).
+    pub mode: Option<String>,
+    /// "project" (default) or "global": where mode "search" looks.
+    pub scope: Option<String>,
+    /// Project directory (default: the current project).
+    pub project: Option<String>,
+    /// Session id or unique prefix, for mode "session" (e.g. from a search hit).
+    pub session_id: Option<String>,
+    /// Compaction window of that session (default: its latest).
+    pub window: Option<i64>,
+    /// Git branch for mode "branch" (default: this session's).
+    pub git_branch: Option<String>,
+    /// Windows to ask (default 5, at most 50).
+    pub limit: Option<i64>,
+    /// Windows to skip, for paging (default 0).
+    pub offset: Option<i64>,
+    /// Samples for mode "self" (default 3, at most 10).
+    pub copies: Option<i64>,
+    /// Windows asked at once (default 5, at most 20).
+    pub batch_size: Option<i64>,
+    /// Include subagent transcripts (default true).
+    pub include_subagents: Option<bool>,
+    /// Model for every window (default: the model each session used).
+    pub model: Option<String>,
+}
