@@ -730,3 +730,50 @@ fn a_reader_between_the_lexical_commit_and_the_manifest_waits_for_them_to_agree(
         "the open waited for the two to agree"
     );
 }
+
+/// A reader that holds the index open (its segments mapped, as `ghola serve` does) while other processes
+/// publish, merge and forget: every writer succeeds, the held view keeps answering from what it mapped, and a
+/// reopen sees the new state. Runs on Linux and, through `.ci/windows/run`, under Wine, where a file that is open
+/// or mapped cannot always be deleted or renamed over.
+#[test]
+fn a_held_reader_survives_publishes_merges_and_forgets_by_other_processes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
+    many_sessions(&claude, 12, 10);
+    run_ok(
+        ghola(&claude, &idx)
+            .arg("index")
+            .env("GHOLA_PUBLISH_EVERY", "20"),
+    );
+    let held = Snapshot::open(&idx).unwrap();
+    let before = held.messages.len();
+    assert_eq!(before, 120);
+    let texts: Vec<String> = (0..before).map(|i| held.content(i).into_owned()).collect();
+    // More sessions, published in small pieces and merged, while the view is held.
+    for s in 12..30 {
+        write_session(&claude, &format!("sess{s:03}"), 10);
+    }
+    run_ok(
+        ghola(&claude, &idx)
+            .arg("index")
+            .env("GHOLA_PUBLISH_EVERY", "15"),
+    );
+    // A session forgotten for good (index, lexical postings, archive) while the view is still held.
+    let done = run_json(ghola(&claude, &idx).args(["forget", "sess003", "--yes", "--json"]));
+    assert_eq!(done["messages_removed"], 10, "{done}");
+    // The held view still reads everything it mapped.
+    for (i, t) in texts.iter().enumerate() {
+        assert_eq!(held.content(i), t.as_str());
+    }
+    drop(held);
+    // A fresh reader sees the new state; a later update leaves nothing behind and the index stays sound.
+    let now = Snapshot::open(&idx).unwrap();
+    assert_eq!(now.messages.len(), 290);
+    assert!((0..now.messages.len()).all(|i| now.session_id(i) != "sess003"));
+    drop(now);
+    run_ok(ghola(&claude, &idx).arg("index"));
+    let verified =
+        String::from_utf8(run_ok(ghola(&claude, &idx).args(["index", "--verify"]))).unwrap();
+    assert!(!verified.to_lowercase().contains("damage"), "{verified}");
+    assert_eq!(status(&claude, &idx)["messages"], 290);
+}
