@@ -8,6 +8,7 @@ pub mod config;
 pub mod embed;
 pub mod index;
 pub mod mcp;
+pub mod model;
 pub mod notes;
 pub mod replay;
 pub mod search;

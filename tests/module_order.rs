@@ -13,6 +13,7 @@ const ORDER: &[&[&str]] = &[
     &["settings"],
     &["index"],
     &["search"],
+    &["model"],
     &["replay"],
     &["notes"],
     &["work"],

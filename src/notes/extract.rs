@@ -9,7 +9,7 @@ use super::merge::{self, Findings, Origin, Similarity};
 use super::shape::{self, Chunk};
 use super::store::{Meta, NotesError, ProjectNotes, Store, WindowState, today, write_lock};
 use crate::index::snapshot::Snapshot;
-use crate::replay::backend::{Backend, BackendError, ToolCall};
+use crate::model::{Backend, BackendError, ToolCall};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::sync::atomic::AtomicBool;

@@ -10,7 +10,7 @@ use super::context::{HOOK_MAX_CHARS, compile_for};
 use super::store::Store;
 use super::worker::{Queued, anything_due, enqueue, safe_session, spawn_worker};
 use crate::index::snapshot::{NO_AGENT, Snapshot};
-pub use crate::replay::backend::headless::HOOKS_OFF_ENV;
+pub use crate::model::headless::HOOKS_OFF_ENV;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -155,7 +155,7 @@ pub fn model() -> String {
 }
 
 /// The backend extraction uses: `$GHOLA_NOTES_BACKEND`, else the settings file's `[notes] backend`.
-pub fn backend_choice() -> Result<crate::replay::backend::BackendChoice, String> {
+pub fn backend_choice() -> Result<crate::model::BackendChoice, String> {
     crate::config::non_empty_env("GHOLA_NOTES_BACKEND")
         .unwrap_or_else(|| crate::settings::load_or_default().notes_backend)
         .parse()
@@ -163,7 +163,7 @@ pub fn backend_choice() -> Result<crate::replay::backend::BackendChoice, String>
 
 /// What `backend_choice` means here, for a person: where extraction sends a window.
 pub fn backend_description() -> &'static str {
-    use crate::replay::backend::BackendChoice;
+    use crate::model::BackendChoice;
     match backend_choice() {
         Ok(BackendChoice::Api) => "the Anthropic API (ANTHROPIC_API_KEY)",
         Ok(BackendChoice::ClaudeCode) => "Claude Code (`claude -p`, your Claude Code login)",
@@ -244,7 +244,7 @@ pub fn work(cfg: &WorkerConfig, cancel: &AtomicBool) -> Result<Option<WorkReport
 
 fn work_locked(cfg: &WorkerConfig, cancel: &AtomicBool) -> Result<WorkReport, NotesError> {
     let mut report = WorkReport::default();
-    let mut backend: Option<Box<dyn crate::replay::Backend>> = None;
+    let mut backend: Option<Box<dyn crate::model::Backend>> = None;
     let mut sim: Option<Box<dyn Similarity>> = None;
     let mut failed_setup = false;
     // Hooks may queue more while we work: a few rounds pick those up.
@@ -271,8 +271,7 @@ fn work_locked(cfg: &WorkerConfig, cancel: &AtomicBool) -> Result<WorkReport, No
             break;
         }
         if backend.is_none() {
-            match backend_choice().and_then(|c| crate::replay::backend::choose(c, &cfg.claude_dir))
-            {
+            match backend_choice().and_then(|c| crate::model::choose(c, &cfg.claude_dir)) {
                 Ok(b) => backend = Some(b),
                 Err(why) => {
                     for (p, s, w) in &due {

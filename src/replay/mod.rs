@@ -4,8 +4,9 @@
 //! the top search hits), [`run`] asks them with bounded concurrency and re-ranks them by their answers, and
 //! [`log`] appends every answer to the query log.
 
-pub mod backend;
-pub mod conversation;
+/// The model client, which lives below duncan and notes (`crate::model`), under the names duncan's code uses.
+pub use crate::model as backend;
+pub use crate::model::conversation;
 pub mod log;
 pub mod route;
 pub mod run;

@@ -185,7 +185,7 @@ pub fn run(
     }
     let mut child = cmd.spawn()?;
     let pid = child.id();
-    let err_thread = crate::replay::backend::headless::drain(child.stderr.take());
+    let err_thread = crate::model::headless::drain(child.stderr.take());
     // A watcher stops the process group when asked; it exits when the task does.
     let done = Arc::new(AtomicBool::new(false));
     let watcher = {

@@ -1,11 +1,13 @@
-//! Where a replayed window is answered: the Anthropic Messages API ([`api`]) or headless Claude Code
-//! ([`headless`]). Both receive the same [`Prompt`] and must come back with a validated [`Answer`].
+//! The model client, below both duncan (`replay`) and notes: a past window rebuilt as a conversation for a
+//! model ([`conversation`]), and where it is answered — the Anthropic Messages API ([`api`]) or headless Claude
+//! Code ([`headless`]). Both receive the same [`Prompt`] and must come back with a validated [`Answer`].
 
 pub mod api;
+pub mod conversation;
 pub mod headless;
 
-use super::conversation::{ApiMessage, Block, Speaker};
 pub use crate::settings::BackendChoice;
+use conversation::{ApiMessage, Block, Speaker};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -290,6 +292,6 @@ mod tests {
         assert!(
             matches!(&m[2].content[0], Block::Text { text } if text.ends_with("Question: what?"))
         );
-        crate::replay::conversation::check(&m).unwrap();
+        super::conversation::check(&m).unwrap();
     }
 }

@@ -8,11 +8,11 @@
 //! authentication; ghola never reads its credentials. The staged file and the scratch folders are removed
 //! afterwards, whatever happens.
 
+use super::conversation::Speaker;
 use super::{
     Answer, Backend, BackendError, Prompt, ToolAnswer, ToolCall, Usage, answer_schema,
     check_cancel, parse_answer, question_text,
 };
-use crate::replay::conversation::Speaker;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
