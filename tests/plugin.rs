@@ -3,6 +3,8 @@
 //! then a whole `claude -p` turn against a loopback stand-in of the model whose scripted reply calls
 //! `search_project_history`, asserting on the tool result Claude Code sends back.
 //! The CLI comes from `.ci/run` (npm) or `$GHOLA_CLAUDE_BIN`; the test fails without it when `CI=true`.
+// The plugin's POSIX launcher and the Claude Code CLI from npm: Unix only (Windows: .ci/windows/run).
+#![cfg(unix)]
 
 mod common;
 

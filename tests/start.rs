@@ -2,6 +2,8 @@
 //! run and stream, task logs keep the session ids Claude Code reported, the second task starts with the notes
 //! extracted from the first and (summary mode) its summary, `/continue` resumes the same session, Ctrl-C stops a
 //! task and leaves the prompt usable, `/done` exits 0.
+// The work loop is driven through Unix signals (SIGINT to the process group): Unix only.
+#![cfg(unix)]
 
 mod common;
 
