@@ -17,7 +17,7 @@ fn main() -> std::process::ExitCode {
     // For `ghola bench search`, which measures the memory of search processes it starts (a child's rusage
     // counts the parent's pages from before exec, so the child says its own).
     if std::env::var_os("GHOLA_REPORT_PEAK_RSS").is_some()
-        && let Some(mib) = ghola_cli::bench::peak_rss_mib()
+        && let Some(mib) = ghola_cli::peak_rss_mib()
     {
         eprintln!("ghola-peak-rss-mib: {mib:.0}");
     }

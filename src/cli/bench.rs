@@ -5,13 +5,7 @@ use ghola::transcript;
 use std::path::Path;
 use std::time::Instant;
 
-/// Peak resident memory of this process (Linux `VmHWM`), in MiB; `None` elsewhere.
-pub fn peak_rss_mib() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb / 1024.0)
-}
+pub use super::peak_rss_mib;
 
 /// Streams every transcript under the Claude dir on one thread, repeatedly for at least `min_secs`, and prints
 /// MB/s per core for the full read (type peek + parse of wanted entries) and for building sessions.

@@ -1,8 +1,11 @@
 //! Command-line surface: argument parsing (clap) and human or JSON output. Every command is a thin adapter
 //! over a library call, the same one the MCP server uses.
 
+#[cfg(feature = "bench")]
 pub mod bench;
+#[cfg(feature = "bench")]
 mod bench_listing;
+#[cfg(feature = "bench")]
 mod bench_scale;
 mod duncan;
 mod history;
@@ -117,8 +120,9 @@ pub enum Command {
     },
 }
 
-/// What `ghola bench` measures.
+/// What `ghola bench` measures (built with the `bench` feature).
 #[derive(Debug, Subcommand)]
+#[cfg_attr(not(feature = "bench"), allow(dead_code))]
 pub enum BenchKind {
     /// The index on a synthetic history: first index in two passes (time to keyword-searchable, to fully
     /// embedded), full build, no-change check, a 10-line append, bytes/message, at N/10 and N messages (hash
@@ -254,33 +258,53 @@ pub fn run(cli: Cli) -> Result<()> {
             })
         }
         Command::Embed => embed_stdin(cli.model_dir.as_deref()),
-        Command::Bench { what } => match what {
-            BenchKind::Read { secs } => bench::read(&claude_dir, secs),
-            BenchKind::Index {
-                history: Some(history),
-                work,
-                hash_vectors,
-                ..
-            } => {
-                bench_scale::history_bench(&history, &work, cli.model_dir.as_deref(), hash_vectors)
-            }
-            BenchKind::Index { messages, work, .. } => bench_scale::index_bench(&work, messages),
-            BenchKind::Search { messages, work } => {
-                bench_scale::search_bench(&work, messages, cli.model_dir.as_deref())
-            }
-            BenchKind::Hook { messages, work } => bench_scale::hook_bench(&work, messages),
-            BenchKind::Embed {
-                texts,
-                rounds,
-                sentence_transformers,
-            } => bench::embed(
-                cli.model_dir.as_deref(),
-                &texts,
-                rounds,
-                sentence_transformers.as_deref(),
-            ),
-        },
+        Command::Bench { what } => run_bench(what, &claude_dir, cli.model_dir.as_deref()),
     }
+}
+
+/// `ghola bench …`, in a build with the `bench` feature (the harnesses are not shipped in release builds).
+#[cfg(feature = "bench")]
+fn run_bench(
+    what: BenchKind,
+    claude_dir: &std::path::Path,
+    model_dir: Option<&std::path::Path>,
+) -> Result<()> {
+    match what {
+        BenchKind::Read { secs } => bench::read(claude_dir, secs),
+        BenchKind::Index {
+            history: Some(history),
+            work,
+            hash_vectors,
+            ..
+        } => bench_scale::history_bench(&history, &work, model_dir, hash_vectors),
+        BenchKind::Index { messages, work, .. } => bench_scale::index_bench(&work, messages),
+        BenchKind::Search { messages, work } => {
+            bench_scale::search_bench(&work, messages, model_dir)
+        }
+        BenchKind::Hook { messages, work } => bench_scale::hook_bench(&work, messages),
+        BenchKind::Embed {
+            texts,
+            rounds,
+            sentence_transformers,
+        } => bench::embed(model_dir, &texts, rounds, sentence_transformers.as_deref()),
+    }
+}
+
+/// `ghola bench …` in a build without the benchmarks: says how to get them.
+#[cfg(not(feature = "bench"))]
+fn run_bench(_: BenchKind, _: &std::path::Path, _: Option<&std::path::Path>) -> Result<()> {
+    anyhow::bail!(
+        "this ghola was built without its benchmarks (release builds do not ship them): in a checkout, run \
+         `cargo run --release --features bench -- bench …`"
+    )
+}
+
+/// Peak resident memory of this process (Linux `VmHWM`), in MiB; `None` elsewhere.
+pub fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
 }
 
 /// Texts `ghola embed` embeds at once: enough that the batches of a group keep both cores busy to its end
