@@ -106,6 +106,25 @@ fn line(session: &str, cwd: &str, i: usize, text: &str) -> String {
     v.to_string()
 }
 
+/// Writes session `id` of `project` (its folder under the Claude dir's `projects/`) with `n` messages, the i-th
+/// saying `text(i)`; returns the transcript's path.
+fn write_session(
+    m: &Machine,
+    project: &str,
+    id: &str,
+    n: usize,
+    text: impl Fn(usize) -> String,
+) -> PathBuf {
+    let dir = m.claude.join("projects").join(project.replace('/', "-"));
+    fs::create_dir_all(&dir).unwrap();
+    let body: String = (0..n)
+        .map(|i| line(id, project, i, &text(i)) + "\n")
+        .collect();
+    let path = dir.join(format!("{id}.jsonl"));
+    fs::write(&path, body).unwrap();
+    path
+}
+
 fn session_ids(m: &Machine) -> Vec<String> {
     let v = run_json(m.ghola().args(["sessions", "--global", "--json"]));
     let mut ids: Vec<String> = v["sessions"]
@@ -261,22 +280,15 @@ fn a_session_id_that_is_not_ascii_is_listed_shown_and_survives_the_hooks() {
 fn duncan_search_mode_asks_more_windows_than_one_search_page() {
     let m = Machine::new();
     let project = "/home/dev/many";
-    let dir = m.claude.join("projects/-home-dev-many");
-    fs::create_dir_all(&dir).unwrap();
     // 40 sessions that all talk about the same thing: more windows than one search page of hits covers.
     for s in 0..40 {
-        let id = format!("5e551000-0000-4000-8000-{s:012}");
-        let body: String = (0..6)
-            .map(|i| {
-                line(
-                    &id,
-                    project,
-                    i,
-                    &format!("the caching layer of the billing service, part {i} of session {s}"),
-                ) + "\n"
-            })
-            .collect();
-        fs::write(dir.join(format!("{id}.jsonl")), body).unwrap();
+        write_session(
+            &m,
+            project,
+            &format!("5e551000-0000-4000-8000-{s:012}"),
+            6,
+            |i| format!("the caching layer of the billing service, part {i} of session {s}"),
+        );
     }
     run_ok(m.ghola().arg("index"));
     let api = StandIn::start(
@@ -385,23 +397,14 @@ fn damage(path: &Path, how: Damage) {
 fn damage_to_any_file_ends_in_a_clear_message_never_a_panic_or_a_lost_session() {
     let m = Machine::new();
     let project = "/home/dev/fault";
-    let dir = m.claude.join("projects/-home-dev-fault");
-    fs::create_dir_all(&dir).unwrap();
     for s in 0..4 {
-        let id = format!("fa017000-0000-4000-8000-{s:012}");
-        let body: String = (0..8)
-            .map(|i| {
-                line(
-                    &id,
-                    project,
-                    i,
-                    &format!(
-                        "fault matrix talk {i} of session {s}: the parser and the {s} widgets"
-                    ),
-                ) + "\n"
-            })
-            .collect();
-        fs::write(dir.join(format!("{id}.jsonl")), body).unwrap();
+        write_session(
+            &m,
+            project,
+            &format!("fa017000-0000-4000-8000-{s:012}"),
+            8,
+            |i| format!("fault matrix talk {i} of session {s}: the parser and the {s} widgets"),
+        );
     }
     run_ok(m.ghola().arg("index"));
     run_ok(m.ghola().args(["notes", "on", "--project", project]));

@@ -5,31 +5,34 @@ use anyhow::Result;
 use std::path::Path;
 use std::time::Instant;
 
+/// Runs this ghola on `claude`/`idx` with `args` as a fresh process; returns its wall time in seconds and the
+/// peak resident memory it reported (MiB; NaN when it could not say).
+pub fn timed_run(claude: &Path, idx: &Path, args: &[&str]) -> Result<(f64, f64)> {
+    let t = Instant::now();
+    let out = std::process::Command::new(std::env::current_exe()?)
+        .args(["--claude-dir", claude.to_str().unwrap_or_default()])
+        .args(["--index-dir", idx.to_str().unwrap_or_default()])
+        .args(args)
+        .env("GHOLA_REPORT_PEAK_RSS", "1")
+        .output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rss = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .find_map(|l| l.strip_prefix("ghola-peak-rss-mib: ")?.parse::<f64>().ok())
+        .unwrap_or(f64::NAN);
+    Ok((t.elapsed().as_secs_f64(), rss))
+}
+
 /// The listings at `n` messages: cold `ghola projects --json` and `ghola sessions --global --json` processes
 /// (the first without the listing cache, as after an upgrade, then with it: what every later call pays), and the
 /// refresh a running server does per `duncan_projects` / `duncan_list_sessions` call (the listing kept in memory).
 pub fn listing_lines(n: usize, claude: &Path, idx: &Path) -> Result<()> {
     use ghola::transcript::catalog::{CACHE_FILE, Listing};
-    let exe = std::env::current_exe()?;
-    let run = |args: &[&str]| -> Result<(f64, f64)> {
-        let t = Instant::now();
-        let out = std::process::Command::new(&exe)
-            .args(["--claude-dir", claude.to_str().unwrap_or_default()])
-            .args(["--index-dir", idx.to_str().unwrap_or_default()])
-            .args(args)
-            .env("GHOLA_REPORT_PEAK_RSS", "1")
-            .output()?;
-        anyhow::ensure!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let rss = String::from_utf8_lossy(&out.stderr)
-            .lines()
-            .find_map(|l| l.strip_prefix("ghola-peak-rss-mib: ")?.parse::<f64>().ok())
-            .unwrap_or(f64::NAN);
-        Ok((t.elapsed().as_secs_f64(), rss))
-    };
+    let run = |args: &[&str]| timed_run(claude, idx, args);
     let median = |args: &[&str]| -> Result<(f64, f64)> {
         let mut runs = (0..3).map(|_| run(args)).collect::<Result<Vec<_>>>()?;
         runs.sort_by(|a, b| a.0.total_cmp(&b.0));

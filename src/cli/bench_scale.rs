@@ -560,27 +560,16 @@ pub fn search_bench(work: &Path, messages: usize, model_dir: Option<&Path>) -> R
             fresh_open * 1e3
         );
         drop((again, fresh));
-        let exe = std::env::current_exe()?;
         let mut cold = Vec::new();
         let mut cold_rss = 0f64;
         for q in queries.iter().take(5) {
-            let t = Instant::now();
-            let out = std::process::Command::new(&exe)
-                .args(["--claude-dir", claude.to_str().unwrap_or_default()])
-                .args(["--index-dir", idx.to_str().unwrap_or_default()])
-                .args(["search", q, "--global", "--no-update", "--json"])
-                .env("GHOLA_REPORT_PEAK_RSS", "1")
-                .output()?;
-            anyhow::ensure!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            cold.push(t.elapsed().as_secs_f64());
-            let rss = String::from_utf8_lossy(&out.stderr)
-                .lines()
-                .find_map(|l| l.strip_prefix("ghola-peak-rss-mib: ")?.parse::<f64>().ok());
-            cold_rss = cold_rss.max(rss.unwrap_or(f64::NAN));
+            let (secs, rss) = super::bench_listing::timed_run(
+                &claude,
+                &idx,
+                &["search", q, "--global", "--no-update", "--json"],
+            )?;
+            cold.push(secs);
+            cold_rss = cold_rss.max(rss);
         }
         cold.sort_by(f64::total_cmp);
         println!(
