@@ -217,19 +217,10 @@ fn a_session_id_that_is_not_ascii_is_listed_shown_and_survives_the_hooks() {
     let m = Machine::new();
     let project = "/home/dev/odd";
     let dir = m.claude.join("projects/-home-dev-odd");
-    fs::create_dir_all(&dir).unwrap();
     for id in ["aéééé", "bé", "ordinary-0000"] {
-        let body: String = (0..4)
-            .map(|i| {
-                line(
-                    id,
-                    project,
-                    i,
-                    &format!("talk {i} in session {id} about widgets"),
-                ) + "\n"
-            })
-            .collect();
-        fs::write(dir.join(format!("{id}.jsonl")), body).unwrap();
+        write_session(&m, project, id, 4, |i| {
+            format!("talk {i} in session {id} about widgets")
+        });
     }
     run_ok(m.ghola().arg("index"));
     let ids = session_ids(&m);
@@ -361,6 +352,17 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// The notes folder of the one project `ghola notes on` turned on (the one holding a `meta.json`).
+fn notes_folder(m: &Machine) -> PathBuf {
+    files_under(&m.notes)
+        .into_iter()
+        .find(|p| p.file_name().is_some_and(|n| n == "meta.json"))
+        .expect("the project's notes folder")
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
 #[derive(Debug, Clone, Copy)]
 enum Damage {
     Delete,
@@ -409,13 +411,7 @@ fn damage_to_any_file_ends_in_a_clear_message_never_a_panic_or_a_lost_session() 
     run_ok(m.ghola().arg("index"));
     run_ok(m.ghola().args(["notes", "on", "--project", project]));
     // Notes as a user edits them: one per category file.
-    let notes_dir = files_under(&m.notes)
-        .into_iter()
-        .find(|p| p.file_name().is_some_and(|n| n == "meta.json"))
-        .expect("the project's notes folder")
-        .parent()
-        .unwrap()
-        .to_path_buf();
+    let notes_dir = notes_folder(&m);
     for (file, text) in [
         (
             "ARCHITECTURE.md",
@@ -653,30 +649,13 @@ fn a_full_disk_fails_clearly_and_loses_nothing() {
         notes: disk.0.join("notes"),
     };
     let project = "/home/dev/full";
-    let dir = m.claude.join("projects/-home-dev-full");
-    fs::create_dir_all(&dir).unwrap();
     let id = "f0110000-0000-4000-8000-000000000001";
-    let path = dir.join(format!("{id}.jsonl"));
-    let body: String = (0..20)
-        .map(|i| {
-            line(
-                id,
-                project,
-                i,
-                &format!("before the disk filled up, message {i}"),
-            ) + "\n"
-        })
-        .collect();
-    fs::write(&path, body).unwrap();
+    let path = write_session(&m, project, id, 20, |i| {
+        format!("before the disk filled up, message {i}")
+    });
     run_ok(m.ghola().arg("index"));
     run_ok(m.ghola().args(["notes", "on", "--project", project]));
-    let notes_file = files_under(&m.notes)
-        .into_iter()
-        .find(|p| p.file_name().is_some_and(|n| n == "meta.json"))
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("DECISIONS.md");
+    let notes_file = notes_folder(&m).join("DECISIONS.md");
     fs::write(
         &notes_file,
         "# Decisions\n\n- Keep the disk tidy.\n- Cache the widgets.\n",

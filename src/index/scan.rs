@@ -3,18 +3,11 @@
 
 use super::records::{FileState, Manifest, Resume};
 use super::writer::hash64;
+use crate::transcript::catalog::mtime_ns;
 use crate::transcript::{self, SessionFiles};
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
-
-pub(super) fn mtime_ns(m: &std::fs::Metadata) -> i128 {
-    m.modified()
-        .ok()
-        .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos() as i128)
-}
 
 /// Bytes of a file's head that its fingerprint covers.
 const HEAD_BYTES: u64 = 4096;

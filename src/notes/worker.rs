@@ -24,15 +24,9 @@ pub struct Queued {
     pub at_ms: i64,
 }
 
-/// A session id as a hook may pass it: any transcript name Claude Code could have written (Claude Code's are
-/// uuids, but what ghola lists it must handle), never one that could be a path.
+/// A session id as a hook may pass it ([`crate::transcript::is_session_name`]).
 pub fn safe_session(id: &str) -> Option<&str> {
-    (!id.is_empty()
-        && id.len() <= 256
-        && id != "."
-        && id != ".."
-        && !id.chars().any(|c| c == '/' || c == '\\' || c.is_control()))
-    .then_some(id)
+    crate::transcript::is_session_name(id).then_some(id)
 }
 
 /// A file-name form of a session id: the id itself when it is plain ASCII (uuids), else `x-` and its bytes in

@@ -302,8 +302,8 @@ pub fn route(req: &QueryRequest, ctx: &RouteContext) -> Result<(Vec<Target>, Vec
         }
         super::Mode::Project | super::Mode::Global | super::Mode::Branch => {
             // From the listing (sessions read again only when their files changed), newest first.
-            let listing = transcript::catalog::Listing::refresh(
-                ctx.claude_dir,
+            let listing = transcript::catalog::Listing::of_discovery(
+                found.clone(),
                 Some(&ctx.index_dir.join(transcript::catalog::CACHE_FILE)),
                 None,
             );

@@ -106,18 +106,21 @@ struct FileStamp {
     mtime_ns: i128,
 }
 
+/// A file's modification time in nanoseconds since the epoch (0 when the OS cannot say): the listing's stamps
+/// and the index's fingerprints both take it from here.
+pub fn mtime_ns(m: &std::fs::Metadata) -> i128 {
+    m.modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as i128)
+}
+
 fn stamps(files: &SessionFiles) -> Vec<FileStamp> {
     files
         .all_files()
         .map(|p| {
-            let (size, mtime_ns) = std::fs::metadata(p).map_or((u64::MAX, 0), |m| {
-                let t = m
-                    .modified()
-                    .ok()
-                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                    .map_or(0, |d| d.as_nanos() as i128);
-                (m.len(), t)
-            });
+            let (size, mtime_ns) =
+                std::fs::metadata(p).map_or((u64::MAX, 0), |m| (m.len(), mtime_ns(&m)));
             FileStamp {
                 path: p.to_path_buf(),
                 size,
@@ -170,8 +173,16 @@ impl Listing {
     /// reading the others (in parallel). The cache file, when given, is rewritten (atomically) if anything
     /// changed; a missing, damaged or foreign cache is read as empty: it is only a cache.
     pub fn refresh(claude_dir: &Path, cache: Option<&Path>, previous: Option<Listing>) -> Listing {
+        Self::of_discovery(super::source::discover_all(claude_dir), cache, previous)
+    }
+
+    /// [`Listing::refresh`] from a discovery the caller already made (duncan's routing has one).
+    pub fn of_discovery(
+        found: Discovery,
+        cache: Option<&Path>,
+        previous: Option<Listing>,
+    ) -> Listing {
         use rayon::prelude::*;
-        let found = super::source::discover_all(claude_dir);
         let known = match previous {
             Some(p) => p.sessions,
             None => cache.map(read_cache).unwrap_or_default(),

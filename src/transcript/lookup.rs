@@ -28,20 +28,24 @@ pub fn short_id(id: &str) -> &str {
     id.char_indices().nth(8).map_or(id, |(at, _)| &id[..at])
 }
 
+/// Whether `id` can name a session: any name Claude Code could give a transcript file (what ghola lists, it
+/// opens), never one that could only be a path (`/`, `\`, control characters, `.`, `..`), although ids are never
+/// joined to a path. The hooks and the lookup below share it.
+pub fn is_session_name(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 256
+        && id != "."
+        && id != ".."
+        && !id.chars().any(|c| c == '/' || c == '\\' || c.is_control())
+}
+
 /// Finds the one known id equal to `query` or starting with it.
 pub fn resolve_session_id<'a>(
     query: &str,
     known: impl IntoIterator<Item = &'a str>,
 ) -> Result<&'a str, LookupError> {
     let q = query.trim();
-    // Any name Claude Code could give a transcript file is accepted (what ghola lists, it opens); what could
-    // only be a path is refused, although ids are never joined to a path.
-    let valid = !q.is_empty()
-        && q.len() <= 256
-        && q != "."
-        && q != ".."
-        && !q.chars().any(|c| c == '/' || c == '\\' || c.is_control());
-    if !valid {
+    if !is_session_name(q) {
         return Err(LookupError::Invalid(query.to_string()));
     }
     let mut matches: Vec<&str> = Vec::new();

@@ -15,7 +15,7 @@ pub mod source;
 pub use discover::{
     Discovery, SessionFiles, SubagentFile, SubagentLayout, discover, discover_project_dir,
 };
-pub use lookup::{LookupError, resolve_session_id, short_id};
+pub use lookup::{LookupError, is_session_name, resolve_session_id, short_id};
 pub use message::{Message, Part, Role};
 pub use project_path::{is_within, normal_form};
 pub use reader::{

@@ -160,11 +160,6 @@ fn read_state(dir: &Path) -> Result<Option<State>, FormatError> {
     format::decode(&path.display().to_string(), &payload).map(Some)
 }
 
-/// Whether `dir` holds any pack file.
-fn has_packs(dir: &Path) -> bool {
-    !pack_ids(dir).is_empty()
-}
-
 /// The ids of the pack files in `dir`, in order.
 fn pack_ids(dir: &Path) -> Vec<u64> {
     let mut ids: Vec<u64> = std::fs::read_dir(dir)
@@ -240,14 +235,15 @@ impl ArchiveWriter {
         let state = match read_state(&dir) {
             Ok(Some(s)) => s,
             Ok(None) => {
-                if has_packs(&dir) {
+                let state = recover(&dir);
+                if !state.packs.is_empty() {
                     tracing::warn!(
                         "archive state missing in {}; rebuilt from the packs' frames",
                         dir.display()
                     );
                     rebuilt = true;
                 }
-                recover(&dir)
+                state
             }
             Err(e) => {
                 tracing::warn!(
