@@ -113,13 +113,29 @@ fn words_first_then_embedded_ends_where_a_one_pass_build_ends() {
     assert_eq!((s.messages_added, s.full_update), (1, false));
 
     // The second pass, one segment at a time, newest sessions first.
-    let first = index::embed_pending(&words, embedder(), Some(1), &|| false, &mut |_| {}).unwrap();
+    let first = index::embed_pending(
+        &words,
+        embedder(),
+        Default::default(),
+        Some(1),
+        &|| false,
+        &mut |_| {},
+    )
+    .unwrap();
     assert_eq!(first.segments, 1);
     assert!(first.messages_waiting > 0);
     let snap = Snapshot::open(&words).unwrap();
     assert_eq!(snap.messages_waiting, 121 - first.messages);
     drop(snap);
-    let rest = index::embed_pending(&words, embedder(), None, &|| false, &mut |_| {}).unwrap();
+    let rest = index::embed_pending(
+        &words,
+        embedder(),
+        Default::default(),
+        None,
+        &|| false,
+        &mut |_| {},
+    )
+    .unwrap();
     assert_eq!(rest.messages_waiting, 0);
     assert_eq!(index::messages_waiting(&words), 0);
     // No keyword-only segment or its list left behind.
@@ -151,7 +167,15 @@ fn a_search_during_the_second_pass_ranks_unembedded_messages_by_their_words() {
     };
     index::update_words_only(&idx, &claude, opts, &mut |_| {}).unwrap();
     // Embed one segment only: the rare word's message (session 1) stays keyword-only.
-    index::embed_pending(&idx, embedder(), Some(1), &|| false, &mut |_| {}).unwrap();
+    index::embed_pending(
+        &idx,
+        embedder(),
+        Default::default(),
+        Some(1),
+        &|| false,
+        &mut |_| {},
+    )
+    .unwrap();
     let r = run_json(
         Command::new(env!("CARGO_BIN_EXE_ghola"))
             .args([
@@ -349,7 +373,15 @@ fn a_damaged_embedding_list_does_not_stop_the_second_pass() {
     let at = bytes.len() - 3;
     bytes[at] ^= 0xff;
     std::fs::write(&todo[0], bytes).unwrap();
-    let s = index::embed_pending(&idx, embedder(), None, &|| false, &mut |_| {}).unwrap();
+    let s = index::embed_pending(
+        &idx,
+        embedder(),
+        Default::default(),
+        None,
+        &|| false,
+        &mut |_| {},
+    )
+    .unwrap();
     assert_eq!((s.segments, s.messages_waiting), (1, 0));
     let snap = Snapshot::open(&idx).unwrap();
     assert_eq!(snap.messages_waiting, 0);

@@ -535,6 +535,7 @@ fn ctx<'a>(claude: &'a Path, idx: &'a Path, calling: Option<&'a str>) -> RouteCo
     RouteContext {
         claude_dir: claude,
         index_dir: idx,
+        memory_limit: u64::MAX,
         embedder: None,
         calling_session: calling,
         current_project: Some("/w/app"),

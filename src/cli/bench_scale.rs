@@ -308,7 +308,7 @@ pub fn first_pass(claude: &Path, idx: &Path, embedder: &dyn ChunkEmbedder) -> Re
     let s = index::update_with(idx, claude, Some(embedder), opts, &mut |_| {})?;
     let keyword_secs = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    let e = index::embed_pending(idx, embedder, None, &|| false, &mut |_| {})?;
+    let e = index::embed_pending(idx, embedder, opts.neighbour, None, &|| false, &mut |_| {})?;
     let embed_secs = t.elapsed().as_secs_f64();
     anyhow::ensure!(
         e.messages >= s.messages_deferred,

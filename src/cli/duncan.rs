@@ -66,6 +66,7 @@ pub fn query_cmd(
     index_dir: &Path,
     claude_dir: &Path,
     model_dir: Option<&Path>,
+    knobs: &super::knobs::Knobs,
     a: QueryArgs,
 ) -> Result<()> {
     let mut req = QueryRequest::new(&a.question);
@@ -94,7 +95,7 @@ pub fn query_cmd(
                 index_dir,
                 claude_dir,
                 Some(&e),
-                ghola::index::UpdateOptions::before_query(),
+                knobs.update.before_query(),
                 true,
             )?;
         }
@@ -108,6 +109,7 @@ pub fn query_cmd(
     let ctx = RouteContext {
         claude_dir,
         index_dir,
+        memory_limit: knobs.memory_limit,
         embedder: embedder.as_ref(),
         calling_session: calling.as_deref(),
         current_project: req.project.as_deref(),

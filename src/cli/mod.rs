@@ -9,6 +9,7 @@ mod bench_listing;
 mod bench_scale;
 mod duncan;
 mod history;
+mod knobs;
 mod notes;
 mod recall;
 mod start;
@@ -202,6 +203,7 @@ pub fn run(cli: Cli) -> Result<()> {
     let index_dir = ghola::config::index_dir(cli.index_dir.as_deref());
     // Transcripts Claude Code deleted are read from the archive, by every command.
     ghola::index::archive::install(&index_dir);
+    let knobs = knobs::Knobs::read();
     match cli.command {
         Command::Projects { json } => history::projects(&claude_dir, &index_dir, json),
         Command::Sessions {
@@ -223,24 +225,41 @@ pub fn run(cli: Cli) -> Result<()> {
             &index_dir,
             &claude_dir,
             cli.model_dir.as_deref(),
+            &knobs,
             no_wait,
             verify,
             json,
         ),
-        Command::Status { json } => recall::status_cmd(&index_dir, &claude_dir, json),
+        Command::Status { json } => recall::status_cmd(&index_dir, &claude_dir, &knobs, json),
         Command::Forget(args) => recall::forget_cmd(&index_dir, args),
-        Command::Search(args) => {
-            recall::search_cmd(&index_dir, &claude_dir, cli.model_dir.as_deref(), args)
-        }
-        Command::Query(args) => {
-            duncan::query_cmd(&index_dir, &claude_dir, cli.model_dir.as_deref(), args)
-        }
-        Command::Notes(args) => {
-            notes::notes_cmd(&index_dir, &claude_dir, cli.model_dir.as_deref(), args)
-        }
-        Command::Start(args) => {
-            start::start_cmd(&index_dir, &claude_dir, cli.model_dir.as_deref(), args)
-        }
+        Command::Search(args) => recall::search_cmd(
+            &index_dir,
+            &claude_dir,
+            cli.model_dir.as_deref(),
+            &knobs,
+            args,
+        ),
+        Command::Query(args) => duncan::query_cmd(
+            &index_dir,
+            &claude_dir,
+            cli.model_dir.as_deref(),
+            &knobs,
+            args,
+        ),
+        Command::Notes(args) => notes::notes_cmd(
+            &index_dir,
+            &claude_dir,
+            cli.model_dir.as_deref(),
+            &knobs,
+            args,
+        ),
+        Command::Start(args) => start::start_cmd(
+            &index_dir,
+            &claude_dir,
+            cli.model_dir.as_deref(),
+            &knobs,
+            args,
+        ),
         Command::Hook { event } => {
             notes::hook_cmd(&index_dir, &claude_dir, cli.model_dir.as_deref(), &event)
         }
@@ -255,6 +274,10 @@ pub fn run(cli: Cli) -> Result<()> {
                 project,
                 session_id: ghola::config::non_empty_env("CLAUDE_CODE_SESSION_ID"),
                 poll_seconds,
+                notes_dir: ghola::config::notes_dir(),
+                update: knobs.update,
+                memory_limit: knobs.memory_limit,
+                response_chars: knobs.response_chars,
             })
         }
         Command::Embed => embed_stdin(cli.model_dir.as_deref()),

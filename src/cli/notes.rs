@@ -1,12 +1,13 @@
 //! `ghola notes …` and `ghola hook …`: the notes store seen from a terminal, and the plugin's hook entry point.
 
 use super::history::project_dir;
+use super::knobs::Knobs;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use ghola::notes::extract::{Extractor, Outcome};
 use ghola::notes::hooks::{Event, HookEnv};
 use ghola::notes::merge::{Similarity, WordsOnly, similarity};
-use ghola::notes::worker::{WorkerConfig, model};
+use ghola::notes::worker::WorkerConfig;
 use ghola::notes::{Category, Store, context, item};
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
@@ -141,6 +142,7 @@ pub fn notes_cmd(
     index_dir: &Path,
     claude_dir: &Path,
     model_dir: Option<&Path>,
+    knobs: &Knobs,
     args: NotesArgs,
 ) -> Result<()> {
     let store = Store::new(&ghola::config::notes_dir());
@@ -188,6 +190,7 @@ pub fn notes_cmd(
                 index_dir,
                 claude_dir,
                 model_dir,
+                knobs,
                 &project,
                 session,
                 (dry_run, backend, target),
@@ -196,11 +199,11 @@ pub fn notes_cmd(
             )
         }
         NotesCmd::Status => {
-            let s = ghola::notes::status(&store, std::slice::from_ref(&project));
+            let s = ghola::notes::status(&store, std::slice::from_ref(&project), &knobs.settings);
             print_status(&s, json, &mut out)
         }
         NotesCmd::List => {
-            let s = ghola::notes::status(&store, &[]);
+            let s = ghola::notes::status(&store, &[], &knobs.settings);
             print_status(&s, json, &mut out)
         }
         NotesCmd::Link {
@@ -265,15 +268,19 @@ pub fn notes_cmd(
             if let Some(b) = &backend {
                 set("notes", "backend", Value::Str(b)).map_err(anyhow::Error::msg)?;
             }
-            let s = ghola::settings::load().map_err(anyhow::Error::msg)?;
+            // Read again: the file just changed (the variables still override it).
+            let s = Knobs::from(ghola::settings::load().map_err(anyhow::Error::msg)?, &|n| {
+                ghola::config::non_empty_env(n)
+            })
+            .settings;
             writeln!(
                 out,
                 "Notes extraction is on for {}. When a session ends, its new messages (secrets redacted) and the \
                  existing notes are sent to {} through {}, within {} tokens a day. Sessions that ended before now \
                  are extracted only with `ghola notes extract`. Turn off with `ghola notes off{}`.",
                 if global { "every project" } else { &project },
-                model(),
-                ghola::notes::worker::backend_description(),
+                s.notes_model,
+                ghola::notes::worker::backend_description(&s),
                 s.daily_token_budget,
                 if global { " --global" } else { "" }
             )?;
@@ -321,6 +328,8 @@ pub fn notes_cmd(
                 index_dir: index_dir.to_path_buf(),
                 claude_dir: claude_dir.to_path_buf(),
                 model_dir: model_dir.map(Path::to_path_buf),
+                settings: knobs.settings.clone(),
+                update: knobs.update,
             };
             let cancel = std::sync::atomic::AtomicBool::new(false);
             match ghola::notes::worker::work(&cfg, &cancel)? {
@@ -452,13 +461,14 @@ fn extract(
     index_dir: &Path,
     claude_dir: &Path,
     model_dir: Option<&Path>,
+    knobs: &Knobs,
     project: &str,
     session: Option<String>,
     (dry_run, backend, target): (bool, Option<String>, Option<String>),
     json: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
-    if let Err(e) = ghola::notes::worker::update_index(index_dir, claude_dir) {
+    if let Err(e) = ghola::notes::worker::update_index(index_dir, claude_dir, knobs.update) {
         eprintln!("ghola: index update failed ({e}); extracting from the index as it is");
     }
     let snap = ghola::index::snapshot::Snapshot::open(index_dir)?;
@@ -471,7 +481,9 @@ fn extract(
     } else {
         let choice = match backend {
             Some(b) => b.parse().map_err(anyhow::Error::msg)?,
-            None => ghola::notes::worker::backend_choice().map_err(anyhow::Error::msg)?,
+            None => {
+                ghola::notes::worker::backend_choice(&knobs.settings).map_err(anyhow::Error::msg)?
+            }
         };
         ghola::replay::backend::choose(choice, claude_dir).map_err(|e| anyhow::anyhow!("{e}"))?
     };
@@ -482,7 +494,7 @@ fn extract(
     };
     let ex = Extractor {
         dry_run,
-        ..Extractor::new(store, backend.as_ref(), sim.as_ref())
+        ..Extractor::new(store, backend.as_ref(), sim.as_ref(), &knobs.settings)
     };
     let cancel = std::sync::atomic::AtomicBool::new(false);
     let mut results = Vec::new();

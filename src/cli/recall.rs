@@ -1,7 +1,9 @@
 //! `ghola index`, `ghola status`, `ghola search`: thin adapters over the index and search library calls.
 
+use super::knobs::Knobs;
 use anyhow::{Context, Result, anyhow};
 use ghola::embed::Embedder;
+use ghola::index::render::Neighbour;
 use ghola::index::{self, Snapshot, UpdateOptions, UpdateSummary};
 use ghola::search::{self, Fusion, SearchParams};
 use std::io::IsTerminal;
@@ -73,6 +75,7 @@ pub fn obtain_model(model_dir: Option<&Path>, quiet: bool) -> Result<Embedder> {
 pub fn run_embedding(
     index_dir: &Path,
     embedder: &Embedder,
+    neighbour: Neighbour,
     up_to: Option<usize>,
     quiet: bool,
 ) -> Result<index::EmbedSummary> {
@@ -88,7 +91,7 @@ pub fn run_embedding(
         "{spinner} embedding {pos}/{len} messages {wide_bar} {per_sec} eta {eta}",
     );
     let mut last_line = std::time::Instant::now();
-    let s = index::embed_pending(index_dir, embedder, None, &|| false, &mut |p| {
+    let s = index::embed_pending(index_dir, embedder, neighbour, None, &|| false, &mut |p| {
         if let Some(b) = &bar {
             b.set_length(p.messages_total as u64);
             b.set_position(p.messages_done as u64);
@@ -153,6 +156,7 @@ pub fn index_cmd(
     index_dir: &Path,
     claude_dir: &Path,
     model_dir: Option<&Path>,
+    knobs: &Knobs,
     no_wait: bool,
     verify: bool,
     json: bool,
@@ -160,7 +164,7 @@ pub fn index_cmd(
     let opts = UpdateOptions {
         wait: !no_wait,
         verify,
-        ..UpdateOptions::default()
+        ..knobs.update
     }
     .words_first();
     let embedder = match obtain_model(model_dir, json) {
@@ -175,7 +179,7 @@ pub fn index_cmd(
         }
     };
     let s = run_update(index_dir, claude_dir, Some(&embedder), opts, json)?;
-    let e = run_embedding(index_dir, &embedder, None, json)?;
+    let e = run_embedding(index_dir, &embedder, knobs.update.neighbour, None, json)?;
     if verify && !json {
         match &s.archive_damage {
             None => println!(
@@ -222,8 +226,8 @@ pub fn index_cmd(
 }
 
 /// `ghola status`.
-pub fn status_cmd(index_dir: &Path, claude_dir: &Path, json: bool) -> Result<()> {
-    let s = index::status(index_dir, claude_dir)?;
+pub fn status_cmd(index_dir: &Path, claude_dir: &Path, knobs: &Knobs, json: bool) -> Result<()> {
+    let s = index::status(index_dir, claude_dir, knobs.update.keep_archive)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&s)?);
     } else {
@@ -424,6 +428,7 @@ pub fn search_cmd(
     index_dir: &Path,
     claude_dir: &Path,
     model_dir: Option<&Path>,
+    knobs: &Knobs,
     a: SearchArgs,
 ) -> Result<()> {
     let mut p = SearchParams::new(&a.query);
@@ -454,13 +459,14 @@ pub fn search_cmd(
     p.lexical_weight = a.lexical_weight;
     p.relative_floor = a.relative_floor;
     p.exact_scan = a.exact_scan;
+    p.response_chars = knobs.response_chars;
     p.validate().map_err(|e| anyhow!(e))?;
     // Without --no-update the index is updated first, with the model; without, the snapshot opens on another
     // core while the model loads and embeds the query (a cold process pays the longer of the two, not both).
     let early_open = a.no_update.then(|| {
         std::thread::spawn({
-            let dir = index_dir.to_path_buf();
-            move || Snapshot::open(&dir)
+            let (dir, limit) = (index_dir.to_path_buf(), knobs.memory_limit);
+            move || Snapshot::open_with(&dir, limit, false)
         })
     });
     // Without the model (offline, download refused), the search still answers, by words.
@@ -478,20 +484,26 @@ pub fn search_cmd(
             index_dir,
             claude_dir,
             embedder.as_ref(),
-            UpdateOptions::before_query().words_first(),
+            knobs.update.before_query().words_first(),
             true,
         )
         .context("updating the index (use --no-update to skip)")?;
         if let Some(e) = &embedder {
-            run_embedding(index_dir, e, Some(SEARCH_EMBEDS_UP_TO), a.json)
-                .context("embedding the index (use --no-update to skip)")?;
+            run_embedding(
+                index_dir,
+                e,
+                knobs.update.neighbour,
+                Some(SEARCH_EMBEDS_UP_TO),
+                a.json,
+            )
+            .context("embedding the index (use --no-update to skip)")?;
         }
     }
     let snap = match early_open {
         Some(h) => h
             .join()
             .map_err(|_| anyhow!("opening the index failed"))??,
-        None => Snapshot::open(index_dir)?,
+        None => Snapshot::open_with(index_dir, knobs.memory_limit, false)?,
     };
     let mut resp =
         search::search_with_vector(&snap, query_vec.as_ref(), &p).map_err(|e| anyhow!(e))?;

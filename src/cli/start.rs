@@ -55,6 +55,8 @@ struct Sitting {
     store: Store,
     line: Line,
     settings: Settings,
+    /// The base of the index updates made before extracting.
+    update: ghola::index::UpdateOptions,
     index_dir: PathBuf,
     claude_dir: PathBuf,
     model_dir: Option<PathBuf>,
@@ -74,9 +76,15 @@ pub fn start_cmd(
     index_dir: &Path,
     claude_dir: &Path,
     model_dir: Option<&Path>,
+    knobs: &super::knobs::Knobs,
     args: StartArgs,
 ) -> Result<()> {
-    let mut settings = ghola::settings::load().map_err(anyhow::Error::msg)?;
+    // Strictly here (a malformed file is an error before a sitting starts), with the variables applied.
+    let mut settings =
+        super::knobs::Knobs::from(ghola::settings::load().map_err(anyhow::Error::msg)?, &|n| {
+            ghola::config::non_empty_env(n)
+        })
+        .settings;
     if let Some(m) = &args.mode {
         settings.mode = m.parse().map_err(anyhow::Error::msg)?;
     }
@@ -115,6 +123,7 @@ pub fn start_cmd(
         store,
         line,
         settings,
+        update: knobs.update,
         index_dir: index_dir.to_path_buf(),
         claude_dir: claude_dir.to_path_buf(),
         model_dir: model_dir.map(Path::to_path_buf),
@@ -197,7 +206,8 @@ fn counts_line(store: &Store, key: &str) -> String {
 impl Sitting {
     fn snapshot(&self, update: bool) -> Option<ghola::index::snapshot::Snapshot> {
         if update
-            && let Err(e) = ghola::notes::worker::update_index(&self.index_dir, &self.claude_dir)
+            && let Err(e) =
+                ghola::notes::worker::update_index(&self.index_dir, &self.claude_dir, self.update)
         {
             eprintln!("ghola: index update failed ({e})");
         }
@@ -226,8 +236,8 @@ impl Sitting {
             "Mode {}. After each task its conversation is sent to {} ({}) to extract notes, within {} tokens a \
              day — starting this prompt is that request; `ghola notes off` does not apply here. /help for commands.",
             self.settings.mode.name(),
-            ghola::notes::worker::model(),
-            ghola::notes::worker::backend_description(),
+            self.settings.notes_model,
+            ghola::notes::worker::backend_description(&self.settings),
             self.settings.daily_token_budget
         );
     }
@@ -485,7 +495,7 @@ impl Sitting {
 
     fn extract_session(&mut self, session: &str, k: Option<usize>) {
         if self.backend.is_none() {
-            match ghola::notes::worker::backend_choice()
+            match ghola::notes::worker::backend_choice(&self.settings)
                 .and_then(|c| ghola::replay::backend::choose(c, &self.claude_dir))
             {
                 Ok(b) => self.backend = Some(b),
@@ -507,7 +517,7 @@ impl Sitting {
         let before = sitting::fingerprint(&self.store, &self.line.key());
         let backend = self.backend.as_deref().expect("set above");
         let sim = self.sim.as_deref().expect("set above");
-        let ex = ghola::notes::extract::Extractor::new(&self.store, backend, sim);
+        let ex = ghola::notes::extract::Extractor::new(&self.store, backend, sim, &self.settings);
         let cancel = AtomicBool::new(false);
         let result = sitting::extract_task(&self.line, &snap, session, &ex, &cancel);
         let after = sitting::fingerprint(&self.store, &self.line.key());

@@ -8,6 +8,7 @@
 
 use super::format::FormatError;
 use super::records::{ChunkKind, Manifest};
+use super::render::Neighbour;
 use super::segment::{self, OpenSegment, SegmentBuilder, TodoChunk, Verify};
 use super::snapshot::read_manifest;
 use super::update::{append_writer, indexed_identity, lock};
@@ -66,6 +67,7 @@ pub fn messages_waiting(dir: &Path) -> usize {
 pub fn embed_pending(
     dir: &Path,
     embedder: &dyn ChunkEmbedder,
+    neighbour: Neighbour,
     max_segments: Option<usize>,
     stop: &dyn Fn() -> bool,
     progress: &mut dyn FnMut(EmbedProgress),
@@ -75,7 +77,7 @@ pub fn embed_pending(
     let Some(manifest) = read_manifest(dir)? else {
         return Ok(summary);
     };
-    let (model_id, weights) = indexed_identity(Some(embedder), dir, None)?;
+    let (model_id, weights) = indexed_identity(Some(embedder), neighbour, dir, None)?;
     if manifest.model_id != model_id || manifest.weights_sha256 != weights {
         return Ok(summary);
     }
@@ -88,7 +90,15 @@ pub fn embed_pending(
             summary.messages_waiting = total - done;
             break;
         }
-        match embed_segment(dir, id, embedder, &manifest, &mut stores, &mut summary) {
+        match embed_segment(
+            dir,
+            id,
+            embedder,
+            neighbour.weight,
+            &manifest,
+            &mut stores,
+            &mut summary,
+        ) {
             Ok(()) => {}
             // Gone meanwhile (merged away by a rebuild, or replaced by another server): nothing to do.
             Err(IndexError::Format(FormatError::Io(_, e)) | IndexError::Io(e))
@@ -110,6 +120,7 @@ fn embed_segment(
     dir: &Path,
     id: u64,
     embedder: &dyn ChunkEmbedder,
+    neighbour_weight: f32,
     manifest: &Manifest,
     stores: &mut VectorStores,
     summary: &mut EmbedSummary,
@@ -148,7 +159,15 @@ fn embed_segment(
         .collect();
     let mut counts = UpdateSummary::default();
     let chunks = wanted.iter().map(|(t, h)| (*h, t.kind, t.text.as_str()));
-    let (vectors, mut queued) = vectors_for(dir, manifest, stores, embedder, chunks, &mut counts)?;
+    let (vectors, mut queued) = vectors_for(
+        dir,
+        manifest,
+        stores,
+        embedder,
+        neighbour_weight,
+        chunks,
+        &mut counts,
+    )?;
     let mut builder = SegmentBuilder::default();
     let mut chunks_of: HashMap<u32, Vec<(ChunkKind, u64)>> = HashMap::new();
     for (t, h) in &wanted {
@@ -178,7 +197,7 @@ fn embed_segment(
     if current.model_id != manifest.model_id || current.weights_sha256 != manifest.weights_sha256 {
         return Ok(());
     }
-    let mut w = append_writer(dir, current, UpdateSummary::default(), false)?;
+    let mut w = append_writer(dir, current, UpdateSummary::default(), false, false)?;
     let new_id = w.manifest.next_segment;
     let info = super::records::SegmentInfo {
         id: new_id,

@@ -192,7 +192,8 @@ pub fn forget(
         // Superseded versions of the same messages live in the manifest's dead list already.
         drop(snap);
         out.messages_removed = gids.len();
-        let mut w = append_writer(dir, manifest, UpdateSummary::default(), false)?;
+        // Nothing is read from transcripts: the archive is handled below, on its own.
+        let mut w = append_writer(dir, manifest, UpdateSummary::default(), false, false)?;
         w.kill(gids);
         w.manifest
             .files

@@ -170,8 +170,13 @@ pub fn pending_files(snap: &Snapshot, claude_dir: &Path) -> usize {
         .count()
 }
 
-/// Reports on the index of `index_dir` against the transcripts of `claude_dir`.
-pub fn status(index_dir: &Path, claude_dir: &Path) -> Result<Status, IndexError> {
+/// Reports on the index of `index_dir` against the transcripts of `claude_dir`; `archive_enabled` is what the
+/// caller's settings say (reported as it is).
+pub fn status(
+    index_dir: &Path,
+    claude_dir: &Path,
+    archive_enabled: bool,
+) -> Result<Status, IndexError> {
     let snap = Snapshot::open(index_dir)?;
     let arc = archive::Archive::open(index_dir)
         .inspect_err(|e| tracing::warn!("archive unreadable: {e}"))
@@ -205,7 +210,7 @@ pub fn status(index_dir: &Path, claude_dir: &Path) -> Result<Status, IndexError>
         skipped_lines: 0,
         excluded_sessions: snap.excluded_sessions,
         source_deleted_files: snap.manifest.files.iter().filter(|f| f.deleted).count(),
-        archive_enabled: archive::enabled(),
+        archive_enabled,
         archive: arc.as_ref().map(|a| a.stats()).unwrap_or_default(),
         sessions_only_in_archive: arc.as_ref().map_or(0, |a| {
             a.files()

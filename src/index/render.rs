@@ -18,41 +18,40 @@ pub fn chunk_cap(kind: ChunkKind) -> usize {
 /// Stored content is cut here (display cuts at 2,000 characters; the rest only feeds the lexical index).
 const MAX_CONTENT_BYTES: usize = 32 * 1024;
 
-/// Characters of the previous message's text (its tail) whose vector joins a message's text vectors: a reply
-/// ("yes, the second one") means little without what it answers. Chosen on the LoCoMo dev set (see the README).
-pub static NEIGHBOUR_CHARS: std::sync::LazyLock<usize> = std::sync::LazyLock::new(|| {
-    crate::config::non_empty_env("GHOLA_NEIGHBOUR_CHARS")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(300)
-});
-
 /// Joins the neighbour text and a message's own text in a text chunk. The embedding step splits them again: the
-/// chunk's vector is its own text's vector plus [`NEIGHBOUR_WEIGHT`] times the neighbour text's vector,
-/// renormalised — the neighbour's meaning without embedding its words a second time (measured in the README:
+/// chunk's vector is its own text's vector plus [`Neighbour::weight`] times the neighbour text's vector,
+/// renormalised — the neighbour's meaning without embedding its words a second time (measured in docs/search.md:
 /// better retrieval than prepending the neighbour's text, at half the embedding cost). Storing both in one string
 /// keeps the chunk hash, the vector reuse and the `.todo` list exactly as they were.
 pub const NEIGHBOUR_SEP: char = '\u{1f}';
 
-/// The neighbour weight chosen on the LoCoMo dev set (1.0, 1.5 and 2.0 measured; see the README).
+/// How a text chunk's vector takes in the message before it: a reply ("yes, the second one") means little without
+/// what it answers. Part of what a vector means, so it is recorded in the index's model id (a different setting
+/// re-embeds like a different model). The defaults were chosen on the LoCoMo dev set (docs/search.md); the CLI
+/// reads the experiment variables `GHOLA_NEIGHBOUR_CHARS`, `_WEIGHT` and `_BELOW` into it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Neighbour {
+    /// Characters of the previous message's text (its tail) whose vector joins a message's text vectors (0: off).
+    pub chars: usize,
+    /// How much of the neighbour's vector a text chunk's vector takes (1.0, 1.5 and 2.0 measured).
+    pub weight: f32,
+    /// The neighbour goes only in front of a message whose own text is shorter than this many characters
+    /// (default: every message): a long message stands alone, and the neighbour only costs embedding time.
+    pub below: usize,
+}
+
+impl Default for Neighbour {
+    fn default() -> Self {
+        Neighbour {
+            chars: 300,
+            weight: DEFAULT_NEIGHBOUR_WEIGHT,
+            below: usize::MAX,
+        }
+    }
+}
+
+/// The neighbour weight chosen on the LoCoMo dev set.
 pub const DEFAULT_NEIGHBOUR_WEIGHT: f32 = 1.5;
-
-/// How much of the neighbour's vector a text chunk's vector takes (`GHOLA_NEIGHBOUR_WEIGHT`; chosen on the
-/// LoCoMo dev set, see `bench/neighbour_vectors.py`).
-pub static NEIGHBOUR_WEIGHT: std::sync::LazyLock<f32> = std::sync::LazyLock::new(|| {
-    crate::config::non_empty_env("GHOLA_NEIGHBOUR_WEIGHT")
-        .and_then(|v| v.parse().ok())
-        .filter(|w: &f32| w.is_finite() && *w >= 0.0)
-        .unwrap_or(DEFAULT_NEIGHBOUR_WEIGHT)
-});
-
-/// The neighbour context goes only in front of a message whose own text is shorter than this many characters
-/// (`GHOLA_NEIGHBOUR_BELOW`; default: every message): a long message stands alone, and prepending to it only
-/// costs embedding time.
-pub static NEIGHBOUR_BELOW: std::sync::LazyLock<usize> = std::sync::LazyLock::new(|| {
-    crate::config::non_empty_env("GHOLA_NEIGHBOUR_BELOW")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(usize::MAX)
-});
 
 /// A file as Claude Code's Read tool returns it (`cat -n` style: `     1→text`, or `     1\ttext` in older
 /// versions) without its line numbers: they are a quarter of the word pieces of a code listing and say nothing a

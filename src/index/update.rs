@@ -10,6 +10,7 @@
 
 use super::lexical::Lexical;
 use super::records::{FileState, Manifest, Resume};
+use super::render::Neighbour;
 use super::scan::{Change, scan};
 use super::snapshot::{DAMAGE_SEEN, MANIFEST, Snapshot, read_manifest};
 use super::writer::{Live, Writer};
@@ -36,6 +37,10 @@ pub struct UpdateOptions {
     /// index, no vectors) and [`super::embed_pending`] embeds it afterwards. `None`: embed before publishing
     /// (an update without a model always defers).
     pub defer_from: Option<usize>,
+    /// How text chunks take in the message before them; a different setting re-embeds the index.
+    pub neighbour: Neighbour,
+    /// Copy the transcript bytes read into the archive (`[archive] enabled`, `GHOLA_ARCHIVE`).
+    pub keep_archive: bool,
 }
 
 /// Publishes of at least this many messages are deferred by [`UpdateOptions::words_first`]: embedding them
@@ -49,28 +54,30 @@ const BIG_BATCH_BYTES: u64 = 8 << 20;
 /// Segments beyond which even an update that defers merging merges (readers open every segment).
 pub const MAX_UNMERGED: usize = 48;
 
+/// How many new or changed messages an update publishes after, by default.
+pub const PUBLISH_EVERY: usize = 2000;
+
 impl Default for UpdateOptions {
     fn default() -> Self {
-        // `GHOLA_PUBLISH_EVERY` lets tests put publish points close together.
-        let publish_every = crate::config::non_empty_env("GHOLA_PUBLISH_EVERY")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(2000);
         Self {
             wait: true,
-            publish_every,
+            publish_every: PUBLISH_EVERY,
             merge: true,
             verify: false,
             defer_from: None,
+            neighbour: Neighbour::default(),
+            keep_archive: true,
         }
     }
 }
 
 impl UpdateOptions {
     /// For the update made just before answering a query: waits for another writer, defers merging.
-    pub fn before_query() -> Self {
+    pub fn before_query(self) -> Self {
         Self {
+            wait: true,
             merge: false,
-            ..Self::default()
+            ..self
         }
     }
 
@@ -154,16 +161,13 @@ fn set_aside(dir: &Path) -> std::io::Result<String> {
 
 /// The model id recorded in the manifest: the neighbour context changes what a vector means, so a different
 /// setting re-embeds like a different model.
-fn indexed_model_id(model_id: String) -> String {
-    match (
-        *super::render::NEIGHBOUR_CHARS,
-        *super::render::NEIGHBOUR_BELOW,
-    ) {
+fn indexed_model_id(model_id: String, neighbour: Neighbour) -> String {
+    match (neighbour.chars, neighbour.below) {
         (0, _) => model_id,
         (n, below) => {
             // The neighbour joins by vector (see `render::NEIGHBOUR_SEP`): "nvec", its length and weight.
             let mut id = format!("{model_id}+nvec{n}");
-            let w = *super::render::NEIGHBOUR_WEIGHT;
+            let w = neighbour.weight;
             if w != super::render::DEFAULT_NEIGHBOUR_WEIGHT {
                 id.push_str(&format!("x{w}"));
             }
@@ -180,16 +184,20 @@ fn indexed_model_id(model_id: String) -> String {
 /// pinned model, so that the real model, once loaded, finds an index it can extend.
 pub(super) fn indexed_identity(
     embedder: Option<&dyn ChunkEmbedder>,
+    neighbour: Neighbour,
     dir: &Path,
     recorded: Option<&Manifest>,
 ) -> Result<(String, String), IndexError> {
     match (embedder, recorded) {
-        (Some(e), _) => Ok((indexed_model_id(e.model_id()), e.weights_sha256(dir)?)),
+        (Some(e), _) => Ok((
+            indexed_model_id(e.model_id(), neighbour),
+            e.weights_sha256(dir)?,
+        )),
         (None, Some(m)) if !m.model_id.is_empty() => {
             Ok((m.model_id.clone(), m.weights_sha256.clone()))
         }
         (None, _) => Ok((
-            indexed_model_id(crate::embed::MODEL_ID.to_string()),
+            indexed_model_id(crate::embed::MODEL_ID.to_string(), neighbour),
             crate::embed::WEIGHTS_SHA256.to_string(),
         )),
     }
@@ -213,10 +221,15 @@ fn segments_untouched(dir: &Path) -> bool {
 
 /// Whether the published index can be extended without opening it: readable manifest, same model, lexical
 /// index of the same generation, nothing damaged or touched.
-fn index_is_sound(dir: &Path, manifest: &Manifest, embedder: Option<&dyn ChunkEmbedder>) -> bool {
+fn index_is_sound(
+    dir: &Path,
+    manifest: &Manifest,
+    embedder: Option<&dyn ChunkEmbedder>,
+    neighbour: Neighbour,
+) -> bool {
     !dir.join(DAMAGE_SEEN).exists()
         && !manifest.segments.is_empty()
-        && indexed_identity(embedder, dir, Some(manifest))
+        && indexed_identity(embedder, neighbour, dir, Some(manifest))
             .is_ok_and(|(id, w)| id == manifest.model_id && w == manifest.weights_sha256)
         && segments_untouched(dir)
         && Lexical::open(&dir.join("lexical"))
@@ -267,7 +280,7 @@ pub fn update_with(
     let manifest = read_manifest(dir)
         .ok()
         .flatten()
-        .filter(|m| !opts.verify && index_is_sound(dir, m, embedder));
+        .filter(|m| !opts.verify && index_is_sound(dir, m, embedder, opts.neighbour));
     // What only the archive still has, when the full path will run: listed so that an index rebuilt from scratch
     // (after damage) gets those sessions back; `scan` reads only the files the index does not know. The append
     // path never needs it (the index knows every file it ever read), so it does not read the archive's state.
@@ -347,10 +360,14 @@ pub fn update_with(
                 })
                 .sum();
             let big = grown > BIG_BATCH_BYTES;
-            (append_writer(dir, m, summary, big)?, changed, on_disk)
+            (
+                append_writer(dir, m, summary, big, opts.keep_archive)?,
+                changed,
+                on_disk,
+            )
         }
         _ => {
-            let mut w = full_writer(dir, embedder, summary)?;
+            let mut w = full_writer(dir, embedder, &opts, summary)?;
             let (changed, on_disk) = scan(
                 &found.sessions,
                 Some(&w.manifest),
@@ -361,6 +378,7 @@ pub fn update_with(
         }
     };
     w.defer_from = opts.defer_from;
+    w.neighbour = opts.neighbour;
     tracing::debug!(
         "update: {} path, scanned {:?}",
         if appending { "append" } else { "full" },
@@ -490,13 +508,15 @@ pub(super) fn append_writer(
     manifest: Manifest,
     summary: UpdateSummary,
     big: bool,
+    keep_archive: bool,
 ) -> Result<Writer<'_>, IndexError> {
     let verify = super::segment::Verify::since_publish(dir);
     let lexical = Lexical::open(&dir.join("lexical"))?;
     let lex_writer = lexical.writer(big)?;
-    Ok(Writer::new(
-        dir, manifest, lexical, lex_writer, None, verify, summary,
-    ))
+    Ok(
+        Writer::new(dir, manifest, lexical, lex_writer, None, verify, summary)
+            .keeping_archive(keep_archive),
+    )
 }
 
 /// The full path's writer: the whole index opened and verified (set aside and rebuilt if damaged; re-embedded
@@ -504,6 +524,7 @@ pub(super) fn append_writer(
 fn full_writer<'a>(
     dir: &'a Path,
     embedder: Option<&dyn ChunkEmbedder>,
+    opts: &UpdateOptions,
     mut summary: UpdateSummary,
 ) -> Result<Writer<'a>, IndexError> {
     summary.full_update = true;
@@ -522,7 +543,7 @@ fn full_writer<'a>(
         Err(e) => return Err(e),
     };
     let recorded = (!snapshot.manifest.segments.is_empty()).then_some(&snapshot.manifest);
-    let (model_id, weights) = indexed_identity(embedder, dir, recorded)?;
+    let (model_id, weights) = indexed_identity(embedder, opts.neighbour, dir, recorded)?;
     let mut archived = Vec::new();
     if !snapshot.manifest.segments.is_empty()
         && (snapshot.manifest.model_id != model_id || snapshot.manifest.weights_sha256 != weights)
@@ -603,7 +624,9 @@ fn full_writer<'a>(
         Some(live),
         super::segment::Verify::since_publish(dir),
         summary,
-    );
+    )
+    .keeping_archive(opts.keep_archive);
+    w.neighbour = opts.neighbour;
     for m in archived {
         w.requeue(m);
     }

@@ -3,7 +3,7 @@
 //! vector (see `render`). Used by the writer and by the second, embedding pass.
 
 use super::records::{ChunkKind, Manifest};
-use super::render::{NEIGHBOUR_SEP, NEIGHBOUR_WEIGHT, chunk_cap};
+use super::render::{NEIGHBOUR_SEP, chunk_cap};
 use super::segment::{Hashes, Vectors, Verify};
 use super::writer::hash64;
 use super::{ChunkEmbedder, IndexError, UpdateSummary};
@@ -74,12 +74,14 @@ pub(super) fn chunk_hash(kind: ChunkKind, text: &str) -> u64 {
 
 /// Vectors for chunk texts given as (hash, kind, text): each distinct hash is looked up once among the vectors
 /// `manifest`'s segments store, and the rest embedded once. Returns the vectors by hash and the hashes embedded
-/// now (the first use of each counts as embedded, every other use as a reuse).
+/// now (the first use of each counts as embedded, every other use as a reuse). A text chunk's neighbour joins
+/// with `neighbour_weight` (see [`super::render::Neighbour`]).
 pub(super) fn vectors_for<'t>(
     dir: &Path,
     manifest: &Manifest,
     stores: &mut VectorStores,
     embedder: &dyn ChunkEmbedder,
+    neighbour_weight: f32,
     chunks: impl Iterator<Item = (u64, ChunkKind, &'t str)>,
     summary: &mut UpdateSummary,
 ) -> Result<(VectorsByHash, HashSet<u64>), IndexError> {
@@ -100,7 +102,7 @@ pub(super) fn vectors_for<'t>(
             }
         }
     }
-    embed_grouped(embedder, &to_embed, &mut vectors, summary)?;
+    embed_grouped(embedder, &to_embed, neighbour_weight, &mut vectors, summary)?;
     Ok((vectors, queued))
 }
 
@@ -114,11 +116,12 @@ fn split_neighbour(t: &str) -> (Option<&str>, &str) {
 
 /// Embeds the texts of `to_embed`, one call per kind (each kind has its own chunk cap), into `vectors`. A text
 /// chunk carrying a neighbour (`neighbour` [`NEIGHBOUR_SEP`] `own`) gets its own text's vectors, each plus
-/// [`NEIGHBOUR_WEIGHT`] times the neighbour's vector, renormalised; every distinct string is embedded once (a
+/// `w` times the neighbour's vector, renormalised; every distinct string is embedded once (a
 /// short neighbour is the previous message's own text, usually in the same batch).
 fn embed_grouped(
     embedder: &dyn ChunkEmbedder,
     to_embed: &[(u64, ChunkKind, &str)],
+    w: f32,
     vectors: &mut HashMap<u64, Vec<Vector>>,
     summary: &mut UpdateSummary,
 ) -> Result<(), IndexError> {
@@ -163,7 +166,6 @@ fn embed_grouped(
         };
         summary.chunks_embedded += own_vectors.iter().map(Vec::len).sum::<usize>()
             + neighbour_vectors.iter().map(Vec::len).sum::<usize>();
-        let w = *NEIGHBOUR_WEIGHT;
         for (h, _, t) in group {
             let (n, own) = split_neighbour(t);
             let mut v = own_vectors[own_at[own]].clone();

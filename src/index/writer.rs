@@ -2,11 +2,11 @@
 //! new (each distinct text once, reusing stored vectors found through the segments' hash files), writes a
 //! segment, updates the lexical index and publishes a manifest.
 
-use super::archive::{self, ArchiveWriter, ArchivedFile, FileRole};
+use super::archive::{ArchiveWriter, ArchivedFile, FileRole};
 use super::format::{self, sync_dir};
 use super::lexical::Lexical;
 use super::records::{ChunkKind, FileState, Manifest, Resume, SegmentInfo, StoredMessage};
-use super::render::{NEIGHBOUR_BELOW, NEIGHBOUR_CHARS, NEIGHBOUR_SEP, render, tail_chars};
+use super::render::{NEIGHBOUR_SEP, Neighbour, render, tail_chars};
 use super::resume::{LastMessage, StreamEnd, resume_of};
 use super::segment::{SegmentBuilder, TodoChunk, Verify, write_todo};
 use super::snapshot::{MANIFEST, MANIFEST_MAGIC};
@@ -79,6 +79,8 @@ pub(super) struct Writer<'a> {
     /// Publishes of at least this many messages are keyword-only, embedded by the second pass (`None`: never,
     /// unless there is no model).
     pub defer_from: Option<usize>,
+    /// How text chunks take in the message before them (recorded in the manifest's model id).
+    pub neighbour: Neighbour,
     pending: Vec<Pending>,
     pending_files: Vec<FileState>,
     pending_dead: Vec<u64>,
@@ -105,18 +107,26 @@ impl<'a> Writer<'a> {
             live,
             stores: VectorStores::new(verify),
             defer_from: None,
+            neighbour: Neighbour::default(),
             pending: Vec::new(),
             pending_files: Vec::new(),
             pending_dead: Vec::new(),
-            archive: archive::enabled()
-                .then(|| {
-                    ArchiveWriter::open(dir)
-                        .inspect_err(|e| tracing::warn!("archive not kept this run: {e}"))
-                        .ok()
-                })
-                .flatten(),
+            archive: None,
             summary,
         }
+    }
+
+    /// Copies what this writer reads into the archive from now on (`keep`: the settings allow it). An archive
+    /// that cannot be opened is logged and skipped: the next writer fills the gap.
+    pub fn keeping_archive(mut self, keep: bool) -> Self {
+        self.archive = keep
+            .then(|| {
+                ArchiveWriter::open(self.dir)
+                    .inspect_err(|e| tracing::warn!("archive not kept this run: {e}"))
+                    .ok()
+            })
+            .flatten();
+        self
     }
 
     /// Copies the bytes just read of a session's files (and its persisted tool outputs) into the archive. A
@@ -390,11 +400,12 @@ impl<'a> Writer<'a> {
                 .find(|(k, _)| *k == ChunkKind::Text)
                 .map(|(_, t)| t.clone());
             // Counting characters only when a limit is set: by default every message takes its neighbour.
-            let short = *NEIGHBOUR_BELOW == usize::MAX
+            let Neighbour { chars, below, .. } = self.neighbour;
+            let short = below == usize::MAX
                 || own_text
                     .as_deref()
-                    .is_none_or(|t| t.chars().take(*NEIGHBOUR_BELOW).count() < *NEIGHBOUR_BELOW);
-            if *NEIGHBOUR_CHARS > 0 && !previous_text.is_empty() && short {
+                    .is_none_or(|t| t.chars().take(below).count() < below);
+            if chars > 0 && !previous_text.is_empty() && short {
                 for (k, t) in chunks.iter_mut() {
                     if *k == ChunkKind::Text {
                         *t = format!("{previous_text}{NEIGHBOUR_SEP}{t}");
@@ -402,7 +413,7 @@ impl<'a> Writer<'a> {
                 }
             }
             if let Some(t) = own_text {
-                previous_text = tail_chars(&t, *NEIGHBOUR_CHARS);
+                previous_text = tail_chars(&t, chars);
             }
             let timestamp_ms = m.timestamp.map(|t| t.timestamp_millis());
             let content_hash = hash64(&[
@@ -522,6 +533,7 @@ impl<'a> Writer<'a> {
                     manifest,
                     stores,
                     embedder,
+                    self.neighbour.weight,
                     chunks,
                     &mut self.summary,
                 )?

@@ -41,6 +41,14 @@ pub struct ServeConfig {
     pub session_id: Option<String>,
     /// Seconds between freshness checks of the Claude dir.
     pub poll_seconds: u64,
+    /// Where the project notes are (the notes tool reads them).
+    pub notes_dir: PathBuf,
+    /// The base of every update the server makes (archive kept or not, publish spacing, neighbour setting).
+    pub update: UpdateOptions,
+    /// Bytes the in-memory search set may use.
+    pub memory_limit: u64,
+    /// A search response's character bound.
+    pub response_chars: usize,
 }
 
 /// Shared state of the server.
@@ -164,6 +172,7 @@ impl GholaServer {
         }
         p.include_subagents = a.include_subagents.unwrap_or(true);
         p.exclude_session = self.cfg.session_id.clone();
+        p.response_chars = self.cfg.response_chars;
         p.validate()?;
         Ok(p)
     }
@@ -176,7 +185,7 @@ impl GholaServer {
         let me = self.clone();
         let out = tokio::task::spawn_blocking(move || -> Result<String, String> {
             let first_pass_done = me.wait_for_first_pass(FIRST_PASS_WAIT);
-            let snap = Snapshot::shared(&me.cfg.index_dir).map_err(|e| e.to_string())?;
+            let snap = Snapshot::shared(&me.cfg.index_dir, me.cfg.memory_limit).map_err(|e| e.to_string())?;
             let embedder = me.embedder.get();
             let mut resp = search::search(&snap, embedder, &p)?;
             resp.index.pending_files = index::pending_files(&snap, &me.cfg.claude_dir);
@@ -352,7 +361,7 @@ impl GholaServer {
     fn update_once(&self, wait: bool) {
         let opts = UpdateOptions {
             wait,
-            ..UpdateOptions::default()
+            ..self.cfg.update
         }
         .words_first();
         let embedder = self.embedder.get().map(|e| e as &dyn index::ChunkEmbedder);
@@ -390,8 +399,14 @@ impl GholaServer {
         loop {
             let mut more = false;
             if let Some(e) = self.embedder.get() {
-                match index::embed_pending(&self.cfg.index_dir, e, Some(1), &|| false, &mut |_| {})
-                {
+                match index::embed_pending(
+                    &self.cfg.index_dir,
+                    e,
+                    self.cfg.update.neighbour,
+                    Some(1),
+                    &|| false,
+                    &mut |_| {},
+                ) {
                     Ok(s) => {
                         if s.segments > 0 {
                             tracing::info!("embedded {} messages", s.messages);
@@ -514,6 +529,7 @@ impl GholaServer {
             let ctx = RouteContext {
                 claude_dir: &me.cfg.claude_dir,
                 index_dir: &me.cfg.index_dir,
+                memory_limit: me.cfg.memory_limit,
                 embedder: me.embedder.get(),
                 calling_session: me.cfg.session_id.as_deref(),
                 current_project: Some(&me.cfg.project),
@@ -576,7 +592,7 @@ impl GholaServer {
                 })?],
             };
             let project = a.project.unwrap_or_else(|| cfg.project.clone());
-            let store = notes::Store::new(&crate::config::notes_dir());
+            let store = notes::Store::new(&cfg.notes_dir);
             let n = store.open(&project);
             let all: Vec<serde_json::Value> = categories
                 .iter()

@@ -184,22 +184,26 @@ pub struct Extractor<'a> {
     pub backend: &'a dyn Backend,
     pub sim: &'a dyn Similarity,
     pub model: String,
+    /// Tokens extraction may spend per UTC day, all projects together.
+    pub daily_budget: u64,
     pub threshold: f32,
     pub dry_run: bool,
 }
 
 impl<'a> Extractor<'a> {
-    /// An extractor with the configured model and the measured duplicate threshold.
+    /// An extractor with the model and budget of `settings` and the measured duplicate threshold.
     pub fn new(
         store: &'a Store,
         backend: &'a dyn Backend,
         sim: &'a dyn Similarity,
+        settings: &crate::settings::Settings,
     ) -> Extractor<'a> {
         Extractor {
             store,
             backend,
             sim,
-            model: super::worker::model(),
+            model: settings.notes_model.clone(),
+            daily_budget: settings.daily_token_budget,
             threshold: merge::DUPLICATE_COSINE,
             dry_run: false,
         }
@@ -311,7 +315,7 @@ impl Extractor<'_> {
                 continue;
             }
             let state = self.store.state();
-            let budget = crate::settings::load_or_default().daily_token_budget;
+            let budget = self.daily_budget;
             let left = budget.saturating_sub(state.spent_on(&today()));
             if needed > left {
                 set_state(self.store, project, session, window, |s| {

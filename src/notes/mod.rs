@@ -138,10 +138,13 @@ pub fn project_status(store: &Store, project: &str) -> ProjectStatus {
     }
 }
 
-/// The status of the notes of `projects` (all projects with notes when empty).
-pub fn status(store: &Store, projects: &[String]) -> NotesStatus {
+/// The status of the notes of `projects` (all projects with notes when empty), under `settings`.
+pub fn status(
+    store: &Store,
+    projects: &[String],
+    settings: &crate::settings::Settings,
+) -> NotesStatus {
     let state = store.state();
-    let settings = crate::settings::load_or_default();
     let list = if projects.is_empty() {
         store.projects()
     } else {
@@ -153,7 +156,7 @@ pub fn status(store: &Store, projects: &[String]) -> NotesStatus {
         enabled_by_default: state.enabled,
         daily_token_budget: settings.daily_token_budget,
         tokens_spent_today: state.spent_on(&store::today()),
-        model: worker::model(),
+        model: settings.notes_model.clone(),
         settings_file: crate::settings::path().display().to_string(),
         worker_running,
         queued_sessions: worker::queued(store).len(),

@@ -7,7 +7,9 @@ use super::extract::{Extractor, Outcome};
 use super::merge::{Similarity, similarity};
 use super::shape::windows_of;
 use super::store::{Meta, NotesError, Store, WindowState, io, lock_file, write_atomic, write_lock};
+use crate::index::UpdateOptions;
 use crate::index::snapshot::Snapshot;
+use crate::settings::Settings;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -129,6 +131,10 @@ pub struct WorkerConfig {
     pub index_dir: PathBuf,
     pub claude_dir: PathBuf,
     pub model_dir: Option<PathBuf>,
+    /// The settings the caller read (model, backend, daily budget).
+    pub settings: Settings,
+    /// The base of the index update made before extracting (archive kept or not, publish spacing).
+    pub update: UpdateOptions,
 }
 
 /// What a worker run did.
@@ -142,23 +148,16 @@ pub struct WorkReport {
     pub tokens: u64,
 }
 
-/// The model extraction asks: `$GHOLA_NOTES_MODEL`, else the settings file's `[notes] model`.
-pub fn model() -> String {
-    crate::config::non_empty_env("GHOLA_NOTES_MODEL")
-        .unwrap_or_else(|| crate::settings::load_or_default().notes_model)
-}
-
-/// The backend extraction uses: `$GHOLA_NOTES_BACKEND`, else the settings file's `[notes] backend`.
-pub fn backend_choice() -> Result<crate::model::BackendChoice, String> {
-    crate::config::non_empty_env("GHOLA_NOTES_BACKEND")
-        .unwrap_or_else(|| crate::settings::load_or_default().notes_backend)
-        .parse()
+/// The backend extraction uses: the settings' `[notes] backend` (which the caller may have overridden with
+/// `$GHOLA_NOTES_BACKEND`).
+pub fn backend_choice(settings: &Settings) -> Result<crate::model::BackendChoice, String> {
+    settings.notes_backend.parse()
 }
 
 /// What `backend_choice` means here, for a person: where extraction sends a window.
-pub fn backend_description() -> &'static str {
+pub fn backend_description(settings: &Settings) -> &'static str {
     use crate::model::BackendChoice;
-    match backend_choice() {
+    match backend_choice(settings) {
         Ok(BackendChoice::Api) => "the Anthropic API (ANTHROPIC_API_KEY)",
         Ok(BackendChoice::ClaudeCode) => "Claude Code (`claude -p`, your Claude Code login)",
         _ if crate::config::non_empty_env("ANTHROPIC_API_KEY").is_some() => {
@@ -170,13 +169,15 @@ pub fn backend_description() -> &'static str {
 
 /// Brings the index up to date by words only (extraction reads text) and without merging (that is the server's
 /// and `ghola index`'s business): what runs before an extraction.
+/// `base` carries the caller's settings (archive, publish spacing).
 pub fn update_index(
     index_dir: &Path,
     claude_dir: &Path,
+    base: UpdateOptions,
 ) -> Result<crate::index::UpdateSummary, crate::index::IndexError> {
-    let opts = crate::index::update::UpdateOptions {
+    let opts = UpdateOptions {
         merge: false,
-        ..Default::default()
+        ..base
     };
     crate::index::update::update_words_only(index_dir, claude_dir, opts, &mut |_| {})
 }
@@ -245,7 +246,7 @@ fn work_locked(cfg: &WorkerConfig, cancel: &AtomicBool) -> Result<WorkReport, No
     for _round in 0..5 {
         let now = chrono::Utc::now().timestamp_millis();
         if !queued(&cfg.store).is_empty()
-            && let Err(e) = update_index(&cfg.index_dir, &cfg.claude_dir)
+            && let Err(e) = update_index(&cfg.index_dir, &cfg.claude_dir, cfg.update)
         {
             tracing::warn!("index update before extraction failed: {e}");
         }
@@ -265,7 +266,9 @@ fn work_locked(cfg: &WorkerConfig, cancel: &AtomicBool) -> Result<WorkReport, No
             break;
         }
         if backend.is_none() {
-            match backend_choice().and_then(|c| crate::model::choose(c, &cfg.claude_dir)) {
+            match backend_choice(&cfg.settings)
+                .and_then(|c| crate::model::choose(c, &cfg.claude_dir))
+            {
                 Ok(b) => backend = Some(b),
                 Err(why) => {
                     for (p, s, w) in &due {
@@ -289,6 +292,7 @@ fn work_locked(cfg: &WorkerConfig, cancel: &AtomicBool) -> Result<WorkReport, No
             &cfg.store,
             backend.as_deref().expect("set above"),
             sim.as_ref(),
+            &cfg.settings,
         );
         for (project, session, window) in due {
             match ex.window(&snap, &project, &session, window, cancel)? {

@@ -119,6 +119,8 @@ pub struct Target {
 pub struct RouteContext<'a> {
     pub claude_dir: &'a Path,
     pub index_dir: &'a Path,
+    /// Bytes the in-memory search set may use.
+    pub memory_limit: u64,
     /// Needed for the semantic half of `search` mode; without it the search is lexical.
     pub embedder: Option<&'a Embedder>,
     /// The calling session (`CLAUDE_CODE_SESSION_ID`).
@@ -202,7 +204,7 @@ pub fn route(req: &QueryRequest, ctx: &RouteContext) -> Result<(Vec<Target>, Vec
     };
     let targets = match req.mode {
         super::Mode::Search => {
-            let snap = Snapshot::shared(ctx.index_dir)
+            let snap = Snapshot::shared(ctx.index_dir, ctx.memory_limit)
                 .map_err(|e| format!("the index cannot be opened ({e}); run `ghola index`"))?;
             let mut p = SearchParams::new(&req.question);
             p.project = project_scope();

@@ -662,6 +662,6 @@ pub fn search_with_vector(
             "{why}: these results come from the semantic ranking alone"
         ));
     }
-    resp.bound(&raw_terms);
+    resp.bound(&raw_terms, p.response_chars);
     Ok(resp)
 }

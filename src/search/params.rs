@@ -67,6 +67,9 @@ pub struct SearchParams {
     pub relative_floor: f32,
     /// Scan the f32 vectors rather than their int8 copy (benchmarks compare the two).
     pub exact_scan: bool,
+    /// The response is cut under this many characters (at most [`super::response::RESPONSE_CHARS`], the
+    /// default; the CLI reads the experiment variable `GHOLA_RESPONSE_CHARS` into it).
+    pub response_chars: usize,
 }
 
 impl SearchParams {
@@ -87,6 +90,7 @@ impl SearchParams {
             lexical_weight: None,
             relative_floor: RELATIVE_FLOOR,
             exact_scan: false,
+            response_chars: super::response::RESPONSE_CHARS,
         }
     }
 

@@ -8,14 +8,6 @@ pub const BODY_CHARS: usize = 2000;
 /// The whole response stays under this many characters (Claude Code swaps anything over 50,000 for a file).
 pub const RESPONSE_CHARS: usize = 40_000;
 
-/// What [`SearchResponse::bound`] aims for (experiment knob `GHOLA_RESPONSE_CHARS`, at most [`RESPONSE_CHARS`]).
-pub static TARGET_CHARS: std::sync::LazyLock<usize> = std::sync::LazyLock::new(|| {
-    crate::config::non_empty_env("GHOLA_RESPONSE_CHARS")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(RESPONSE_CHARS)
-        .min(RESPONSE_CHARS)
-});
-
 /// The message a result is about.
 #[derive(Debug, Clone, Serialize)]
 pub struct MatchedMessage {
@@ -160,8 +152,9 @@ impl SearchResponse {
     /// (cut down to 120 characters), then plain context messages farthest from the hits of their result, then
     /// hit bodies (down to 200 characters), and last whole results from the end of the page (`has_more` then
     /// says so). The fields that identify a hit are never dropped.
-    pub fn bound(&mut self, terms: &[String]) {
-        let limit_chars = *TARGET_CHARS;
+    /// `target_chars` lowers the bound (an experiment knob; never above [`RESPONSE_CHARS`]).
+    pub fn bound(&mut self, terms: &[String], target_chars: usize) {
+        let limit_chars = target_chars.min(RESPONSE_CHARS);
         for limit in [600, 300, 120] {
             if self.size() <= limit_chars {
                 return;
@@ -280,7 +273,7 @@ mod bound_tests {
             note: None,
         };
         assert!(resp.size() > RESPONSE_CHARS);
-        resp.bound(&["word".to_string()]);
+        resp.bound(&["word".to_string()], RESPONSE_CHARS);
         assert!(resp.size() <= RESPONSE_CHARS, "{}", resp.size());
         for h in &resp.results {
             assert_eq!(h.context.iter().filter(|c| c.is_match).count(), 3);

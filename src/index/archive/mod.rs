@@ -202,18 +202,6 @@ fn write_state(dir: &Path, s: &State) -> std::io::Result<()> {
     sync_dir(dir)
 }
 
-/// Whether the archive is kept: on unless `GHOLA_ARCHIVE=0` (or `off`/`false`) or `[archive] enabled = false`
-/// in the settings file.
-pub fn enabled() -> bool {
-    match crate::config::non_empty_env("GHOLA_ARCHIVE") {
-        Some(v) => !matches!(
-            v.to_ascii_lowercase().as_str(),
-            "0" | "off" | "false" | "no"
-        ),
-        None => crate::settings::load_or_default().archive_enabled,
-    }
-}
-
 /// Appends frames to the archive; used by the index writer, which holds the index lock.
 pub struct ArchiveWriter {
     dir: PathBuf,

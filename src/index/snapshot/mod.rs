@@ -200,6 +200,8 @@ pub struct Snapshot {
     /// Live messages that await embedding (ranked by their words alone until then).
     pub messages_waiting: usize,
     pub lexical: Option<(Lexical, tantivy::IndexReader)>,
+    /// The memory limit this view was opened with, kept for [`Snapshot::reopen`].
+    memory_limit: u64,
 }
 
 /// Reads and verifies the manifest of `dir`; `Ok(None)` when there is no index yet.
@@ -212,13 +214,9 @@ pub fn read_manifest(dir: &Path) -> Result<Option<Manifest>, FormatError> {
     format::decode(&path.display().to_string(), &payload).map(Some)
 }
 
-/// The memory the in-memory search set may use, from `GHOLA_MEMORY_LIMIT_MB` (default: a third of RAM).
-pub fn memory_limit_bytes() -> u64 {
-    if let Some(mb) =
-        crate::config::non_empty_env("GHOLA_MEMORY_LIMIT_MB").and_then(|v| v.parse::<u64>().ok())
-    {
-        return mb * 1024 * 1024;
-    }
+/// The memory the in-memory search set may use unless told otherwise: a third of RAM (the CLI takes
+/// `GHOLA_MEMORY_LIMIT_MB` instead when set).
+pub fn default_memory_limit() -> u64 {
     let total_kb = std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|s| {
@@ -263,19 +261,21 @@ impl Snapshot {
             waiting: Vec::new(),
             messages_waiting: 0,
             lexical: None,
+            memory_limit: default_memory_limit(),
         }
     }
 
     /// Opens the published index of `dir`. A damaged or foreign file is an error naming it (the writer sets it
-    /// aside and rebuilds); a missing index is an empty snapshot.
+    /// aside and rebuilds); a missing index is an empty snapshot. The search set may use
+    /// [`default_memory_limit`].
     pub fn open(dir: &Path) -> Result<Self, IndexError> {
-        Self::open_with(dir, memory_limit_bytes(), false)
+        Self::open_with(dir, default_memory_limit(), false)
     }
 
     /// The published index of `dir`, shared: a long-lived process (the MCP server) reopens it only when a writer
     /// has published since (the manifest file's inode, size and mtime tell), instead of decoding every segment's
-    /// metadata on every call.
-    pub fn shared(dir: &Path) -> Result<std::sync::Arc<Self>, IndexError> {
+    /// metadata on every call. The search set may use `memory_limit` bytes.
+    pub fn shared(dir: &Path, memory_limit: u64) -> Result<std::sync::Arc<Self>, IndexError> {
         type Cache = std::sync::Mutex<
             FxHashMap<PathBuf, ([u8; format::HEADER_LEN], std::sync::Arc<Snapshot>)>,
         >;
@@ -296,7 +296,7 @@ impl Snapshot {
             .map(|(_, s)| s.clone());
         let snap = std::sync::Arc::new(match previous {
             Some(p) => p.reopen()?,
-            None => Self::open(dir)?,
+            None => Self::open_with(dir, memory_limit, false)?,
         });
         if let Some(key) = key {
             cache
@@ -317,7 +317,7 @@ impl Snapshot {
     /// append only the new segment is read and decoded (segment files are immutable; they were checked when
     /// first opened).
     pub fn reopen(&self) -> Result<Self, IndexError> {
-        Self::open_reusing(&self.dir, memory_limit_bytes(), false, Some(self))
+        Self::open_reusing(&self.dir, self.memory_limit, false, Some(self))
     }
 
     fn open_reusing(
@@ -377,7 +377,9 @@ impl Snapshot {
             Verify::since_publish(dir)
         };
         let Some(manifest) = read_manifest(dir)? else {
-            return Ok(Self::empty(dir));
+            let mut empty = Self::empty(dir);
+            empty.memory_limit = limit;
+            return Ok(empty);
         };
         let have: FxHashMap<u64, &std::sync::Arc<OpenSegment>> = reuse
             .map(|r| r.segments.iter().map(|s| (s.id, s)).collect())
@@ -398,6 +400,7 @@ impl Snapshot {
             segments.push(seg);
         }
         let mut snap = Self::empty(dir);
+        snap.memory_limit = limit;
         snap.waiting = manifest
             .segments
             .iter()

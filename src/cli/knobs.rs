@@ -1,0 +1,148 @@
+//! Everything tunable about this process, read once here at the top — the settings file, then the environment
+//! variables that override it — and handed down as data. The library reads no knob itself: a library call's
+//! answer depends on its arguments, not on the process it runs in.
+
+use ghola::index::UpdateOptions;
+use ghola::index::render::Neighbour;
+use ghola::settings::Settings;
+
+/// The knobs of one run.
+#[derive(Debug, Clone)]
+pub struct Knobs {
+    /// The settings file with `GHOLA_NOTES_MODEL` and `GHOLA_NOTES_BACKEND` applied (a malformed file is
+    /// logged and the defaults used, as the hooks must go on).
+    pub settings: Settings,
+    /// The base of every index update: publish spacing (`GHOLA_PUBLISH_EVERY`, for tests), the neighbour
+    /// setting (`GHOLA_NEIGHBOUR_*`, experiments) and whether the archive is kept (`GHOLA_ARCHIVE`, else
+    /// `[archive] enabled`).
+    pub update: UpdateOptions,
+    /// Bytes the in-memory search set may use (`GHOLA_MEMORY_LIMIT_MB`, else a third of RAM).
+    pub memory_limit: u64,
+    /// A search response's character bound (`GHOLA_RESPONSE_CHARS`, an experiment knob; never above the
+    /// library's bound).
+    pub response_chars: usize,
+}
+
+impl Knobs {
+    /// Reads the settings file and the environment.
+    pub fn read() -> Knobs {
+        Self::from(ghola::settings::load_or_default(), &|name| {
+            ghola::config::non_empty_env(name)
+        })
+    }
+
+    /// The knobs from `settings` and the variables `var` gives (tests pass their own).
+    pub fn from(mut settings: Settings, var: &dyn Fn(&str) -> Option<String>) -> Knobs {
+        let number = |name: &str| var(name).and_then(|v| v.trim().parse::<u64>().ok());
+        if let Some(m) = var("GHOLA_NOTES_MODEL") {
+            settings.notes_model = m;
+        }
+        if let Some(b) = var("GHOLA_NOTES_BACKEND") {
+            settings.notes_backend = b;
+        }
+        let keep_archive = match var("GHOLA_ARCHIVE") {
+            Some(v) => !matches!(
+                v.trim().to_ascii_lowercase().as_str(),
+                "0" | "off" | "false" | "no"
+            ),
+            None => settings.archive_enabled,
+        };
+        let defaults = Neighbour::default();
+        let neighbour = Neighbour {
+            chars: number("GHOLA_NEIGHBOUR_CHARS").map_or(defaults.chars, |n| n as usize),
+            weight: var("GHOLA_NEIGHBOUR_WEIGHT")
+                .and_then(|v| v.trim().parse::<f32>().ok())
+                .filter(|w| w.is_finite() && *w >= 0.0)
+                .unwrap_or(defaults.weight),
+            below: number("GHOLA_NEIGHBOUR_BELOW").map_or(defaults.below, |n| n as usize),
+        };
+        let update = UpdateOptions {
+            publish_every: number("GHOLA_PUBLISH_EVERY")
+                .filter(|n| *n > 0)
+                .map_or(ghola::index::update::PUBLISH_EVERY, |n| n as usize),
+            neighbour,
+            keep_archive,
+            ..UpdateOptions::default()
+        };
+        Knobs {
+            settings,
+            update,
+            memory_limit: number("GHOLA_MEMORY_LIMIT_MB")
+                .map_or_else(ghola::index::snapshot::default_memory_limit, |mb| {
+                    mb.saturating_mul(1024 * 1024)
+                }),
+            response_chars: number("GHOLA_RESPONSE_CHARS")
+                .map_or(ghola::search::response::RESPONSE_CHARS, |n| n as usize),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn knobs(vars: &[(&str, &str)], settings: Settings) -> Knobs {
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Knobs::from(settings, &|name| {
+            vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
+        })
+    }
+
+    #[test]
+    fn without_variables_the_settings_and_library_defaults_hold() {
+        let k = knobs(&[], Settings::default());
+        assert_eq!(k.update.neighbour, Neighbour::default());
+        assert_eq!(k.update.publish_every, ghola::index::update::PUBLISH_EVERY);
+        assert!(k.update.keep_archive);
+        assert_eq!(k.response_chars, ghola::search::response::RESPONSE_CHARS);
+        let off = Settings {
+            archive_enabled: false,
+            ..Settings::default()
+        };
+        assert!(!knobs(&[], off).update.keep_archive);
+    }
+
+    #[test]
+    fn variables_override_the_settings_file() {
+        let k = knobs(
+            &[
+                ("GHOLA_ARCHIVE", "Off"),
+                ("GHOLA_PUBLISH_EVERY", "40"),
+                ("GHOLA_MEMORY_LIMIT_MB", "3"),
+                ("GHOLA_NEIGHBOUR_CHARS", "0"),
+                ("GHOLA_NEIGHBOUR_WEIGHT", "2"),
+                ("GHOLA_NOTES_MODEL", "m"),
+                ("GHOLA_NOTES_BACKEND", "api"),
+            ],
+            Settings::default(),
+        );
+        assert!(!k.update.keep_archive);
+        assert_eq!(k.update.publish_every, 40);
+        assert_eq!(k.memory_limit, 3 * 1024 * 1024);
+        assert_eq!(k.update.neighbour.chars, 0);
+        assert_eq!(k.update.neighbour.weight, 2.0);
+        assert_eq!(k.settings.notes_model, "m");
+        assert_eq!(k.settings.notes_backend, "api");
+    }
+
+    #[test]
+    fn nonsense_values_fall_back_to_the_defaults() {
+        let k = knobs(
+            &[
+                ("GHOLA_PUBLISH_EVERY", "0"),
+                ("GHOLA_NEIGHBOUR_WEIGHT", "-1"),
+                ("GHOLA_MEMORY_LIMIT_MB", "lots"),
+            ],
+            Settings::default(),
+        );
+        assert_eq!(k.update.publish_every, ghola::index::update::PUBLISH_EVERY);
+        assert_eq!(k.update.neighbour.weight, Neighbour::default().weight);
+        assert_eq!(
+            k.memory_limit,
+            ghola::index::snapshot::default_memory_limit()
+        );
+    }
+}
