@@ -18,7 +18,7 @@ fn corpus() -> Option<PathBuf> {
 
 fn load(folder: &str) -> Vec<Session> {
     let dir = corpus().expect("corpus").join(folder);
-    let (sessions, found) = transcript::load_all(&dir);
+    let (sessions, found) = transcript::load_all(&transcript::Sources::disk(), &dir);
     assert!(found.problems.is_empty(), "{folder}: {:?}", found.problems);
     sessions
 }
@@ -53,7 +53,7 @@ fn every_transcript_file_is_found_and_read() {
         "cc-2.1.330",
     ] {
         let dir = root.join(folder);
-        let (sessions, found) = transcript::load_all(&dir);
+        let (sessions, found) = transcript::load_all(&transcript::Sources::disk(), &dir);
         let mut on_disk = Vec::new();
         jsonl_files(&dir.join("projects"), &mut on_disk);
         let mut read: Vec<PathBuf> = sessions
@@ -247,7 +247,7 @@ fn edge_cases_report_their_malformed_lines() {
         .filter(|s| s.session_id == "edge_cases")
         .cloned()
         .collect();
-    let s = &transcript::load_sessions(&files)[0];
+    let s = &transcript::load_sessions(&transcript::Sources::disk(), &files)[0];
     let report = &s.files[0].report;
     // 19 lines, the last (a summary) without a newline: a complete JSON object, so it is read (issue #32), and
     // nothing is pending.
@@ -262,6 +262,6 @@ fn edge_cases_report_their_malformed_lines() {
     assert_eq!(report.unknown_types.get("<none>"), Some(&1), "{report:?}");
     assert_eq!(s.skipped_lines(), 3 + report.invalid_entries);
     // The whole fixtures folder reads without a panic.
-    let all = transcript::load_sessions(&found.sessions);
+    let all = transcript::load_sessions(&transcript::Sources::disk(), &found.sessions);
     assert!(all.len() >= 25);
 }

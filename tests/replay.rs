@@ -11,6 +11,7 @@ use ghola::replay::backend::api::MessagesApi;
 use ghola::replay::conversation::{ApiMessage, Block, Speaker, check};
 use ghola::replay::route::RouteContext;
 use ghola::replay::{Mode, QueryRequest, Source, rebuild};
+use ghola::transcript::Sources;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -380,6 +381,7 @@ fn source(claude: &Path, id: &str) -> Source {
         session_id: id.into(),
         path: dir.join(format!("{id}.jsonl")),
         tool_results_dir: Some(dir.join(id).join("tool-results")),
+        sources: Sources::disk(),
     }
 }
 
@@ -494,15 +496,17 @@ fn every_corpus_window_rebuilds_into_a_valid_conversation() {
                             .join(&files.session_id)
                             .join("tool-results"),
                     ),
+                    sources: Sources::disk(),
                 })
                 .collect();
             sources.extend(files.subagents.iter().map(|s| Source {
                 session_id: files.session_id.clone(),
                 path: s.path.clone(),
                 tool_results_dir: None,
+                sources: Sources::disk(),
             }));
             for src in sources {
-                let n = ghola::replay::conversation::window_count(&src.path);
+                let n = ghola::replay::conversation::window_count(&DISK, &src.path);
                 for w in 0..n {
                     match rebuild(&src, Some(w), &Default::default()) {
                         Ok(c) => {
@@ -539,8 +543,12 @@ fn ctx<'a>(claude: &'a Path, idx: &'a Path, calling: Option<&'a str>) -> RouteCo
         embedder: None,
         calling_session: calling,
         current_project: Some("/w/app"),
+        sources: &DISK,
     }
 }
+
+/// Transcripts from disk only (the archive is tested in tests/archive.rs).
+static DISK: Sources = Sources::disk();
 
 fn answer(has: bool, text: &str) -> Reply {
     Reply::tool_use(

@@ -139,7 +139,7 @@ fn setup() -> tempfile::TempDir {
 #[test]
 fn layouts_windows_merging_and_stripping() {
     let tmp = setup();
-    let (sessions, found) = transcript::load_all(tmp.path());
+    let (sessions, found) = transcript::load_all(&transcript::Sources::disk(), tmp.path());
     assert!(found.problems.is_empty());
     assert_eq!(sessions.len(), 3);
     let s = sessions.iter().find(|s| s.session_id == S).unwrap();

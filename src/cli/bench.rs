@@ -28,7 +28,7 @@ pub fn read(claude_dir: &Path, min_secs: f64) -> Result<()> {
     let start = Instant::now();
     while rounds == 0 || start.elapsed().as_secs_f64() < min_secs {
         for f in &files {
-            transcript::stream_entries(f, 0, |_| entries += 1);
+            transcript::stream_entries(&transcript::Sources::disk(), f, 0, |_| entries += 1);
         }
         rounds += 1;
     }
@@ -36,7 +36,9 @@ pub fn read(claude_dir: &Path, min_secs: f64) -> Result<()> {
     let start = Instant::now();
     let mut messages = 0usize;
     for s in &found.sessions {
-        messages += transcript::load_session(s).all_messages().count();
+        messages += transcript::load_session(&transcript::Sources::disk(), s)
+            .all_messages()
+            .count();
     }
     let build = start.elapsed().as_secs_f64();
     let mb = bytes as f64 / 1e6;

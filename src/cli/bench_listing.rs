@@ -42,11 +42,17 @@ pub fn listing_lines(n: usize, claude: &Path, idx: &Path) -> Result<()> {
     let (first, first_rss) = run(&["projects", "--json"])?;
     let (projects, projects_rss) = median(&["projects", "--json"])?;
     let (sessions, sessions_rss) = median(&["sessions", "--global", "--json"])?;
-    let mut kept = Some(Listing::refresh(claude, Some(&idx.join(CACHE_FILE)), None));
+    let sources = ghola::index::archive::sources(idx);
+    let mut kept = Some(Listing::refresh(
+        &sources,
+        claude,
+        Some(&idx.join(CACHE_FILE)),
+        None,
+    ));
     let mut per_call = Vec::new();
     for _ in 0..5 {
         let t = Instant::now();
-        let l = Listing::refresh(claude, Some(&idx.join(CACHE_FILE)), kept.take());
+        let l = Listing::refresh(&sources, claude, Some(&idx.join(CACHE_FILE)), kept.take());
         let _ = (l.projects(), l.sessions_in(None).len());
         per_call.push(t.elapsed().as_secs_f64());
         kept = Some(l);
@@ -56,9 +62,9 @@ pub fn listing_lines(n: usize, claude: &Path, idx: &Path) -> Result<()> {
     let mut detail = Vec::new();
     for _ in 0..5 {
         let t = Instant::now();
-        let found = ghola::transcript::source::discover_all(claude);
+        let found = sources.discover_all(claude);
         if let Some(f) = found.sessions.first() {
-            let s = ghola::transcript::load_session(f);
+            let s = ghola::transcript::load_session(&sources, f);
             std::hint::black_box(s.messages.len());
         }
         detail.push(t.elapsed().as_secs_f64());

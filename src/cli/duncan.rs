@@ -106,6 +106,7 @@ pub fn query_cmd(
     let calling = a
         .calling_session
         .or_else(|| ghola::config::non_empty_env("CLAUDE_CODE_SESSION_ID"));
+    let sources = ghola::index::archive::sources(index_dir);
     let ctx = RouteContext {
         claude_dir,
         index_dir,
@@ -113,6 +114,7 @@ pub fn query_cmd(
         embedder: embedder.as_ref(),
         calling_session: calling.as_deref(),
         current_project: req.project.as_deref(),
+        sources: &sources,
     };
     let cancel = AtomicBool::new(false);
     let quiet = a.json;

@@ -9,7 +9,12 @@ use std::path::{Path, PathBuf};
 
 /// The history's listing, through the cache in the index folder.
 fn listing(claude_dir: &Path, index_dir: &Path) -> Listing {
-    let listing = Listing::refresh(claude_dir, Some(&index_dir.join(catalog::CACHE_FILE)), None);
+    let listing = Listing::refresh(
+        &ghola::index::archive::sources(index_dir),
+        claude_dir,
+        Some(&index_dir.join(catalog::CACHE_FILE)),
+        None,
+    );
     report_problems(&listing.discovery);
     listing
 }
@@ -132,12 +137,15 @@ pub fn sessions(
 
 pub fn show(
     claude_dir: &Path,
+    index_dir: &Path,
     session: &str,
     window: Option<u32>,
     subagents: bool,
     json: bool,
 ) -> Result<()> {
-    let found = transcript::source::discover_all(claude_dir);
+    // Transcripts Claude Code deleted are read from the archive.
+    let sources = ghola::index::archive::sources(index_dir);
+    let found = sources.discover_all(claude_dir);
     let id = resolve_session_id(
         session,
         found.sessions.iter().map(|s| s.session_id.as_str()),
@@ -148,7 +156,7 @@ pub fn show(
         .iter()
         .find(|s| s.session_id == id)
         .expect("resolved ids come from this list");
-    let s = transcript::load_session(files);
+    let s = transcript::load_session(&sources, files);
     if let Some(w) = window
         && w >= s.windows
     {

@@ -201,8 +201,6 @@ pub fn init_logging(verbose: u8) {
 pub fn run(cli: Cli) -> Result<()> {
     let claude_dir = ghola::config::claude_dir(cli.claude_dir.as_deref());
     let index_dir = ghola::config::index_dir(cli.index_dir.as_deref());
-    // Transcripts Claude Code deleted are read from the archive, by every command.
-    ghola::index::archive::install(&index_dir);
     let knobs = knobs::Knobs::read();
     match cli.command {
         Command::Projects { json } => history::projects(&claude_dir, &index_dir, json),
@@ -216,7 +214,7 @@ pub fn run(cli: Cli) -> Result<()> {
             window,
             subagents,
             json,
-        } => history::show(&claude_dir, &session, window, subagents, json),
+        } => history::show(&claude_dir, &index_dir, &session, window, subagents, json),
         Command::Index {
             no_wait,
             verify,

@@ -300,12 +300,13 @@ pub fn update_with(
             }
         }
     }
+    // A file gone from disk since discovery, or known only to the archive, is read from the archive.
+    let sources = super::archive::sources(dir);
     let mut archived_only: HashMap<String, u64> = HashMap::new();
     if manifest.is_none()
         && let Some(Ok(arc)) = &archive
         && arc.files().next().is_some()
     {
-        super::archive::install(dir);
         let gone = super::archive::sessions_gone_from_disk(arc);
         for p in gone.iter().flat_map(|g| g.all_files()) {
             let key = p.display().to_string();
@@ -444,7 +445,7 @@ pub fn update_with(
             plan = ReadPlan::default();
             resumes.clear();
         }
-        let session = transcript::load_session_from(c.files, &plan);
+        let session = transcript::load_session_from(&sources, c.files, &plan);
         indexed += w.add_session(c.files, &session, &resumes, states, rewritten);
         if w.pending_messages() >= opts.publish_every {
             w.publish(embedder)?;

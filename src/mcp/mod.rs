@@ -62,6 +62,8 @@ pub struct GholaServer {
     first_pass: Arc<(Mutex<bool>, Condvar)>,
     /// The history's listing, kept between calls: a listing tool re-reads only the sessions whose files changed.
     listing: Arc<Mutex<Option<catalog::Listing>>>,
+    /// Transcripts from disk, else from the archive of the index dir.
+    sources: transcript::Sources,
 }
 
 /// How long a search that arrives during the first, keyword-only pass waits for it before answering with what
@@ -277,12 +279,14 @@ impl GholaServer {
 impl GholaServer {
     /// Creates the server and starts the background model load and index freshness loop.
     pub fn new(cfg: ServeConfig) -> Self {
+        let sources = index::archive::sources(&cfg.index_dir);
         let server = Self {
             cfg: Arc::new(cfg),
             embedder: Arc::new(OnceLock::new()),
             model_error: Arc::new(Mutex::new(None)),
             first_pass: Arc::new((Mutex::new(false), Condvar::new())),
             listing: Arc::new(Mutex::new(None)),
+            sources,
         };
         let bg = server.clone();
         std::thread::Builder::new()
@@ -297,6 +301,7 @@ impl GholaServer {
     fn with_listing<R>(&self, f: impl FnOnce(&catalog::Listing) -> R) -> R {
         let mut kept = self.listing.lock().unwrap_or_else(|e| e.into_inner());
         let fresh = catalog::Listing::refresh(
+            &self.sources,
             &self.cfg.claude_dir,
             Some(&self.cfg.index_dir.join(catalog::CACHE_FILE)),
             kept.take(),
@@ -459,15 +464,15 @@ impl GholaServer {
         paged; use it to follow a search hit. session_id is a uuid or a unique prefix from a search result."
     )]
     async fn get_session_detail(&self, Parameters(a): Parameters<SessionArgs>) -> CallToolResult {
-        let cfg = self.cfg.clone();
+        let (cfg, sources) = (self.cfg.clone(), self.sources.clone());
         let r = tokio::task::spawn_blocking(move || -> Result<String, String> {
             let offset = non_negative(a.offset, "offset", 0)?;
             let limit = non_negative(a.limit, "limit", 50)?.clamp(1, 200);
-            let found = transcript::source::discover_all(&cfg.claude_dir);
+            let found = sources.discover_all(&cfg.claude_dir);
             let ids: Vec<&str> = found.sessions.iter().map(|s| s.session_id.as_str()).collect();
             let id = transcript::resolve_session_id(&a.session_id, ids.iter().copied()).map_err(|e| e.to_string())?;
             let files = found.sessions.iter().find(|s| s.session_id == id).ok_or("session vanished")?;
-            let s = transcript::load_session(files);
+            let s = transcript::load_session(&sources, files);
             let msgs: Vec<_> = s.messages.iter().filter(|m| a.window.is_none_or(|w| m.window == w)).collect();
             let page: Vec<serde_json::Value> = msgs
                 .iter()
@@ -533,6 +538,7 @@ impl GholaServer {
                 embedder: me.embedder.get(),
                 calling_session: me.cfg.session_id.as_deref(),
                 current_project: Some(&me.cfg.project),
+                sources: &me.sources,
             };
             replay::query(
                 &req,

@@ -8,7 +8,7 @@
 //! larger than the budget, whole turns are cut from the head and a notice says so.
 
 use crate::transcript::entry::{RawBlock, RawContent, RawEntry};
-use crate::transcript::{parse_time, stream_lines};
+use crate::transcript::{Sources, parse_time, stream_lines};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -158,6 +158,8 @@ pub struct Source {
     pub path: PathBuf,
     /// `<project>/<session>/tool-results`.
     pub tool_results_dir: Option<PathBuf>,
+    /// Where the bytes come from: the disk, or the archive once Claude Code deleted the files.
+    pub sources: Sources,
 }
 
 /// The minimal view of any line: enough to walk the parent chain through bookkeeping entries.
@@ -196,7 +198,7 @@ fn parse(source: &Source) -> Result<Parsed, RebuildError> {
         windows: 1,
     };
     let mut window = 0u32;
-    let outcome = stream_lines(&source.path, 0, |_, bytes| {
+    let outcome = stream_lines(&source.sources, &source.path, 0, |_, bytes| {
         let Ok(link) = serde_json::from_slice::<Link>(bytes) else {
             return;
         };
@@ -648,7 +650,7 @@ fn persisted(marker: &str, tool_use_id: Option<&str>, source: &Source) -> Option
             }));
     for path in candidates {
         // From disk, or the archive once Claude Code deleted it.
-        let Ok(bytes) = crate::transcript::source::read(&path) else {
+        let Ok(bytes) = source.sources.read(&path) else {
             continue;
         };
         if bytes.len() as u64 > MAX_PERSISTED_BYTES {
@@ -662,10 +664,10 @@ fn persisted(marker: &str, tool_use_id: Option<&str>, source: &Source) -> Option
 }
 
 /// The number of windows of a transcript (1 + its compactions), without parsing its conversation.
-pub fn window_count(path: &Path) -> u32 {
+pub fn window_count(src: &Sources, path: &Path) -> u32 {
     let finder = memchr::memmem::Finder::new(b"compact_boundary");
     let mut n = 1;
-    stream_lines(path, 0, |_, bytes| {
+    stream_lines(src, path, 0, |_, bytes| {
         if finder.find(bytes).is_some()
             && let Ok(link) = serde_json::from_slice::<Link>(bytes)
             && link.kind == "system"

@@ -5,7 +5,7 @@ use super::run::QueryRequest;
 use crate::embed::Embedder;
 use crate::index::Snapshot;
 use crate::search::{self, SearchParams};
-use crate::transcript::{self, SessionFiles, is_within, resolve_session_id};
+use crate::transcript::{self, SessionFiles, Sources, is_within, resolve_session_id};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -127,13 +127,16 @@ pub struct RouteContext<'a> {
     pub calling_session: Option<&'a str>,
     /// The current project (`CLAUDE_PROJECT_DIR`, else the cwd).
     pub current_project: Option<&'a str>,
+    /// Where transcript bytes come from (the disk, and the archive of `index_dir`).
+    pub sources: &'a Sources,
 }
 
-fn source_of(files: &SessionFiles) -> Option<Source> {
+fn source_of(src: &Sources, files: &SessionFiles) -> Option<Source> {
     Some(Source {
         session_id: files.session_id.clone(),
         path: files.main.clone()?,
         tool_results_dir: Some(tool_results_dir(files)),
+        sources: src.clone(),
     })
 }
 
@@ -144,21 +147,27 @@ fn tool_results_dir(files: &SessionFiles) -> PathBuf {
         .join("tool-results")
 }
 
-fn subagent_source(files: &SessionFiles, agent_id: &str) -> Option<Source> {
+fn subagent_source(src: &Sources, files: &SessionFiles, agent_id: &str) -> Option<Source> {
     let sub = files.subagents.iter().find(|s| s.agent_id == agent_id)?;
     Some(Source {
         session_id: files.session_id.clone(),
         path: sub.path.clone(),
         tool_results_dir: Some(tool_results_dir(files)),
+        sources: src.clone(),
     })
 }
 
-fn target(files: &SessionFiles, project: &str, window: Option<u32>) -> Option<Target> {
+fn target(
+    src: &Sources,
+    files: &SessionFiles,
+    project: &str,
+    window: Option<u32>,
+) -> Option<Target> {
     Some(Target {
         session_id: files.session_id.clone(),
         window,
         agent_id: None,
-        source: source_of(files)?,
+        source: source_of(src, files)?,
         project: project.to_string(),
         subagent: false,
         self_copy: false,
@@ -172,7 +181,7 @@ const SEARCH_PAGES: usize = 5;
 
 /// Chooses the targets of a question; notes say what was skipped and why.
 pub fn route(req: &QueryRequest, ctx: &RouteContext) -> Result<(Vec<Target>, Vec<String>), String> {
-    let found = transcript::source::discover_all(ctx.claude_dir);
+    let found = ctx.sources.discover_all(ctx.claude_dir);
     let by_id: HashMap<&str, &SessionFiles> = found
         .sessions
         .iter()
@@ -254,11 +263,11 @@ pub fn route(req: &QueryRequest, ctx: &RouteContext) -> Result<(Vec<Target>, Vec
                     continue;
                 };
                 let (source, window, subagent) = match &agent {
-                    Some(a) => match subagent_source(files, a) {
+                    Some(a) => match subagent_source(ctx.sources, files, a) {
                         Some(s) => (s, None, true),
                         None => continue,
                     },
-                    None => match source_of(files) {
+                    None => match source_of(ctx.sources, files) {
                         Some(s) => (s, Some(m.window), false),
                         None => continue,
                     },
@@ -289,7 +298,12 @@ pub fn route(req: &QueryRequest, ctx: &RouteContext) -> Result<(Vec<Target>, Vec
                 .ok_or("mode 'session' needs session_id")?;
             let id = resolve_session_id(asked, by_id.keys().copied()).map_err(|e| e.to_string())?;
             let files = by_id[id];
-            let latest = files.main.as_deref().map(window_count).unwrap_or(1) - 1;
+            let latest = files
+                .main
+                .as_deref()
+                .map(|p| window_count(ctx.sources, p))
+                .unwrap_or(1)
+                - 1;
             if Some(id) == ctx.calling_session && req.window.is_none_or(|w| w == latest) {
                 return Err(
                     "that is the calling session's current window, which the model already has; use \
@@ -297,14 +311,17 @@ pub fn route(req: &QueryRequest, ctx: &RouteContext) -> Result<(Vec<Target>, Vec
                         .into(),
                 );
             }
-            let project = load_project(files);
-            vec![target(files, &project, req.window).ok_or_else(|| {
-                format!("session {id} has only subagent transcripts; nothing to replay")
-            })?]
+            let project = load_project(ctx.sources, files);
+            vec![
+                target(ctx.sources, files, &project, req.window).ok_or_else(|| {
+                    format!("session {id} has only subagent transcripts; nothing to replay")
+                })?,
+            ]
         }
         super::Mode::Project | super::Mode::Global | super::Mode::Branch => {
             // From the listing (sessions read again only when their files changed), newest first.
             let listing = transcript::catalog::Listing::of_discovery(
+                ctx.sources,
                 found.clone(),
                 Some(&ctx.index_dir.join(transcript::catalog::CACHE_FILE)),
                 None,
@@ -342,7 +359,7 @@ pub fn route(req: &QueryRequest, ctx: &RouteContext) -> Result<(Vec<Target>, Vec
                     continue;
                 }
                 if let Some(files) = by_id.get(s.session_id.as_str())
-                    && let Some(t) = target(files, &s.project, None)
+                    && let Some(t) = target(ctx.sources, files, &s.project, None)
                 {
                     out.push(t);
                 }
@@ -351,23 +368,28 @@ pub fn route(req: &QueryRequest, ctx: &RouteContext) -> Result<(Vec<Target>, Vec
         }
         super::Mode::Ancestors => {
             let files = calling()?;
-            let latest = files.main.as_deref().map(window_count).unwrap_or(1) - 1;
+            let latest = files
+                .main
+                .as_deref()
+                .map(|p| window_count(ctx.sources, p))
+                .unwrap_or(1)
+                - 1;
             if latest == 0 {
                 notes.push(
                     "the calling session has not been compacted: it has no earlier windows".into(),
                 );
             }
-            let project = load_project(files);
+            let project = load_project(ctx.sources, files);
             page(
                 (0..latest)
                     .rev()
-                    .filter_map(|w| target(files, &project, Some(w)))
+                    .filter_map(|w| target(ctx.sources, files, &project, Some(w)))
                     .collect(),
             )
         }
         super::Mode::Subagents => {
             let files = calling()?;
-            let project = load_project(files);
+            let project = load_project(ctx.sources, files);
             let mut subs: Vec<_> = files.subagents.iter().collect();
             subs.sort_by_key(|s| {
                 std::cmp::Reverse(std::fs::metadata(&s.path).and_then(|m| m.modified()).ok())
@@ -377,9 +399,9 @@ pub fn route(req: &QueryRequest, ctx: &RouteContext) -> Result<(Vec<Target>, Vec
                     .filter_map(|s| {
                         Some(Target {
                             agent_id: Some(s.agent_id.clone()),
-                            source: subagent_source(files, &s.agent_id)?,
+                            source: subagent_source(ctx.sources, files, &s.agent_id)?,
                             subagent: true,
-                            ..target(files, &project, None)?
+                            ..target(ctx.sources, files, &project, None)?
                         })
                     })
                     .collect(),
@@ -387,8 +409,9 @@ pub fn route(req: &QueryRequest, ctx: &RouteContext) -> Result<(Vec<Target>, Vec
         }
         super::Mode::SelfCopies => {
             let files = calling()?;
-            let project = load_project(files);
-            let t = target(files, &project, None).ok_or("the calling session has no transcript")?;
+            let project = load_project(ctx.sources, files);
+            let t = target(ctx.sources, files, &project, None)
+                .ok_or("the calling session has no transcript")?;
             (0..req.copies)
                 .map(|_| Target {
                     self_copy: true,
@@ -404,6 +427,6 @@ pub fn route(req: &QueryRequest, ctx: &RouteContext) -> Result<(Vec<Target>, Vec
 }
 
 /// The project (start cwd) of a session, from its first entry that records one.
-fn load_project(files: &SessionFiles) -> String {
-    transcript::load_session(files).project
+fn load_project(src: &Sources, files: &SessionFiles) -> String {
+    transcript::load_session(src, files).project
 }

@@ -5,6 +5,7 @@
 use super::discover::{Discovery, SessionFiles};
 use super::is_within;
 use super::session::{FileStatus, Session};
+use super::source::Sources;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -172,12 +173,18 @@ impl Listing {
     /// server does) or else the cache file `cache` holds for every session whose files are unchanged, and
     /// reading the others (in parallel). The cache file, when given, is rewritten (atomically) if anything
     /// changed; a missing, damaged or foreign cache is read as empty: it is only a cache.
-    pub fn refresh(claude_dir: &Path, cache: Option<&Path>, previous: Option<Listing>) -> Listing {
-        Self::of_discovery(super::source::discover_all(claude_dir), cache, previous)
+    pub fn refresh(
+        src: &Sources,
+        claude_dir: &Path,
+        cache: Option<&Path>,
+        previous: Option<Listing>,
+    ) -> Listing {
+        Self::of_discovery(src, src.discover_all(claude_dir), cache, previous)
     }
 
     /// [`Listing::refresh`] from a discovery the caller already made (duncan's routing has one).
     pub fn of_discovery(
+        src: &Sources,
         found: Discovery,
         cache: Option<&Path>,
         previous: Option<Listing>,
@@ -203,7 +210,7 @@ impl Listing {
         let changed = !todo.is_empty() || !old.is_empty();
         let fresh: Vec<Listed> = todo
             .into_par_iter()
-            .map(|(f, now)| Listed::of(&super::load_session(f), &f.project_dir, now))
+            .map(|(f, now)| Listed::of(&super::load_session(src, f), &f.project_dir, now))
             .collect();
         kept.extend(fresh);
         kept.sort_by(|a, b| {

@@ -25,20 +25,21 @@ pub use reader::{
 pub use session::{
     FileStatus, ReadPlan, Session, Start, Subagent, load_session, load_session_from, parse_time,
 };
+pub use source::Sources;
 
 use rayon::prelude::*;
 use std::path::Path;
 
 /// Every session under a Claude config dir (archived ones included), loaded in parallel, newest first.
-pub fn load_all(claude_dir: &Path) -> (Vec<Session>, Discovery) {
-    let found = source::discover_all(claude_dir);
-    let sessions = load_sessions(&found.sessions);
+pub fn load_all(src: &Sources, claude_dir: &Path) -> (Vec<Session>, Discovery) {
+    let found = src.discover_all(claude_dir);
+    let sessions = load_sessions(src, &found.sessions);
     (sessions, found)
 }
 
 /// Loads the given sessions in parallel, newest (by last message) first.
-pub fn load_sessions(files: &[SessionFiles]) -> Vec<Session> {
-    let mut sessions: Vec<Session> = files.par_iter().map(load_session).collect();
+pub fn load_sessions(src: &Sources, files: &[SessionFiles]) -> Vec<Session> {
+    let mut sessions: Vec<Session> = files.par_iter().map(|f| load_session(src, f)).collect();
     sessions.sort_by(|a, b| {
         b.time_range()
             .1

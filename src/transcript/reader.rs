@@ -14,6 +14,7 @@
 //! kernel into that buffer) and parsed in place.
 
 use super::entry::{LineKind, RawEntry, is_known_bookkeeping, is_wanted, peek_type};
+use super::source::Sources;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::{self, Read, Seek, SeekFrom};
@@ -95,18 +96,24 @@ pub struct EntryAt {
 /// newline is consumed only when it is a complete JSON object (see the module doc); otherwise it is left
 /// unconsumed and counted in `pending_bytes`. When the file is shorter than `offset` it was rewritten: nothing is read and
 /// `report.shrunk` is set, so the caller can start over from 0.
-pub fn stream_entries(path: &Path, offset: u64, visit: impl FnMut(EntryAt)) -> ReadOutcome {
-    stream_entries_capped(path, offset, MAX_LINE_BYTES, visit)
+pub fn stream_entries(
+    src: &Sources,
+    path: &Path,
+    offset: u64,
+    visit: impl FnMut(EntryAt),
+) -> ReadOutcome {
+    stream_entries_capped(src, path, offset, MAX_LINE_BYTES, visit)
 }
 
 /// [`stream_entries`] with a chosen line-length cap (tests use a small one).
 fn stream_entries_capped(
+    src: &Sources,
     path: &Path,
     offset: u64,
     max_line: usize,
     mut visit: impl FnMut(EntryAt),
 ) -> ReadOutcome {
-    stream_lines_capped(path, offset, max_line, |offset, bytes, report| {
+    stream_lines_capped(src, path, offset, max_line, |offset, bytes, report| {
         classify(bytes, offset, report, &mut visit)
     })
 }
@@ -115,13 +122,19 @@ fn stream_entries_capped(
 /// readers that need the bookkeeping lines too, such as the replay's parent chain, which runs through
 /// `progress` and `attachment` entries. Same guarantees as [`stream_entries`]; oversized lines are counted
 /// and skipped.
-pub fn stream_lines(path: &Path, offset: u64, mut visit: impl FnMut(u64, &[u8])) -> ReadOutcome {
-    stream_lines_capped(path, offset, MAX_LINE_BYTES, |offset, bytes, _| {
+pub fn stream_lines(
+    src: &Sources,
+    path: &Path,
+    offset: u64,
+    mut visit: impl FnMut(u64, &[u8]),
+) -> ReadOutcome {
+    stream_lines_capped(src, path, offset, MAX_LINE_BYTES, |offset, bytes, _| {
         visit(offset, trim_line(bytes))
     })
 }
 
 fn stream_lines_capped(
+    src: &Sources,
     path: &Path,
     offset: u64,
     max_line: usize,
@@ -131,7 +144,7 @@ fn stream_lines_capped(
         consumed: offset,
         report: FileReport::default(),
     };
-    let (mut file, len) = match super::source::open(path) {
+    let (mut file, len) = match src.open(path) {
         Ok(f) => f,
         Err(e) => {
             outcome.report.io_error = Some(format!("open: {e}"));
@@ -187,9 +200,9 @@ pub fn is_complete_line(bytes: &[u8]) -> bool {
 }
 
 /// Reads the wanted entries of a file into memory (for one session at a time; see [`stream_entries`]).
-pub fn read_entries(path: &Path, offset: u64) -> (Vec<EntryAt>, ReadOutcome) {
+pub fn read_entries(src: &Sources, path: &Path, offset: u64) -> (Vec<EntryAt>, ReadOutcome) {
     let mut entries = Vec::new();
-    let outcome = stream_entries(path, offset, |e| entries.push(e));
+    let outcome = stream_entries(src, path, offset, |e| entries.push(e));
     (entries, outcome)
 }
 
@@ -425,7 +438,7 @@ mod tests {
     fn partial_last_line_is_not_consumed() {
         let body = format!("{USER}\n{{\"type\":\"user\",\"uuid\":\"u2\"");
         let f = write(body.as_bytes());
-        let (entries, out) = read_entries(f.path(), 0);
+        let (entries, out) = read_entries(&Sources::disk(), f.path(), 0);
         assert_eq!(entries.len(), 1);
         assert_eq!(out.consumed, USER.len() as u64 + 1);
         assert_eq!(out.report.pending_bytes, body.len() as u64 - out.consumed);
@@ -436,7 +449,7 @@ mod tests {
         let second = USER.replace("u1", "u2");
         let body = format!("{USER}\n{second}");
         let f = write(body.as_bytes());
-        let (entries, out) = read_entries(f.path(), 0);
+        let (entries, out) = read_entries(&Sources::disk(), f.path(), 0);
         let ids: Vec<_> = entries
             .iter()
             .map(|e| e.entry.uuid.clone().unwrap())
@@ -448,13 +461,13 @@ mod tests {
         // The newline arrives, then one more line: read from where the last read stopped, only the new line.
         let third = USER.replace("u1", "u3");
         let grown = write(format!("{body}\n{third}\n").as_bytes());
-        let (more, out2) = read_entries(grown.path(), out.consumed);
+        let (more, out2) = read_entries(&Sources::disk(), grown.path(), out.consumed);
         let ids: Vec<_> = more.iter().map(|e| e.entry.uuid.clone().unwrap()).collect();
         assert_eq!(ids, ["u3"]);
         assert_eq!(out2.consumed, body.len() as u64 + third.len() as u64 + 2);
         // Trailing whitespace (a CR) is part of the line, not a tear.
         let cr = write(format!("{USER}\r").as_bytes());
-        let (entries, out) = read_entries(cr.path(), 0);
+        let (entries, out) = read_entries(&Sources::disk(), cr.path(), 0);
         assert_eq!((entries.len(), out.report.pending_bytes), (1, 0));
     }
 
@@ -469,7 +482,7 @@ mod tests {
         ] {
             let body = format!("{USER}\n{torn}");
             let f = write(body.as_bytes());
-            let (entries, out) = read_entries(f.path(), 0);
+            let (entries, out) = read_entries(&Sources::disk(), f.path(), 0);
             assert_eq!(entries.len(), 1, "{torn}");
             assert_eq!(out.consumed, USER.len() as u64 + 1, "{torn}");
             assert_eq!(out.report.pending_bytes, torn.len() as u64, "{torn}");
@@ -480,12 +493,12 @@ mod tests {
     fn resumes_from_offset() {
         let body = format!("{USER}\n{}\n", USER.replace("u1", "u2"));
         let f = write(body.as_bytes());
-        let (first, out) = read_entries(f.path(), 0);
+        let (first, out) = read_entries(&Sources::disk(), f.path(), 0);
         assert_eq!(first.len(), 2);
-        let (again, out2) = read_entries(f.path(), out.consumed);
+        let (again, out2) = read_entries(&Sources::disk(), f.path(), out.consumed);
         assert!(again.is_empty());
         assert_eq!(out2.consumed, out.consumed);
-        let (second, _) = read_entries(f.path(), USER.len() as u64 + 1);
+        let (second, _) = read_entries(&Sources::disk(), f.path(), USER.len() as u64 + 1);
         assert_eq!(second.len(), 1);
         assert_eq!(second[0].entry.uuid.as_deref(), Some("u2"));
         assert_eq!(second[0].offset, USER.len() as u64 + 1);
@@ -494,7 +507,7 @@ mod tests {
     #[test]
     fn shrunk_file_is_reported() {
         let f = write(format!("{USER}\n").as_bytes());
-        let (entries, out) = read_entries(f.path(), 10_000);
+        let (entries, out) = read_entries(&Sources::disk(), f.path(), 10_000);
         assert!(entries.is_empty());
         assert!(out.report.shrunk);
     }
@@ -512,7 +525,7 @@ mod tests {
         body.extend_from_slice(USER.as_bytes());
         body.push(b'\n');
         let f = write(&body);
-        let (entries, out) = read_entries(f.path(), 0);
+        let (entries, out) = read_entries(&Sources::disk(), f.path(), 0);
         assert_eq!(entries.len(), 1);
         assert_eq!(out.report.malformed_lines, 2);
         assert_eq!(out.report.invalid_entries, 2);
@@ -537,7 +550,7 @@ mod tests {
             long_user("big2", 5 * INITIAL_BUFFER),
         );
         let f = write(body.as_bytes());
-        let (entries, out) = read_entries(f.path(), 0);
+        let (entries, out) = read_entries(&Sources::disk(), f.path(), 0);
         let ids: Vec<_> = entries
             .iter()
             .map(|e| e.entry.uuid.clone().unwrap())
@@ -557,7 +570,9 @@ mod tests {
         );
         let f = write(body.as_bytes());
         let mut ids = Vec::new();
-        let out = stream_entries_capped(f.path(), 0, cap, |e| ids.push(e.entry.uuid.unwrap()));
+        let out = stream_entries_capped(&Sources::disk(), f.path(), 0, cap, |e| {
+            ids.push(e.entry.uuid.unwrap())
+        });
         assert_eq!(ids, ["u1", "u1"]);
         assert_eq!(out.report.oversized_lines, 1);
         // The unfinished oversized last line stays pending, not consumed.
@@ -568,7 +583,12 @@ mod tests {
 
     #[test]
     fn missing_file_is_an_error_in_the_report() {
-        let out = stream_entries(Path::new("/nonexistent/ghola/x.jsonl"), 0, |_| {});
+        let out = stream_entries(
+            &Sources::disk(),
+            Path::new("/nonexistent/ghola/x.jsonl"),
+            0,
+            |_| {},
+        );
         assert!(out.report.io_error.is_some());
         assert_eq!(out.consumed, 0);
     }
@@ -602,7 +622,7 @@ mod tests {
                 }
                 let cut = cut.min(body.len());
                 let f = write(&body[..cut]);
-                let (first, out1) = read_entries(f.path(), 0);
+                let (first, out1) = read_entries(&Sources::disk(), f.path(), 0);
                 let last_nl = body[..cut].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
                 // A cut that leaves a whole JSON object as the last line consumes it; any other cut stops at
                 // the last newline.
@@ -610,8 +630,8 @@ mod tests {
                 prop_assert_eq!(out1.consumed, expected as u64);
                 prop_assert_eq!(out1.report.pending_bytes, (cut - expected) as u64);
                 let f2 = write(&body);
-                let (rest, out2) = read_entries(f2.path(), out1.consumed);
-                let (whole, out3) = read_entries(f2.path(), 0);
+                let (rest, out2) = read_entries(&Sources::disk(), f2.path(), out1.consumed);
+                let (whole, out3) = read_entries(&Sources::disk(), f2.path(), 0);
                 prop_assert_eq!(out2.consumed, body.len() as u64);
                 prop_assert_eq!(out3.consumed, body.len() as u64);
                 let split: Vec<u64> = first.iter().chain(rest.iter()).map(|e| e.offset).collect();

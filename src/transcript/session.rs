@@ -5,6 +5,7 @@ use super::discover::{SessionFiles, SubagentLayout};
 use super::entry::RawEntry;
 use super::message::{Message, Role, parts_of};
 use super::reader::{EntryAt, FileReport, read_entries};
+use super::source::Sources;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use std::collections::HashMap;
@@ -103,13 +104,13 @@ pub struct ReadPlan {
 }
 
 /// Reads and assembles one session. Never fails: unreadable files show up in `files[].report`.
-pub fn load_session(files: &SessionFiles) -> Session {
-    load_session_from(files, &ReadPlan::default())
+pub fn load_session(src: &Sources, files: &SessionFiles) -> Session {
+    load_session_from(src, files, &ReadPlan::default())
 }
 
 /// Reads what `plan` asks of one session's files: a resumed read yields the messages that start at or after each
 /// file's start offset, with windows and boundaries continuing from the plan's.
-pub fn load_session_from(files: &SessionFiles, plan: &ReadPlan) -> Session {
+pub fn load_session_from(src: &Sources, files: &SessionFiles, plan: &ReadPlan) -> Session {
     let start_of = |p: &Path| -> Option<Start> {
         match plan.starts.get(p) {
             Some(s) => *s,
@@ -125,7 +126,7 @@ pub fn load_session_from(files: &SessionFiles, plan: &ReadPlan) -> Session {
     if let Some(path) = &files.main
         && let Some(start) = start_of(path)
     {
-        let (entries, outcome) = read_entries(path, start.offset);
+        let (entries, outcome) = read_entries(src, path, start.offset);
         main_entries = entries;
         window = start.window;
         statuses.push(FileStatus {
@@ -141,7 +142,7 @@ pub fn load_session_from(files: &SessionFiles, plan: &ReadPlan) -> Session {
         let Some(start) = start_of(&sub.path) else {
             continue;
         };
-        let (entries, outcome) = read_entries(&sub.path, start.offset);
+        let (entries, outcome) = read_entries(src, &sub.path, start.offset);
         statuses.push(FileStatus {
             path: sub.path.clone(),
             start: start.offset,

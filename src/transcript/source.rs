@@ -3,14 +3,15 @@
 //! [`open`] and finds sessions through [`discover_all`], so what they print is the same before and after the
 //! deletion, apart from [`SessionFiles::archived`].
 //!
-//! The transcript layer knows nothing of the index: the archive is plugged in once per process with
-//! [`install`] (the CLI and the MCP server do it at start); without it, only files on disk exist.
+//! The transcript layer knows nothing of the index: callers hand every reader a [`Sources`] value, made by
+//! `index::archive::sources` for an index dir (or [`Sources::disk`]: only files on disk exist). Nothing about it
+//! is process-wide: two indexes in one process each read their own archive.
 
 use super::discover::{Discovery, SessionFiles, discover};
 use std::fs::File;
 use std::io::{Cursor, Read, Seek, SeekFrom};
 use std::path::Path;
-use std::sync::OnceLock;
+use std::sync::Arc;
 
 /// The archived copies, as the transcript readers see them.
 pub trait ArchiveView: Send + Sync {
@@ -21,11 +22,19 @@ pub trait ArchiveView: Send + Sync {
     fn sessions_gone_from_disk(&self) -> Vec<SessionFiles>;
 }
 
-static VIEW: OnceLock<Box<dyn ArchiveView>> = OnceLock::new();
+/// Where transcript bytes come from: the disk, and, when one is given, an archive for files no longer there.
+/// Cheap to clone (the archive is shared).
+#[derive(Clone, Default)]
+pub struct Sources {
+    archive: Option<Arc<dyn ArchiveView>>,
+}
 
-/// Plugs in the archive for this process (the first call wins).
-pub fn install(view: Box<dyn ArchiveView>) {
-    let _ = VIEW.set(view);
+impl std::fmt::Debug for Sources {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sources")
+            .field("archive", &self.archive.is_some())
+            .finish()
+    }
 }
 
 /// An opened transcript: the file, or its archived bytes.
@@ -52,48 +61,62 @@ impl Seek for Opened {
     }
 }
 
-/// Opens a transcript file and tells its length: from disk when it is there, else from the archive; the
-/// disk's error when neither has it.
-pub fn open(path: &Path) -> std::io::Result<(Opened, u64)> {
-    match File::open(path) {
-        Ok(f) => {
-            let len = f.metadata()?.len();
-            Ok((Opened::Disk(f), len))
-        }
-        Err(e) => match VIEW.get().and_then(|v| v.read(path)) {
-            Some(bytes) => {
-                let len = bytes.len() as u64;
-                Ok((Opened::Archived(Cursor::new(bytes)), len))
-            }
-            None => Err(e),
-        },
+impl Sources {
+    /// Files on disk only.
+    pub const fn disk() -> Sources {
+        Sources { archive: None }
     }
-}
 
-/// A whole file (a persisted tool output), from disk or the archive.
-pub fn read(path: &Path) -> std::io::Result<Vec<u8>> {
-    let (mut f, len) = open(path)?;
-    let mut buf = Vec::with_capacity(len as usize);
-    f.read_to_end(&mut buf)?;
-    Ok(buf)
-}
+    /// Files on disk, else their copies in `archive`.
+    pub fn with_archive(archive: Arc<dyn ArchiveView>) -> Sources {
+        Sources {
+            archive: Some(archive),
+        }
+    }
 
-/// Every session under a Claude config dir: those on disk, plus what the archive holds of sessions Claude Code
-/// deleted (whole sessions, marked `archived`, and deleted subagent files of sessions still on disk).
-pub fn discover_all(claude_dir: &Path) -> Discovery {
-    let mut found = discover(claude_dir);
-    let Some(view) = VIEW.get() else {
-        return found;
-    };
-    let projects = claude_dir.join("projects");
-    // Only what was under this Claude config dir.
-    let gone = view
-        .sessions_gone_from_disk()
-        .into_iter()
-        .filter(|g| g.project_dir.starts_with(&projects))
-        .collect();
-    absorb_gone(&mut found, gone);
-    found
+    /// Opens a transcript file and tells its length: from disk when it is there, else from the archive; the
+    /// disk's error when neither has it.
+    pub fn open(&self, path: &Path) -> std::io::Result<(Opened, u64)> {
+        match File::open(path) {
+            Ok(f) => {
+                let len = f.metadata()?.len();
+                Ok((Opened::Disk(f), len))
+            }
+            Err(e) => match self.archive.as_ref().and_then(|v| v.read(path)) {
+                Some(bytes) => {
+                    let len = bytes.len() as u64;
+                    Ok((Opened::Archived(Cursor::new(bytes)), len))
+                }
+                None => Err(e),
+            },
+        }
+    }
+
+    /// A whole file (a persisted tool output), from disk or the archive.
+    pub fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        let (mut f, len) = self.open(path)?;
+        let mut buf = Vec::with_capacity(len as usize);
+        f.read_to_end(&mut buf)?;
+        Ok(buf)
+    }
+
+    /// Every session under a Claude config dir: those on disk, plus what the archive holds of sessions Claude
+    /// Code deleted (whole sessions, marked `archived`, and deleted subagent files of sessions still on disk).
+    pub fn discover_all(&self, claude_dir: &Path) -> Discovery {
+        let mut found = discover(claude_dir);
+        let Some(view) = &self.archive else {
+            return found;
+        };
+        let projects = claude_dir.join("projects");
+        // Only what was under this Claude config dir.
+        let gone = view
+            .sessions_gone_from_disk()
+            .into_iter()
+            .filter(|g| g.project_dir.starts_with(&projects))
+            .collect();
+        absorb_gone(&mut found, gone);
+        found
+    }
 }
 
 /// Adds sessions gone from disk to a discovery: a session it lacks is added whole; one it has gets the files it

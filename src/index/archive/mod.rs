@@ -446,7 +446,7 @@ mod frames;
 mod view;
 
 use frames::{read_raw_frame, recover};
-pub use view::{Archive, ArchiveStats, install, sessions_gone_from_disk};
+pub use view::{Archive, ArchiveStats, sessions_gone_from_disk, sources};
 
 #[cfg(test)]
 mod tests;

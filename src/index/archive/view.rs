@@ -199,10 +199,11 @@ pub fn sessions_gone_from_disk(a: &Archive) -> Vec<crate::transcript::SessionFil
         .collect()
 }
 
-/// Lets every transcript reader of this process fall back on the archive of `index_dir`.
-pub fn install(index_dir: &Path) {
-    crate::transcript::source::install(Box::new(View {
+/// Transcript sources that fall back on the archive of `index_dir` for files no longer on disk (its state is
+/// read on first need, once).
+pub fn sources(index_dir: &Path) -> crate::transcript::source::Sources {
+    crate::transcript::source::Sources::with_archive(std::sync::Arc::new(View {
         index_dir: index_dir.to_path_buf(),
         cached: std::sync::Mutex::new(None),
-    }));
+    }))
 }
