@@ -64,3 +64,31 @@ pub fn notes_dir() -> PathBuf {
         .join("ghola")
         .join("notes")
 }
+
+/// A name that is not one of the choices (a mode, a backend, a hook event), from a flag, a setting or a tool
+/// argument: says which kind of name it was and what the choices are.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {what} '{given}': use {choices}")]
+pub struct UnknownName {
+    /// What was being named ("mode", "backend", "hook event").
+    pub what: &'static str,
+    pub given: String,
+    /// The accepted names, for the message.
+    pub choices: String,
+}
+
+impl UnknownName {
+    /// `given` is not a `what`; `choices` lists the accepted names.
+    pub fn new(what: &'static str, given: &str, choices: &[&str]) -> Self {
+        let choices = match choices {
+            [] => String::new(),
+            [one] => one.to_string(),
+            [rest @ .., last] => format!("{} or {last}", rest.join(", ")),
+        };
+        UnknownName {
+            what,
+            given: given.to_string(),
+            choices,
+        }
+    }
+}

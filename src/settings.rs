@@ -29,14 +29,16 @@ pub enum Mode {
 }
 
 impl std::str::FromStr for Mode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = crate::config::UnknownName;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim() {
             "fresh" => Ok(Mode::Fresh),
             "summary" => Ok(Mode::Summary),
             "full" => Ok(Mode::Full),
-            other => Err(format!(
-                "unknown conversation mode '{other}': use fresh, summary or full"
+            other => Err(crate::config::UnknownName::new(
+                "conversation mode",
+                other,
+                &["fresh", "summary", "full"],
             )),
         }
     }
@@ -53,13 +55,36 @@ impl Mode {
     }
 }
 
+/// Why the settings file could not be read or written; each names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: not valid TOML: {message}", path.display())]
+    Toml { path: PathBuf, message: String },
+    #[error("{}: {key} must be {want}", path.display())]
+    Invalid {
+        path: PathBuf,
+        key: &'static str,
+        want: String,
+    },
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
 /// Every setting, resolved.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
     /// `[notes] model`.
     pub notes_model: String,
     /// `[notes] backend`: auto, api or claude-code.
-    pub notes_backend: String,
+    pub notes_backend: BackendChoice,
     /// `[notes] daily_token_budget`.
     pub daily_token_budget: u64,
     /// `[start] model`: the tasks' model (`None`: Claude Code's own default).
@@ -81,7 +106,7 @@ impl Default for Settings {
     fn default() -> Self {
         Settings {
             notes_model: DEFAULT_NOTES_MODEL.into(),
-            notes_backend: "auto".into(),
+            notes_backend: BackendChoice::Auto,
             daily_token_budget: DEFAULT_DAILY_BUDGET,
             task_model: None,
             context_tokens: DEFAULT_CONTEXT_TOKENS,
@@ -108,18 +133,24 @@ pub fn path() -> PathBuf {
 }
 
 /// The file's text as a document (empty when absent).
-fn document(path: &Path) -> Result<DocumentMut, String> {
+fn document(path: &Path) -> Result<DocumentMut, SettingsError> {
     match std::fs::read_to_string(path) {
         Ok(text) => text
             .parse::<DocumentMut>()
-            .map_err(|e| format!("{}: not valid TOML: {e}", path.display())),
+            .map_err(|e| SettingsError::Toml {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(DocumentMut::new()),
-        Err(e) => Err(format!("{}: {e}", path.display())),
+        Err(source) => Err(SettingsError::Read {
+            path: path.to_path_buf(),
+            source,
+        }),
     }
 }
 
 /// Reads the settings file (defaults where it is silent).
-pub fn load() -> Result<Settings, String> {
+pub fn load() -> Result<Settings, SettingsError> {
     load_from(&path())
 }
 
@@ -132,10 +163,14 @@ pub fn load_or_default() -> Settings {
 }
 
 /// Reads a settings file.
-pub fn load_from(path: &Path) -> Result<Settings, String> {
+pub fn load_from(path: &Path) -> Result<Settings, SettingsError> {
     let doc = document(path)?;
     let mut s = Settings::default();
-    let bad = |key: &str, want: &str| format!("{}: {key} must be {want}", path.display());
+    let bad = |key: &'static str, want: &str| SettingsError::Invalid {
+        path: path.to_path_buf(),
+        key,
+        want: want.to_string(),
+    };
     let get = |table: &str, key: &str| doc.get(table).and_then(|t| t.get(key));
     if let Some(v) = get("notes", "model") {
         s.notes_model = v
@@ -144,10 +179,10 @@ pub fn load_from(path: &Path) -> Result<Settings, String> {
             .into();
     }
     if let Some(v) = get("notes", "backend") {
-        let b = v.as_str().ok_or_else(|| bad("notes.backend", "a string"))?;
-        b.parse::<BackendChoice>()
-            .map_err(|e| format!("{}: notes.backend: {e}", path.display()))?;
-        s.notes_backend = b.into();
+        s.notes_backend = v
+            .as_str()
+            .and_then(|b| b.parse::<BackendChoice>().ok())
+            .ok_or_else(|| bad("notes.backend", "auto, api or claude-code"))?;
     }
     if let Some(v) = get("notes", "daily_token_budget") {
         s.daily_token_budget = v
@@ -170,9 +205,8 @@ pub fn load_from(path: &Path) -> Result<Settings, String> {
     if let Some(v) = get("start", "mode") {
         s.mode = v
             .as_str()
-            .ok_or_else(|| bad("start.mode", "a string"))?
-            .parse()
-            .map_err(|e| format!("{}: start.mode: {e}", path.display()))?;
+            .and_then(|m| m.parse().ok())
+            .ok_or_else(|| bad("start.mode", "fresh, summary or full"))?;
     }
     if let Some(v) = get("start", "editor") {
         let e = v.as_str().ok_or_else(|| bad("start.editor", "a string"))?;
@@ -199,7 +233,7 @@ pub enum Value<'a> {
 }
 
 /// Sets `table.key` in the settings file, keeping everything else as the user wrote it.
-pub fn set(table: &str, key: &str, v: Value) -> Result<(), String> {
+pub fn set(table: &str, key: &str, v: Value) -> Result<(), SettingsError> {
     let path = path();
     let mut doc = document(&path)?;
     if !doc.contains_table(table) {
@@ -210,7 +244,7 @@ pub fn set(table: &str, key: &str, v: Value) -> Result<(), String> {
         Value::Int(n) => value(n),
     };
     crate::atomic::write_atomic(&path, doc.to_string().as_bytes())
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+        .map_err(|source| SettingsError::Write { path, source })
 }
 
 /// The editor to open notes with: the setting, `$VISUAL`, `$EDITOR`, else `vi`.
@@ -243,11 +277,30 @@ mod tests {
         assert_eq!(s.context_tokens, 100);
         assert_eq!(s.task_model, None);
         std::fs::write(&p, "[start]\nmode = \"chatty\"\n").unwrap();
-        assert!(load_from(&p).unwrap_err().contains("start.mode"));
+        let e = load_from(&p).unwrap_err();
+        assert!(
+            matches!(&e, SettingsError::Invalid { key: "start.mode", path, .. } if *path == p),
+            "{e}"
+        );
         std::fs::write(&p, "[notes]\ndaily_token_budget = \"lots\"\n").unwrap();
-        assert!(load_from(&p).unwrap_err().contains("daily_token_budget"));
+        assert!(
+            load_from(&p)
+                .unwrap_err()
+                .to_string()
+                .contains("daily_token_budget")
+        );
+        std::fs::write(&p, "[notes]\nbackend = \"carrier-pigeon\"\n").unwrap();
+        assert!(
+            load_from(&p)
+                .unwrap_err()
+                .to_string()
+                .contains("auto, api or claude-code")
+        );
         std::fs::write(&p, "[notes\n").unwrap();
-        assert!(load_from(&p).unwrap_err().contains("not valid TOML"));
+        assert!(matches!(
+            load_from(&p).unwrap_err(),
+            SettingsError::Toml { .. }
+        ));
     }
 }
 
@@ -262,15 +315,28 @@ pub enum BackendChoice {
     ClaudeCode,
 }
 
+impl BackendChoice {
+    /// The name used in the file and the flags.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Api => "api",
+            Self::ClaudeCode => "claude-code",
+        }
+    }
+}
+
 impl std::str::FromStr for BackendChoice {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = crate::config::UnknownName;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim() {
             "auto" => Ok(Self::Auto),
             "api" => Ok(Self::Api),
             "claude-code" | "claude" | "headless" => Ok(Self::ClaudeCode),
-            other => Err(format!(
-                "unknown backend '{other}': use auto, api or claude-code"
+            other => Err(crate::config::UnknownName::new(
+                "backend",
+                other,
+                &["auto", "api", "claude-code"],
             )),
         }
     }

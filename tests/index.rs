@@ -117,7 +117,7 @@ fn appends_rewrites_and_deletions() {
     fs::remove_file(session_path(&claude, "s2")).unwrap();
     update(&idx, &claude);
     assert_eq!(live(&idx).len(), 7);
-    let st = index::status(&idx, &claude, true).unwrap();
+    let st = index::status(&idx, &claude, u64::MAX, true).unwrap();
     assert_eq!(st.source_deleted_files, 1);
     assert_eq!(st.messages, 7);
 }
@@ -165,7 +165,7 @@ fn identical_text_is_embedded_once_and_model_change_reembeds() {
     );
     assert_eq!(live(&idx).len(), 8);
     assert_eq!(
-        index::status(&idx, &claude, true)
+        index::status(&idx, &claude, u64::MAX, true)
             .unwrap()
             .source_deleted_files,
         1

@@ -10,7 +10,7 @@ use common::{claude_bin, run_json};
 use ghola::replay::backend::api::MessagesApi;
 use ghola::replay::conversation::{ApiMessage, Block, Speaker, check};
 use ghola::replay::route::RouteContext;
-use ghola::replay::{Mode, QueryRequest, Source, rebuild};
+use ghola::replay::{Mode, QueryRequest, ReplayError, Source, rebuild};
 use ghola::transcript::Sources;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -921,17 +921,34 @@ fn routing_modes_choose_the_right_windows() {
         vec![S1]
     );
     let e = run(Mode::Session, &|q| q.session_id = Some(S4.into())).unwrap_err();
-    assert!(e.contains("calling session's current window"), "{e}");
+    assert!(
+        matches!(&e, ReplayError::Invalid { arg: "window", .. }),
+        "{e}"
+    );
+    assert!(
+        e.to_string().contains("calling session's current window"),
+        "{e}"
+    );
     let e = run(Mode::Session, &|q| q.session_id = Some("../etc".into())).unwrap_err();
-    assert!(e.contains("not a session id"), "{e}");
+    assert!(matches!(&e, ReplayError::Lookup(_)), "{e}");
+    assert!(e.to_string().contains("not a session id"), "{e}");
     let e = run(Mode::Session, &|_| {}).unwrap_err();
-    assert!(e.contains("needs session_id"), "{e}");
+    assert!(
+        matches!(
+            &e,
+            ReplayError::Invalid {
+                arg: "session_id",
+                ..
+            }
+        ),
+        "{e}"
+    );
     let no_caller = ctx(tmp.path(), tmp.path(), None);
     let mut req = QueryRequest::new("q?");
     req.mode = Mode::Ancestors;
     let e =
         ghola::replay::query(&req, &no_caller, &api(&s), &cancel, &mut |_, _, _| {}).unwrap_err();
-    assert!(e.contains("CLAUDE_CODE_SESSION_ID"), "{e}");
+    assert!(e.to_string().contains("CLAUDE_CODE_SESSION_ID"), "{e}");
 }
 
 fn ghola() -> std::process::Command {

@@ -1,6 +1,6 @@
 //! `ghola query`: duncan from the command line, a thin adapter over [`ghola::replay::query`].
 
-use anyhow::{Result, anyhow};
+use anyhow::Result;
 use ghola::replay::backend::{self, BackendChoice};
 use ghola::replay::route::RouteContext;
 use ghola::replay::{Mode, QueryRequest};
@@ -86,8 +86,8 @@ pub fn query_cmd(
     req.batch_size = a.batch_size;
     req.include_subagents = !a.no_subagents;
     req.model = a.model;
-    req.validate().map_err(|e| anyhow!(e))?;
-    let backend = backend::choose(a.backend, claude_dir).map_err(|e| anyhow!(e))?;
+    req.validate()?;
+    let backend = backend::choose(a.backend, claude_dir)?;
     let embedder = if req.mode == Mode::Search {
         let e = super::recall::obtain_model(model_dir, true)?;
         if !a.no_update {
@@ -133,8 +133,7 @@ pub fn query_cmd(
                 );
             }
         },
-    )
-    .map_err(|e| anyhow!(e))?;
+    )?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

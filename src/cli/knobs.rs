@@ -38,7 +38,13 @@ impl Knobs {
             settings.notes_model = m;
         }
         if let Some(b) = var("GHOLA_NOTES_BACKEND") {
-            settings.notes_backend = b;
+            match b.parse() {
+                Ok(b) => settings.notes_backend = b,
+                Err(e) => tracing::warn!(
+                    "GHOLA_NOTES_BACKEND: {e}; using the settings' backend ({})",
+                    settings.notes_backend.name()
+                ),
+            }
         }
         let keep_archive = match var("GHOLA_ARCHIVE") {
             Some(v) => !matches!(
@@ -125,7 +131,10 @@ mod tests {
         assert_eq!(k.update.neighbour.chars, 0);
         assert_eq!(k.update.neighbour.weight, 2.0);
         assert_eq!(k.settings.notes_model, "m");
-        assert_eq!(k.settings.notes_backend, "api");
+        assert_eq!(
+            k.settings.notes_backend,
+            ghola::settings::BackendChoice::Api
+        );
     }
 
     #[test]

@@ -249,8 +249,7 @@ pub fn notes_cmd(
             backend,
         } => {
             if let Some(b) = &backend {
-                b.parse::<ghola::replay::backend::BackendChoice>()
-                    .map_err(anyhow::Error::msg)?;
+                b.parse::<ghola::replay::backend::BackendChoice>()?;
             }
             ghola::notes::set_enabled(&store, (!global).then_some(project.as_str()), true)?;
             use ghola::settings::{Value, set};
@@ -259,17 +258,16 @@ pub fn notes_cmd(
                     "notes",
                     "daily_token_budget",
                     Value::Int(b.min(i64::MAX as u64) as i64),
-                )
-                .map_err(anyhow::Error::msg)?;
+                )?;
             }
             if let Some(m) = &m {
-                set("notes", "model", Value::Str(m)).map_err(anyhow::Error::msg)?;
+                set("notes", "model", Value::Str(m))?;
             }
             if let Some(b) = &backend {
-                set("notes", "backend", Value::Str(b)).map_err(anyhow::Error::msg)?;
+                set("notes", "backend", Value::Str(b))?;
             }
             // Read again: the file just changed (the variables still override it).
-            let s = Knobs::from(ghola::settings::load().map_err(anyhow::Error::msg)?, &|n| {
+            let s = Knobs::from(ghola::settings::load()?, &|n| {
                 ghola::config::non_empty_env(n)
             })
             .settings;
@@ -480,10 +478,8 @@ fn extract(
         Box::new(NoBackend)
     } else {
         let choice = match backend {
-            Some(b) => b.parse().map_err(anyhow::Error::msg)?,
-            None => {
-                ghola::notes::worker::backend_choice(&knobs.settings).map_err(anyhow::Error::msg)?
-            }
+            Some(b) => b.parse()?,
+            None => knobs.settings.notes_backend,
         };
         ghola::replay::backend::choose(choice, claude_dir).map_err(|e| anyhow::anyhow!("{e}"))?
     };
@@ -669,7 +665,7 @@ pub fn hook_cmd(
     model_dir: Option<&Path>,
     event: &str,
 ) -> Result<()> {
-    let event: Event = event.parse().map_err(|e: String| anyhow::anyhow!(e))?;
+    let event: Event = event.parse()?;
     let mut input = String::new();
     let _ = std::io::stdin().take(1 << 20).read_to_string(&mut input);
     let input: serde_json::Value = serde_json::from_str(&input).unwrap_or_default();

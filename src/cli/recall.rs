@@ -227,7 +227,12 @@ pub fn index_cmd(
 
 /// `ghola status`.
 pub fn status_cmd(index_dir: &Path, claude_dir: &Path, knobs: &Knobs, json: bool) -> Result<()> {
-    let s = index::status(index_dir, claude_dir, knobs.update.keep_archive)?;
+    let s = index::status(
+        index_dir,
+        claude_dir,
+        knobs.memory_limit,
+        knobs.update.keep_archive,
+    )?;
     if json {
         println!("{}", serde_json::to_string_pretty(&s)?);
     } else {
@@ -306,10 +311,9 @@ pub fn forget_cmd(index_dir: &Path, a: ForgetArgs) -> Result<()> {
             .before
             .as_deref()
             .map(|s| search::parse_bound(s, "before").map(|t| t.timestamp_millis()))
-            .transpose()
-            .map_err(|e| anyhow!(e))?,
+            .transpose()?,
     };
-    let chosen = forget::select(index_dir, &sel, a.allow_reindex).map_err(|e| anyhow!(e))?;
+    let chosen = forget::select(index_dir, &sel, a.allow_reindex)?;
     if chosen.is_empty() {
         if a.json {
             println!(
@@ -441,14 +445,12 @@ pub fn search_cmd(
         .after
         .as_deref()
         .map(|s| search::parse_bound(s, "after"))
-        .transpose()
-        .map_err(|e| anyhow!(e))?;
+        .transpose()?;
     p.before = a
         .before
         .as_deref()
         .map(|s| search::parse_bound(s, "before"))
-        .transpose()
-        .map_err(|e| anyhow!(e))?;
+        .transpose()?;
     p.max_results = a.limit;
     p.offset = a.offset;
     p.context = a.context;
@@ -460,7 +462,7 @@ pub fn search_cmd(
     p.relative_floor = a.relative_floor;
     p.exact_scan = a.exact_scan;
     p.response_chars = knobs.response_chars;
-    p.validate().map_err(|e| anyhow!(e))?;
+    p.validate()?;
     // Without --no-update the index is updated first, with the model; without, the snapshot opens on another
     // core while the model loads and embeds the query (a cold process pays the longer of the two, not both).
     let early_open = a.no_update.then(|| {
@@ -478,7 +480,7 @@ pub fn search_cmd(
         }
         Err(e) => return Err(e),
     };
-    let query_vec = search::query_vector(embedder.as_ref(), &p).map_err(|e| anyhow!(e))?;
+    let query_vec = search::query_vector(embedder.as_ref(), &p)?;
     if !a.no_update {
         run_update(
             index_dir,
@@ -505,8 +507,7 @@ pub fn search_cmd(
             .map_err(|_| anyhow!("opening the index failed"))??,
         None => Snapshot::open_with(index_dir, knobs.memory_limit, false)?,
     };
-    let mut resp =
-        search::search_with_vector(&snap, query_vec.as_ref(), &p).map_err(|e| anyhow!(e))?;
+    let mut resp = search::search_with_vector(&snap, query_vec.as_ref(), &p)?;
     if a.no_update {
         resp.index.pending_files = index::pending_files(&snap, claude_dir);
     }

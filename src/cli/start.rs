@@ -80,13 +80,12 @@ pub fn start_cmd(
     args: StartArgs,
 ) -> Result<()> {
     // Strictly here (a malformed file is an error before a sitting starts), with the variables applied.
-    let mut settings =
-        super::knobs::Knobs::from(ghola::settings::load().map_err(anyhow::Error::msg)?, &|n| {
-            ghola::config::non_empty_env(n)
-        })
-        .settings;
+    let mut settings = super::knobs::Knobs::from(ghola::settings::load()?, &|n| {
+        ghola::config::non_empty_env(n)
+    })
+    .settings;
     if let Some(m) = &args.mode {
-        settings.mode = m.parse().map_err(anyhow::Error::msg)?;
+        settings.mode = m.parse()?;
     }
     if args.model.is_some() {
         settings.task_model = args.model.clone();
@@ -104,7 +103,7 @@ pub fn start_cmd(
         );
     };
     if let Some(n) = &args.name {
-        sitting::valid_name(n).map_err(anyhow::Error::msg)?;
+        sitting::valid_name(n)?;
     }
     let project = project_dir(args.project.clone())?;
     let store = Store::new(&ghola::config::notes_dir());
@@ -495,9 +494,7 @@ impl Sitting {
 
     fn extract_session(&mut self, session: &str, k: Option<usize>) {
         if self.backend.is_none() {
-            match ghola::notes::worker::backend_choice(&self.settings)
-                .and_then(|c| ghola::replay::backend::choose(c, &self.claude_dir))
-            {
+            match ghola::replay::backend::choose(self.settings.notes_backend, &self.claude_dir) {
                 Ok(b) => self.backend = Some(b),
                 Err(e) => {
                     println!(

@@ -83,8 +83,9 @@ pub fn select(
     dir: &Path,
     sel: &Selection,
     forgotten_too: bool,
-) -> Result<Vec<SessionInfo>, String> {
-    let snap = Snapshot::open(dir).map_err(|e| e.to_string())?;
+) -> Result<Vec<SessionInfo>, IndexError> {
+    // Every session, whatever the memory limit for searching.
+    let snap = Snapshot::open_with(dir, u64::MAX, false)?;
     let mut by: BTreeMap<&str, SessionInfo> = BTreeMap::new();
     let earlier = forgotten(dir);
     if forgotten_too {
@@ -114,8 +115,7 @@ pub fn select(
     if !sel.sessions.is_empty() {
         let mut chosen = HashSet::new();
         for want in &sel.sessions {
-            let id = crate::transcript::resolve_session_id(want, by.keys().copied())
-                .map_err(|e| e.to_string())?;
+            let id = crate::transcript::resolve_session_id(want, by.keys().copied())?;
             chosen.insert(id.to_string());
         }
         ids = Some(chosen);
@@ -180,7 +180,8 @@ pub fn forget(
     save_forgotten(dir, &f)?;
     // The index: the sessions' messages dead, their fingerprints gone, their segments rewritten.
     if let Some(manifest) = super::snapshot::read_manifest(dir)? {
-        let snap = Snapshot::open(dir)?;
+        // Every message, whatever the memory limit for searching: none of the sessions' may stay.
+        let snap = Snapshot::open_with(dir, u64::MAX, false)?;
         let mut gids = Vec::new();
         let mut segments = HashSet::new();
         for (i, m) in snap.messages.iter().enumerate() {

@@ -46,6 +46,9 @@ pub enum IndexError {
     Lexical(#[from] tantivy::TantivyError),
     #[error(transparent)]
     Embed(#[from] EmbedError),
+    /// A session id given to `forget` matches no indexed session, or several.
+    #[error(transparent)]
+    Lookup(#[from] crate::transcript::LookupError),
 }
 
 /// What the index needs from an embedding model: the real one in the product; benchmarks may measure the index
@@ -170,14 +173,15 @@ pub fn pending_files(snap: &Snapshot, claude_dir: &Path) -> usize {
         .count()
 }
 
-/// Reports on the index of `index_dir` against the transcripts of `claude_dir`; `archive_enabled` is what the
-/// caller's settings say (reported as it is).
+/// Reports on the index of `index_dir` against the transcripts of `claude_dir`, as a search with
+/// `memory_limit` would see it; `archive_enabled` is what the caller's settings say (reported as it is).
 pub fn status(
     index_dir: &Path,
     claude_dir: &Path,
+    memory_limit: u64,
     archive_enabled: bool,
 ) -> Result<Status, IndexError> {
-    let snap = Snapshot::open(index_dir)?;
+    let snap = Snapshot::open_with(index_dir, memory_limit, false)?;
     let arc = archive::Archive::open(index_dir)
         .inspect_err(|e| tracing::warn!("archive unreadable: {e}"))
         .ok();

@@ -157,12 +157,14 @@ impl GholaServer {
             .after
             .as_deref()
             .map(|s| search::parse_bound(s, "after"))
-            .transpose()?;
+            .transpose()
+            .map_err(|e| e.to_string())?;
         p.before = a
             .before
             .as_deref()
             .map(|s| search::parse_bound(s, "before"))
-            .transpose()?;
+            .transpose()
+            .map_err(|e| e.to_string())?;
         p.context = non_negative(a.context_before_after, "context_before_after", 3)?;
         p.max_results = non_negative(a.max_results, "max_results", 10)?;
         p.offset = non_negative(a.offset, "offset", 0)?;
@@ -175,7 +177,7 @@ impl GholaServer {
         p.include_subagents = a.include_subagents.unwrap_or(true);
         p.exclude_session = self.cfg.session_id.clone();
         p.response_chars = self.cfg.response_chars;
-        p.validate()?;
+        p.validate().map_err(|e| e.to_string())?;
         Ok(p)
     }
 
@@ -189,7 +191,7 @@ impl GholaServer {
             let first_pass_done = me.wait_for_first_pass(FIRST_PASS_WAIT);
             let snap = Snapshot::shared(&me.cfg.index_dir, me.cfg.memory_limit).map_err(|e| e.to_string())?;
             let embedder = me.embedder.get();
-            let mut resp = search::search(&snap, embedder, &p)?;
+            let mut resp = search::search(&snap, embedder, &p).map_err(|e| e.to_string())?;
             resp.index.pending_files = index::pending_files(&snap, &me.cfg.claude_dir);
             let mut notes = Vec::new();
             if !first_pass_done {
@@ -240,7 +242,9 @@ impl GholaServer {
     fn duncan_request(&self, a: DuncanArgs) -> Result<QueryRequest, String> {
         let mut req = QueryRequest::new(&a.question);
         if let Some(m) = &a.mode {
-            req.mode = m.parse()?;
+            req.mode = m
+                .parse()
+                .map_err(|e: crate::config::UnknownName| e.to_string())?;
         }
         req.global = match a.scope.as_deref().unwrap_or("project") {
             "project" => false,
@@ -270,7 +274,7 @@ impl GholaServer {
         req.batch_size = non_negative(a.batch_size, "batch_size", req.batch_size)?;
         req.include_subagents = a.include_subagents.unwrap_or(true);
         req.model = a.model.filter(|m| !m.trim().is_empty());
-        req.validate()?;
+        req.validate().map_err(|e| e.to_string())?;
         Ok(req)
     }
 }
@@ -511,7 +515,7 @@ impl GholaServer {
         };
         let backend = match replay::backend::choose(Default::default(), &self.cfg.claude_dir) {
             Ok(b) => b,
-            Err(e) => return error_result(e),
+            Err(e) => return error_result(e.to_string()),
         };
         let cancel = Arc::new(AtomicBool::new(false));
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, usize, String)>();
@@ -567,7 +571,7 @@ impl GholaServer {
                 }
                 match r {
                     Ok(Ok(report)) => text_result(bounded_text(report.render())),
-                    Ok(Err(e)) => error_result(e),
+                    Ok(Err(e)) => error_result(e.to_string()),
                     Err(e) => error_result(e.to_string()),
                 }
             }

@@ -4,8 +4,8 @@
 //! reads the conversation from the cache.
 
 use super::{
-    Answer, Backend, BackendError, MAX_CORRECTIONS, Prompt, ToolAnswer, ToolCall, Usage,
-    answer_call, check_cancel, parse_answer,
+    Answer, Backend, BackendError, InvalidInput, MAX_CORRECTIONS, Prompt, ToolAnswer, ToolCall,
+    Usage, answer_call, check_cancel, parse_answer,
 };
 use serde_json::{Value, json};
 use std::sync::atomic::AtomicBool;
@@ -143,7 +143,10 @@ impl MessagesApi {
             let input = used.and_then(|c| c.get("input")).cloned();
             let verdict = match &input {
                 Some(i) => (call.validate)(i),
-                None => Err(format!("no {} tool call in the reply", call.tool)),
+                None => Err(InvalidInput(format!(
+                    "no {} tool call in the reply",
+                    call.tool
+                ))),
             };
             match verdict {
                 Ok(()) => {
@@ -181,7 +184,7 @@ impl MessagesApi {
                 Err(problem) => {
                     return Err(BackendError::InvalidAnswer {
                         attempts: corrections + 1,
-                        last: problem,
+                        last: problem.0,
                     });
                 }
             }
@@ -213,7 +216,8 @@ impl Backend for MessagesApi {
         }
         let call = answer_call(prompt);
         let got = self.exchange(&call, messages, cancel)?;
-        let (has_context, answer) = parse_answer(&got.input).map_err(BackendError::Provider)?;
+        let (has_context, answer) =
+            parse_answer(&got.input).map_err(|e| BackendError::Provider(e.0))?;
         Ok(Answer {
             has_context,
             answer,

@@ -681,5 +681,5 @@ pub fn window_count(src: &Sources, path: &Path) -> u32 {
 
 mod shape;
 
-pub use shape::check;
 use shape::fit;
+pub use shape::{Malformed, check};

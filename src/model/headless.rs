@@ -265,8 +265,10 @@ impl Backend for HeadlessClaude {
             &call.model,
             cancel,
         )?;
-        (call.validate)(&input)
-            .map_err(|last| BackendError::InvalidAnswer { attempts: 1, last })?;
+        (call.validate)(&input).map_err(|e| BackendError::InvalidAnswer {
+            attempts: 1,
+            last: e.0,
+        })?;
         Ok(ToolAnswer {
             input,
             usage,

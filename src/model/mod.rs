@@ -98,7 +98,7 @@ pub struct ToolCall {
     pub model: String,
     pub max_tokens: u32,
     /// Checks the input beyond the schema; its error text is sent back in a corrective retry.
-    pub validate: fn(&Value) -> Result<(), String>,
+    pub validate: fn(&Value) -> Result<(), InvalidInput>,
 }
 
 /// A validated tool input and what it cost.
@@ -127,8 +127,26 @@ pub fn answer_call(prompt: &Prompt) -> ToolCall {
     }
 }
 
+/// What is wrong with a model's tool input, said so that the model can fix it: the text is sent back to it in a
+/// corrective retry (and names the field at fault).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidInput(pub String);
+
+impl From<String> for InvalidInput {
+    fn from(s: String) -> Self {
+        InvalidInput(s)
+    }
+}
+
+impl From<&str> for InvalidInput {
+    fn from(s: &str) -> Self {
+        InvalidInput(s.to_string())
+    }
+}
+
 /// Checks a tool input against the schema; the error text is sent back to the model in a corrective retry.
-pub fn parse_answer(input: &Value) -> Result<(bool, String), String> {
+pub fn parse_answer(input: &Value) -> Result<(bool, String), InvalidInput> {
     let obj = input
         .as_object()
         .ok_or_else(|| format!("the input must be an object, got {input}"))?;
@@ -231,18 +249,25 @@ pub const MAX_CORRECTIONS: u32 = 2;
 pub fn choose(
     choice: BackendChoice,
     claude_dir: &std::path::Path,
-) -> Result<Box<dyn Backend>, String> {
+) -> Result<Box<dyn Backend>, BackendError> {
     let api = || api::MessagesApi::from_env().map(|b| Box::new(b) as Box<dyn Backend>);
     let headless =
         || headless::HeadlessClaude::from_env(claude_dir).map(|b| Box::new(b) as Box<dyn Backend>);
     match choice {
-        BackendChoice::Api => api().ok_or_else(|| "the api backend needs ANTHROPIC_API_KEY".into()),
+        BackendChoice::Api => api().ok_or_else(|| {
+            BackendError::Setup("the api backend needs ANTHROPIC_API_KEY".into())
+        }),
         BackendChoice::ClaudeCode => headless().ok_or_else(|| {
-            "the claude-code backend needs the `claude` CLI on PATH (or GHOLA_CLAUDE_BIN)".into()
+            BackendError::Setup(
+                "the claude-code backend needs the `claude` CLI on PATH (or GHOLA_CLAUDE_BIN)".into(),
+            )
         }),
         BackendChoice::Auto => api().or_else(headless).ok_or_else(|| {
-            "duncan needs a model: set ANTHROPIC_API_KEY, or install Claude Code (`claude` on PATH) and log in"
-                .into()
+            BackendError::Setup(
+                "duncan needs a model: set ANTHROPIC_API_KEY, or install Claude Code (`claude` on PATH) \
+                 and log in"
+                    .into(),
+            )
         }),
     }
 }

@@ -59,7 +59,7 @@ pub fn schema() -> Value {
 }
 
 /// Checks the tool input: every list a list of strings, at most [`MAX_NEW`] items each.
-pub fn validate(v: &Value) -> Result<(), String> {
+pub fn validate(v: &Value) -> Result<(), crate::model::InvalidInput> {
     let obj = v
         .as_object()
         .ok_or_else(|| format!("the input must be an object, got {v}"))?;
@@ -71,25 +71,31 @@ pub fn validate(v: &Value) -> Result<(), String> {
         "supersedes",
     ] {
         let Some(x) = obj.get(key) else {
-            return Err(format!("the input lacks the list {key}"));
+            return Err(crate::model::InvalidInput(format!(
+                "the input lacks the list {key}"
+            )));
         };
         let list = x
             .as_array()
             .ok_or_else(|| format!("{key} must be a list of strings, got {x}"))?;
         if let Some(bad) = list.iter().find(|s| !s.is_string()) {
-            return Err(format!("{key} must hold strings only, got {bad}"));
+            return Err(crate::model::InvalidInput(format!(
+                "{key} must hold strings only, got {bad}"
+            )));
         }
         if list.len() > MAX_NEW {
-            return Err(format!(
+            return Err(crate::model::InvalidInput(format!(
                 "{key} has {} items; give at most {MAX_NEW}, the most important",
                 list.len()
-            ));
+            )));
         }
     }
     if let Some(x) = obj.get("no_updates")
         && !x.is_boolean()
     {
-        return Err(format!("no_updates must be a boolean, got {x}"));
+        return Err(crate::model::InvalidInput(format!(
+            "no_updates must be a boolean, got {x}"
+        )));
     }
     Ok(())
 }

@@ -37,14 +37,16 @@ pub enum Event {
 }
 
 impl std::str::FromStr for Event {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = crate::config::UnknownName;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "session-start" | "SessionStart" => Ok(Event::SessionStart),
             "session-end" | "SessionEnd" => Ok(Event::SessionEnd),
             "pre-compact" | "PreCompact" => Ok(Event::PreCompact),
-            other => Err(format!(
-                "unknown hook event '{other}': use session-start, session-end or pre-compact"
+            other => Err(crate::config::UnknownName::new(
+                "hook event",
+                other,
+                &["session-start", "session-end", "pre-compact"],
             )),
         }
     }

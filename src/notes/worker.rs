@@ -148,18 +148,12 @@ pub struct WorkReport {
     pub tokens: u64,
 }
 
-/// The backend extraction uses: the settings' `[notes] backend` (which the caller may have overridden with
-/// `$GHOLA_NOTES_BACKEND`).
-pub fn backend_choice(settings: &Settings) -> Result<crate::model::BackendChoice, String> {
-    settings.notes_backend.parse()
-}
-
-/// What `backend_choice` means here, for a person: where extraction sends a window.
+/// What the settings' backend means here, for a person: where extraction sends a window.
 pub fn backend_description(settings: &Settings) -> &'static str {
     use crate::model::BackendChoice;
-    match backend_choice(settings) {
-        Ok(BackendChoice::Api) => "the Anthropic API (ANTHROPIC_API_KEY)",
-        Ok(BackendChoice::ClaudeCode) => "Claude Code (`claude -p`, your Claude Code login)",
+    match settings.notes_backend {
+        BackendChoice::Api => "the Anthropic API (ANTHROPIC_API_KEY)",
+        BackendChoice::ClaudeCode => "Claude Code (`claude -p`, your Claude Code login)",
         _ if crate::config::non_empty_env("ANTHROPIC_API_KEY").is_some() => {
             "the Anthropic API (ANTHROPIC_API_KEY)"
         }
@@ -266,9 +260,7 @@ fn work_locked(cfg: &WorkerConfig, cancel: &AtomicBool) -> Result<WorkReport, No
             break;
         }
         if backend.is_none() {
-            match backend_choice(&cfg.settings)
-                .and_then(|c| crate::model::choose(c, &cfg.claude_dir))
-            {
+            match crate::model::choose(cfg.settings.notes_backend, &cfg.claude_dir) {
                 Ok(b) => backend = Some(b),
                 Err(why) => {
                     for (p, s, w) in &due {
@@ -277,7 +269,7 @@ fn work_locked(cfg: &WorkerConfig, cancel: &AtomicBool) -> Result<WorkReport, No
                         if let Some(st) = n.meta.windows.get_mut(&Meta::key(s, *w)) {
                             st.attempts += 1;
                             st.next_try_ms = Some(now + super::extract::backoff_ms(st.attempts));
-                            st.last_error = Some(why.clone());
+                            st.last_error = Some(why.to_string());
                         }
                         n.save_meta()?;
                     }

@@ -13,5 +13,5 @@ pub mod run;
 
 pub use backend::{Answer, Backend, BackendError, Usage};
 pub use conversation::{Conversation, RebuildError, RebuildOptions, Source, rebuild};
-pub use route::{Mode, Target, WindowType};
+pub use route::{Mode, ReplayError, Target, WindowType};
 pub use run::{QueryReport, QueryRequest, Summary, WindowResult, query};

@@ -63,8 +63,8 @@ impl Mode {
 }
 
 impl std::str::FromStr for Mode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = crate::config::UnknownName;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
         Mode::NAMES
             .iter()
             .position(|n| n.eq_ignore_ascii_case(s.trim()))
@@ -80,8 +80,27 @@ impl std::str::FromStr for Mode {
                     Mode::SelfCopies,
                 ][i]
             })
-            .ok_or_else(|| format!("unknown mode '{s}': use one of {}", Mode::NAMES.join(", ")))
+            .ok_or_else(|| crate::config::UnknownName::new("mode", s, Mode::NAMES))
     }
+}
+
+/// Why a question could not be routed or asked.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    /// A request argument is missing, out of range or unknown; `arg` names it.
+    #[error("{message}")]
+    Invalid { arg: &'static str, message: String },
+    /// The session asked for cannot be replayed (no transcript yet, only subagents).
+    #[error("{0}")]
+    Session(String),
+    /// The session id matches none or several sessions.
+    #[error(transparent)]
+    Lookup(#[from] crate::transcript::LookupError),
+    /// The search mode needs the index.
+    #[error("the index cannot be opened ({0}); run `ghola index`")]
+    Index(crate::index::IndexError),
+    #[error(transparent)]
+    Search(#[from] search::SearchError),
 }
 
 /// What kind of window a target is, for the output and the query log.
@@ -180,7 +199,10 @@ fn target(
 const SEARCH_PAGES: usize = 5;
 
 /// Chooses the targets of a question; notes say what was skipped and why.
-pub fn route(req: &QueryRequest, ctx: &RouteContext) -> Result<(Vec<Target>, Vec<String>), String> {
+pub fn route(
+    req: &QueryRequest,
+    ctx: &RouteContext,
+) -> Result<(Vec<Target>, Vec<String>), ReplayError> {
     let found = ctx.sources.discover_all(ctx.claude_dir);
     let by_id: HashMap<&str, &SessionFiles> = found
         .sessions
@@ -189,14 +211,17 @@ pub fn route(req: &QueryRequest, ctx: &RouteContext) -> Result<(Vec<Target>, Vec
         .collect();
     let mut notes = Vec::new();
     let calling = || {
-        let id = ctx.calling_session.ok_or_else(|| {
-            format!(
+        let id = ctx.calling_session.ok_or_else(|| ReplayError::Invalid {
+            arg: "calling_session",
+            message: format!(
                 "mode '{}' needs the calling session (CLAUDE_CODE_SESSION_ID), which is not set",
                 req.mode.as_str()
-            )
+            ),
         })?;
         by_id.get(id).copied().filter(|f| f.main.is_some()).ok_or_else(|| {
-            format!("the calling session {id} has no transcript yet (its first turn is still running)")
+            ReplayError::Session(format!(
+                "the calling session {id} has no transcript yet (its first turn is still running)"
+            ))
         })
     };
     let page = |v: Vec<Target>| -> Vec<Target> {
@@ -213,8 +238,8 @@ pub fn route(req: &QueryRequest, ctx: &RouteContext) -> Result<(Vec<Target>, Vec
     };
     let targets = match req.mode {
         super::Mode::Search => {
-            let snap = Snapshot::shared(ctx.index_dir, ctx.memory_limit)
-                .map_err(|e| format!("the index cannot be opened ({e}); run `ghola index`"))?;
+            let snap =
+                Snapshot::shared(ctx.index_dir, ctx.memory_limit).map_err(ReplayError::Index)?;
             let mut p = SearchParams::new(&req.question);
             p.project = project_scope();
             p.context = 0;
@@ -295,8 +320,11 @@ pub fn route(req: &QueryRequest, ctx: &RouteContext) -> Result<(Vec<Target>, Vec
             let asked = req
                 .session_id
                 .as_deref()
-                .ok_or("mode 'session' needs session_id")?;
-            let id = resolve_session_id(asked, by_id.keys().copied()).map_err(|e| e.to_string())?;
+                .ok_or_else(|| ReplayError::Invalid {
+                    arg: "session_id",
+                    message: "mode 'session' needs session_id".into(),
+                })?;
+            let id = resolve_session_id(asked, by_id.keys().copied())?;
             let files = by_id[id];
             let latest = files
                 .main
@@ -305,16 +333,19 @@ pub fn route(req: &QueryRequest, ctx: &RouteContext) -> Result<(Vec<Target>, Vec
                 .unwrap_or(1)
                 - 1;
             if Some(id) == ctx.calling_session && req.window.is_none_or(|w| w == latest) {
-                return Err(
-                    "that is the calling session's current window, which the model already has; use \
-                     mode 'self' to sample it or give an earlier window"
+                return Err(ReplayError::Invalid {
+                    arg: "window",
+                    message: "that is the calling session's current window, which the model already has; \
+                              use mode 'self' to sample it or give an earlier window"
                         .into(),
-                );
+                });
             }
             let project = load_project(ctx.sources, files);
             vec![
                 target(ctx.sources, files, &project, req.window).ok_or_else(|| {
-                    format!("session {id} has only subagent transcripts; nothing to replay")
+                    ReplayError::Session(format!(
+                        "session {id} has only subagent transcripts; nothing to replay"
+                    ))
                 })?,
             ]
         }
@@ -341,9 +372,11 @@ pub fn route(req: &QueryRequest, ctx: &RouteContext) -> Result<(Vec<Target>, Vec
                         .find(|s| s.session_id == id)
                         .and_then(|s| s.git_branch.clone())
                 });
-                Some(b.ok_or(
-                    "mode 'branch' needs git_branch (or a calling session whose branch is known)",
-                )?)
+                Some(b.ok_or_else(|| ReplayError::Invalid {
+                    arg: "git_branch",
+                    message: "mode 'branch' needs git_branch (or a calling session whose branch is known)"
+                        .into(),
+                })?)
             } else {
                 None
             };
@@ -410,8 +443,9 @@ pub fn route(req: &QueryRequest, ctx: &RouteContext) -> Result<(Vec<Target>, Vec
         super::Mode::SelfCopies => {
             let files = calling()?;
             let project = load_project(ctx.sources, files);
-            let t = target(ctx.sources, files, &project, None)
-                .ok_or("the calling session has no transcript")?;
+            let t = target(ctx.sources, files, &project, None).ok_or_else(|| {
+                ReplayError::Session("the calling session has no transcript".into())
+            })?;
             (0..req.copies)
                 .map(|_| Target {
                     self_copy: true,

@@ -2,7 +2,7 @@
 
 use super::backend::{Backend, BackendError, Prompt, Usage};
 use super::conversation::{RebuildOptions, rebuild};
-use super::route::{Mode, RouteContext, Target, WindowType, route};
+use super::route::{Mode, ReplayError, RouteContext, Target, WindowType, route};
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -59,33 +59,40 @@ impl QueryRequest {
     }
 
     /// Rejects what cannot be meant.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ReplayError> {
+        let bad = |arg: &'static str, message: String| Err(ReplayError::Invalid { arg, message });
         if self.question.trim().is_empty() {
-            return Err("question must not be empty".into());
+            return bad("question", "question must not be empty".into());
         }
         if self.question.len() > 20_000 {
-            return Err("question is longer than 20,000 bytes".into());
+            return bad("question", "question is longer than 20,000 bytes".into());
         }
         if !(1..=50).contains(&self.limit) {
-            return Err(format!(
-                "limit must be between 1 and 50, got {}",
-                self.limit
-            ));
+            return bad(
+                "limit",
+                format!("limit must be between 1 and 50, got {}", self.limit),
+            );
         }
         if !(1..=20).contains(&self.batch_size) {
-            return Err(format!(
-                "batch_size must be between 1 and 20, got {}",
-                self.batch_size
-            ));
+            return bad(
+                "batch_size",
+                format!(
+                    "batch_size must be between 1 and 20, got {}",
+                    self.batch_size
+                ),
+            );
         }
         if !(1..=10).contains(&self.copies) {
-            return Err(format!(
-                "copies must be between 1 and 10, got {}",
-                self.copies
-            ));
+            return bad(
+                "copies",
+                format!("copies must be between 1 and 10, got {}", self.copies),
+            );
         }
         if self.budget_tokens < 1000 {
-            return Err("the context budget must be at least 1,000 tokens".into());
+            return bad(
+                "budget_tokens",
+                "the context budget must be at least 1,000 tokens".into(),
+            );
         }
         Ok(())
     }
@@ -287,7 +294,7 @@ pub fn query(
     backend: &dyn Backend,
     cancel: &AtomicBool,
     on_window: &mut dyn FnMut(&WindowResult, usize, usize),
-) -> Result<QueryReport, String> {
+) -> Result<QueryReport, ReplayError> {
     req.validate()?;
     let started = Instant::now();
     let batch_id = uuid::Uuid::new_v4().to_string();

@@ -6,7 +6,9 @@ pub mod prior;
 pub mod response;
 pub mod scan;
 
-pub use params::{Fusion, MAX_RESULTS, SearchParams, default_lexical_weight, parse_bound};
+pub use params::{
+    Fusion, MAX_RESULTS, SearchError, SearchParams, default_lexical_weight, parse_bound,
+};
 pub use prior::{QUESTION_PRIOR, QueryIntent};
 pub use response::{SearchHit, SearchResponse};
 
@@ -554,7 +556,7 @@ pub fn search(
     snap: &Snapshot,
     embedder: Option<&Embedder>,
     p: &SearchParams,
-) -> Result<SearchResponse, String> {
+) -> Result<SearchResponse, SearchError> {
     p.validate()?;
     search_with_vector(snap, query_vector(embedder, p)?.as_ref(), p)
 }
@@ -564,10 +566,13 @@ pub fn search(
 pub fn query_vector(
     embedder: Option<&Embedder>,
     p: &SearchParams,
-) -> Result<Option<crate::embed::Vector>, String> {
+) -> Result<Option<crate::embed::Vector>, SearchError> {
     match (embedder, p.fusion) {
         (_, Fusion::Lexical) | (None, _) => Ok(None),
-        (Some(e), _) => Ok(Some(e.embed(&[&p.query]).map_err(|e| e.to_string())?[0])),
+        (Some(e), _) => Ok(Some(
+            e.embed(&[&p.query])
+                .map_err(|e| SearchError::Embed(e.to_string()))?[0],
+        )),
     }
 }
 
@@ -577,7 +582,7 @@ pub fn search_with_vector(
     snap: &Snapshot,
     query_vec: Option<&crate::embed::Vector>,
     p: &SearchParams,
-) -> Result<SearchResponse, String> {
+) -> Result<SearchResponse, SearchError> {
     p.validate()?;
     let ok = eligible(snap, p);
     let (ranked, lexical_failure) = rank(snap, p, query_vec.map(|v| &v[..]), &ok);

@@ -72,6 +72,17 @@ pub struct SearchParams {
     pub response_chars: usize,
 }
 
+/// Why a search could not run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SearchError {
+    /// An argument is out of range or malformed; `arg` names it (as the tools and flags spell it).
+    #[error("{message}")]
+    Invalid { arg: &'static str, message: String },
+    /// The query could not be embedded.
+    #[error("embedding the query: {0}")]
+    Embed(String),
+}
+
 impl SearchParams {
     /// Defaults of the tools: 10 results, 3 messages of context, threshold 0.2, subagents included.
     pub fn new(query: &str) -> Self {
@@ -95,38 +106,57 @@ impl SearchParams {
     }
 
     /// Checks the combination (bounds in order, sane sizes, a non-empty query).
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), SearchError> {
+        let bad = |arg: &'static str, message: String| Err(SearchError::Invalid { arg, message });
         if self.query.trim().is_empty() {
-            return Err("query is empty".into());
+            return bad("query", "query is empty".into());
         }
         if let Some(w) = self.lexical_weight
             && !(0.0..=1.0).contains(&w)
         {
-            return Err(format!("lexical weight must be between 0 and 1 (got {w})"));
+            return bad(
+                "lexical_weight",
+                format!("lexical weight must be between 0 and 1 (got {w})"),
+            );
         }
         let chars = self.query.chars().count();
         if chars > MAX_QUERY_CHARS {
-            return Err(format!(
-                "query is {chars} characters; the limit is {MAX_QUERY_CHARS}: search for the distinctive words, an \
-                 error line or an identifier instead of pasting whole text"
-            ));
+            return bad(
+                "query",
+                format!(
+                    "query is {chars} characters; the limit is {MAX_QUERY_CHARS}: search for the distinctive \
+                     words, an error line or an identifier instead of pasting whole text"
+                ),
+            );
         }
         if let (Some(a), Some(b)) = (self.after, self.before)
             && a >= b
         {
-            return Err(format!("after ({a}) must be earlier than before ({b})"));
+            return bad(
+                "after",
+                format!("after ({a}) must be earlier than before ({b})"),
+            );
         }
         if self.max_results == 0 || self.max_results > MAX_RESULTS {
-            return Err(format!("max_results must be between 1 and {MAX_RESULTS}"));
+            return bad(
+                "max_results",
+                format!("max_results must be between 1 and {MAX_RESULTS}"),
+            );
         }
         if self.context > 20 {
-            return Err("context_before_after must be at most 20".into());
+            return bad(
+                "context_before_after",
+                "context_before_after must be at most 20".into(),
+            );
         }
         if !(0.0..=1.0).contains(&self.relative_floor) {
-            return Err("relative floor must be between 0 and 1".into());
+            return bad(
+                "relative_floor",
+                "relative floor must be between 0 and 1".into(),
+            );
         }
         if !(0.0..=1.0).contains(&self.threshold) {
-            return Err("threshold must be between 0 and 1".into());
+            return bad("threshold", "threshold must be between 0 and 1".into());
         }
         Ok(())
     }
@@ -135,7 +165,7 @@ impl SearchParams {
 /// Parses a date bound: `2025-01-15` is that calendar day in the local time zone (its start, for both
 /// `after` — inclusive — and `before` — exclusive); `2025-01-15T10:00:00Z` or with an offset is exact; a time
 /// without a zone is local.
-pub fn parse_bound(s: &str, name: &str) -> Result<DateTime<Utc>, String> {
+pub fn parse_bound(s: &str, name: &'static str) -> Result<DateTime<Utc>, SearchError> {
     let s = s.trim();
     if let Ok(t) = DateTime::parse_from_rfc3339(s) {
         return Ok(t.with_timezone(&Utc));
@@ -145,7 +175,10 @@ pub fn parse_bound(s: &str, name: &str) -> Result<DateTime<Utc>, String> {
             .from_local_datetime(&naive)
             .earliest()
             .map(|t| t.with_timezone(&Utc))
-            .ok_or_else(|| format!("{name}: {s:?} does not exist in the local time zone"))
+            .ok_or_else(|| SearchError::Invalid {
+                arg: name,
+                message: format!("{name}: {s:?} does not exist in the local time zone"),
+            })
     };
     if let Ok(d) = NaiveDate::parse_from_str(s, "%Y-%m-%d") {
         return local(d.and_time(NaiveTime::MIN));
@@ -160,9 +193,12 @@ pub fn parse_bound(s: &str, name: &str) -> Result<DateTime<Utc>, String> {
             return local(t);
         }
     }
-    Err(format!(
-        "{name}: {s:?} is not an ISO 8601 date (2025-01-15) or time (2025-01-15T10:00:00Z)"
-    ))
+    Err(SearchError::Invalid {
+        arg: name,
+        message: format!(
+            "{name}: {s:?} is not an ISO 8601 date (2025-01-15) or time (2025-01-15T10:00:00Z)"
+        ),
+    })
 }
 
 #[cfg(test)]
@@ -188,7 +224,10 @@ mod tests {
         let mut p = SearchParams::new("x");
         p.after = Some(parse_bound("2025-01-15", "after").unwrap());
         p.before = Some(parse_bound("2025-01-15", "before").unwrap());
-        assert!(p.validate().is_err(), "after == before is an error");
+        assert!(
+            matches!(p.validate(), Err(SearchError::Invalid { arg: "after", .. })),
+            "after == before is an error"
+        );
     }
 }
 

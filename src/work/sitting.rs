@@ -63,8 +63,15 @@ impl Line {
     }
 }
 
+/// A name that cannot name a line of work.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "'{0}' cannot name a line of work: use letters, digits, '-', '_' or '.', at most 60 characters"
+)]
+pub struct BadName(pub String);
+
 /// A name fit for a line of work (it becomes part of a folder name).
-pub fn valid_name(name: &str) -> Result<&str, String> {
+pub fn valid_name(name: &str) -> Result<&str, BadName> {
     let ok = !name.is_empty()
         && name.len() <= 60
         && name
@@ -73,9 +80,7 @@ pub fn valid_name(name: &str) -> Result<&str, String> {
     if ok {
         Ok(name)
     } else {
-        Err(format!(
-            "'{name}' cannot name a line of work: use letters, digits, '-', '_' or '.', at most 60 characters"
-        ))
+        Err(BadName(name.to_string()))
     }
 }
 

@@ -108,21 +108,34 @@ pub(super) fn fit(messages: &mut Vec<ApiMessage>, budget: usize) -> Trim {
     trim
 }
 
+/// A conversation the Messages API would refuse: which message breaks which rule.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{why}")]
+pub struct Malformed {
+    /// The index of the first message at fault.
+    pub message: usize,
+    pub why: String,
+}
+
 /// Checks the invariants the Messages API enforces: alternation starting with a user message, every tool
 /// use answered at the head of the next message, and no result without its call. Used by tests and by
 /// debug assertions.
-pub fn check(messages: &[ApiMessage]) -> Result<(), String> {
+pub fn check(messages: &[ApiMessage]) -> Result<(), Malformed> {
+    let at = |message: usize, why: String| Err(Malformed { message, why });
     if messages.first().map(|m| m.role) != Some(Speaker::User) {
-        return Err("the first message is not a user message".into());
+        return at(0, "the first message is not a user message".into());
     }
     for (i, w) in messages.windows(2).enumerate() {
         if w[0].role == w[1].role {
-            return Err(format!("messages {i} and {} have the same role", i + 1));
+            return at(
+                i + 1,
+                format!("messages {i} and {} have the same role", i + 1),
+            );
         }
     }
     for (i, m) in messages.iter().enumerate() {
         if m.content.is_empty() {
-            return Err(format!("message {i} is empty"));
+            return at(i, format!("message {i} is empty"));
         }
         let wanted: Vec<&str> = if i > 0 && messages[i - 1].role == Speaker::Assistant {
             messages[i - 1].tool_use_ids().collect()
@@ -138,9 +151,10 @@ pub fn check(messages: &[ApiMessage]) -> Result<(), String> {
             })
             .collect();
         if leading != wanted {
-            return Err(format!(
-                "message {i} answers tool calls {leading:?}, expected {wanted:?}"
-            ));
+            return at(
+                i,
+                format!("message {i} answers tool calls {leading:?}, expected {wanted:?}"),
+            );
         }
         let results = m
             .content
@@ -148,10 +162,13 @@ pub fn check(messages: &[ApiMessage]) -> Result<(), String> {
             .filter(|b| matches!(b, Block::ToolResult { .. }))
             .count();
         if results != leading.len() {
-            return Err(format!("message {i} has a tool result after other content"));
+            return at(
+                i,
+                format!("message {i} has a tool result after other content"),
+            );
         }
         if m.role == Speaker::User && m.tool_use_ids().next().is_some() {
-            return Err(format!("user message {i} holds a tool_use"));
+            return at(i, format!("user message {i} holds a tool_use"));
         }
     }
     Ok(())
