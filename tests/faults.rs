@@ -799,7 +799,7 @@ fn the_server_reads_a_last_line_without_newline_as_it_arrives() {
         let (err, text) = c.call(
             n,
             "search_project_history",
-            json!({"query": "zebrafish heading"}),
+            json!({"query": "zebrafish heading", "format": "json"}),
         );
         assert!(!err, "{text}");
         let v: Value = serde_json::from_str(&text).unwrap();

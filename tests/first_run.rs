@@ -326,7 +326,7 @@ fn the_server_answers_by_words_while_the_model_downloads_then_by_meaning() {
     let (err, text) = c.call(
         2,
         "search_global_history",
-        json!({"query": "QUOKKA-LEDGER migration"}),
+        json!({"query": "QUOKKA-LEDGER migration", "format": "json"}),
     );
     assert!(!err, "{text}");
     let r: Value = serde_json::from_str(&text).unwrap();
@@ -339,7 +339,7 @@ fn the_server_answers_by_words_while_the_model_downloads_then_by_meaning() {
         let (_, text) = c.call(
             id,
             "search_global_history",
-            json!({"query": "when does the ledger migration run?"}),
+            json!({"query": "when does the ledger migration run?", "format": "json"}),
         );
         let r: Value = serde_json::from_str(&text).unwrap();
         if r["index"]["embedded_messages"] == 30 && r.get("note").is_none() {

@@ -774,6 +774,23 @@ fn a_held_reader_survives_publishes_merges_and_forgets_by_other_processes() {
     assert!((0..now.messages.len()).all(|i| now.session_id(i) != "sess003"));
     drop(now);
     run_ok(ghola(&claude, &idx).arg("index"));
+    // Segments retired while the view held them mapped (Windows refused their deletion then) are gone now that
+    // no reader holds them: only the published segments' files remain.
+    let published: std::collections::HashSet<u64> = ghola::index::snapshot::read_manifest(&idx)
+        .unwrap()
+        .unwrap()
+        .segments
+        .iter()
+        .map(|s| s.id)
+        .collect();
+    for e in fs::read_dir(idx.join("segments")).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().into_owned();
+        let id = name.split('.').next().and_then(|n| n.parse::<u64>().ok());
+        assert!(
+            id.is_some_and(|id| published.contains(&id)),
+            "{name} outlived its segment"
+        );
+    }
     let verified =
         String::from_utf8(run_ok(ghola(&claude, &idx).args(["index", "--verify"]))).unwrap();
     assert!(!verified.to_lowercase().contains("damage"), "{verified}");

@@ -86,7 +86,7 @@ fn serves_tools_over_stdio() {
     let mut found = false;
     for id in 10..60 {
         send(
-            json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"search_project_history","arguments":{"query":"ERR_LINKER_MISSING","context_before_after":0}}}),
+            json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"search_project_history","arguments":{"query":"ERR_LINKER_MISSING","context_before_after":0,"format":"json"}}}),
         );
         let r = recv();
         assert_ne!(r["result"]["isError"], true, "{r}");
@@ -355,7 +355,7 @@ fn appended_lines_become_searchable_and_two_servers_share_one_index() {
         let (is_error, text) = c.call(
             id,
             "search_project_history",
-            json!({"query": q, "context_before_after": 0}),
+            json!({"query": q, "context_before_after": 0, "format": "json"}),
         );
         assert!(!is_error, "{text}");
         serde_json::from_str(&text).unwrap()

@@ -27,6 +27,11 @@ const TOOLS: &[(&str, &[&str])] = &[
             "max_results",
             "offset",
             "include_subagents",
+            "since",
+            "session_id",
+            "group_by",
+            "max_chars",
+            "format",
         ],
     ),
     (
@@ -38,16 +43,28 @@ const TOOLS: &[(&str, &[&str])] = &[
             "max_results",
             "offset",
             "threshold",
+            "since",
+            "group_by",
+            "format",
         ],
     ),
     (
         "get_session_detail",
-        &["session_id", "window", "offset", "limit"],
+        &[
+            "session_id",
+            "window",
+            "offset",
+            "limit",
+            "around",
+            "before",
+            "after",
+            "format",
+        ],
     ),
     ("duncan_projects", &["offset", "limit"]),
     (
         "duncan_list_sessions",
-        &["mode", "project", "limit", "offset"],
+        &["mode", "project", "limit", "offset", "since"],
     ),
     ("project_notes", &["category", "project", "limit", "offset"]),
     (
@@ -70,9 +87,20 @@ const TOOLS: &[(&str, &[&str])] = &[
     ),
 ];
 
-/// Tools whose successful answer is JSON (duncan's is a readable report).
-fn answers_json(tool: &str) -> bool {
-    tool != "duncan_query"
+/// Whether a successful answer to these arguments is JSON: the listings always; a search and a session read when
+/// asked for it (their default is text for a model, a session read's only with `around`); duncan never (a
+/// readable report).
+fn answers_json(tool: &str, args: &Value) -> bool {
+    let asked = args["format"].as_str();
+    match tool {
+        "duncan_query" => false,
+        "search_project_history" | "search_global_history" => asked == Some("json"),
+        "get_session_detail" => match asked {
+            Some(f) => f == "json",
+            None => args.get("around").is_none_or(Value::is_null),
+        },
+        _ => true,
+    }
 }
 
 struct Server {
@@ -289,7 +317,7 @@ fn check(tool: &str, args: &Value) -> Result<(), TestCaseError> {
     );
     if result["isError"] == json!(true) {
         prop_assert!(!text.is_empty(), "{tool} {args}: an empty tool error");
-    } else if answers_json(tool) {
+    } else if answers_json(tool, args) {
         prop_assert!(
             serde_json::from_str::<Value>(text).is_ok(),
             "{tool} {args}: not JSON: {}",

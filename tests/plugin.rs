@@ -116,6 +116,7 @@ fn claude_code_installs_the_plugin_and_connects_to_its_server() {
 const PAST: &str = "aaaaaaaa-1111-4111-8111-111111111111";
 const CALLING: &str = "cccccccc-3333-4333-8333-333333333333";
 const TOOL: &str = "mcp__plugin_ghola_ghola__search_project_history";
+const DETAIL: &str = "mcp__plugin_ghola_ghola__get_session_detail";
 
 /// A past session and the calling session, both in `project`, both mentioning the codeword.
 fn history(claude_dir: &Path, project: &str) {
@@ -125,8 +126,8 @@ fn history(claude_dir: &Path, project: &str) {
     std::fs::create_dir_all(&dir).unwrap();
     let session = |id: &str, t: &str, q: &str, a: &str| -> String {
         [
-            json!({"type":"user","uuid":format!("{id}-u"),"parentUuid":null,"sessionId":id,"cwd":project,"timestamp":format!("2025-06-0{t}T10:00:00Z"),"isSidechain":false,"userType":"external","version":"2.1.330","message":{"role":"user","content":q}}),
-            json!({"type":"assistant","uuid":format!("{id}-a"),"parentUuid":format!("{id}-u"),"sessionId":id,"cwd":project,"timestamp":format!("2025-06-0{t}T10:00:05Z"),"isSidechain":false,"userType":"external","version":"2.1.330","message":{"id":format!("msg_{t}"),"type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":a}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}}),
+            json!({"type":"user","uuid":format!("1{t}{}", &id[2..]),"parentUuid":null,"sessionId":id,"cwd":project,"timestamp":format!("2025-06-0{t}T10:00:00Z"),"isSidechain":false,"userType":"external","version":"2.1.330","message":{"role":"user","content":q}}),
+            json!({"type":"assistant","uuid":format!("2{t}{}", &id[2..]),"parentUuid":format!("1{t}{}", &id[2..]),"sessionId":id,"cwd":project,"timestamp":format!("2025-06-0{t}T10:00:05Z"),"isSidechain":false,"userType":"external","version":"2.1.330","message":{"id":format!("msg_{t}"),"type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":a}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}}),
         ]
         .iter()
         .map(|l| format!("{l}\n"))
@@ -154,7 +155,22 @@ fn history(claude_dir: &Path, project: &str) {
     .unwrap();
 }
 
-/// The stand-in's script: find the tool through ToolSearch when it is deferred, call it, then finish.
+/// The top hit's session and hit ids in a search result's text: its first header,
+/// `[1] … · session <id> window <w> · … · hit <id>`.
+fn top_hit(text: &str) -> Option<(String, String)> {
+    let header = text.lines().find(|l| l.starts_with("[1] "))?;
+    let after = |key: &str| {
+        header
+            .split(" · ")
+            .find_map(|part| part.strip_prefix(key))
+            .and_then(|rest| rest.split_whitespace().next())
+            .map(str::to_owned)
+    };
+    Some((after("session ")?, after("hit ")?))
+}
+
+/// The stand-in's script, a model that recalls in two steps: find the tools through ToolSearch when they are
+/// deferred, search, read more around the top hit by its ids (one expansion, no second search), then finish.
 fn script(req: &Value) -> Reply {
     let messages = req["messages"].as_array().cloned().unwrap_or_default();
     let last = messages
@@ -167,25 +183,43 @@ fn script(req: &Value) -> Reply {
         .flatten()
         .filter_map(|t| t["name"].as_str())
         .collect();
-    let called_search = messages
-        .iter()
-        .any(|m| m.to_string().contains(&format!("\"name\":\"{TOOL}\"")));
-    if called_search {
+    let called = |tool: &str| {
+        messages
+            .iter()
+            .any(|m| m.to_string().contains(&format!("\"name\":\"{tool}\"")))
+    };
+    let find = |tool: &str| {
+        Reply::tool_use(
+            "ToolSearch",
+            json!({"query": format!("select:{tool}"), "max_results": 1}),
+        )
+    };
+    if !called(TOOL) {
+        if tools.contains(&TOOL) || last.contains("tool_reference") {
+            return Reply::tool_use(
+                TOOL,
+                json!({"query": "KESTREL-ROTATE signing keys", "context_before_after": 0}),
+            );
+        }
+        if tools.contains(&"ToolSearch") {
+            return find(TOOL);
+        }
+        return Reply::text("ok");
+    }
+    if called(DETAIL) {
         return Reply::text("Done.");
     }
-    if tools.contains(&TOOL) || last.contains("tool_reference") {
-        return Reply::tool_use(
-            TOOL,
-            json!({"query": "KESTREL-ROTATE signing keys", "context_before_after": 0}),
-        );
+    let Some((session, hit)) = tool_results(req).iter().find_map(|(_, t)| top_hit(t)) else {
+        return Reply::text("Nothing found.");
+    };
+    if !tools.contains(&DETAIL) && tools.contains(&"ToolSearch") && !last.contains("tool_reference")
+    {
+        return find(DETAIL);
     }
-    if tools.contains(&"ToolSearch") {
-        return Reply::tool_use(
-            "ToolSearch",
-            json!({"query": format!("select:{TOOL}"), "max_results": 1}),
-        );
-    }
-    Reply::text("ok")
+    Reply::tool_use(
+        DETAIL,
+        json!({"session_id": session, "around": hit, "before": 2, "after": 2}),
+    )
 }
 
 #[test]
@@ -224,7 +258,7 @@ fn claude_code_calls_the_search_tool_and_gets_the_past_session_back() {
             "--resume",
             CALLING,
             "--allowedTools",
-            TOOL,
+            &format!("{TOOL},{DETAIL}"),
         ],
     );
     let said = format!(
@@ -239,45 +273,44 @@ fn claude_code_calls_the_search_tool_and_gets_the_past_session_back() {
         reqs.len()
     );
     // Claude Code sends the tool's result back to the model: assert on that, not on the exit code.
-    let resp = past_answer_reached_the_model(&reqs, &said);
-    let hits = resp["results"].as_array().unwrap();
+    let text = past_answer_reached_the_model(&reqs, &said);
     assert!(
-        hits.iter()
-            .all(|h| h["matched_message"]["session_id"] != CALLING),
-        "the calling session is excluded: {resp:#}"
+        !text.contains(&format!("session {}", &CALLING[..8])),
+        "the calling session is excluded: {text}"
     );
 }
 
-/// The search tool's response as Claude Code sent it back to the model stand-in (its first JSON value: Claude
-/// Code may append a system reminder after the tool's own text), asserted to start with the past session's
-/// answer.
-fn past_answer_reached_the_model(requests: &[Value], said: &str) -> Value {
+/// The search tool's answer as Claude Code sent it back to the model stand-in (Claude Code may append a system
+/// reminder after the tool's own text), asserted to have the past session's answer as its top hit; and the
+/// expansion around that hit, asserted to hold the question before it. Returns the search's text.
+fn past_answer_reached_the_model(requests: &[Value], said: &str) -> String {
     let results: Vec<(String, String)> = requests.iter().flat_map(tool_results).collect();
     let search = results
         .iter()
         .map(|(_, text)| text)
-        .find(|t| t.contains("matched_message"))
+        .find(|t| top_hit(t).is_some())
         .unwrap_or_else(|| {
             panic!(
                 "no search result reached the model; {} requests; tool results {results:#?}; claude said: {said}",
                 requests.len()
             )
         });
-    let resp: Value = serde_json::Deserializer::from_str(search)
-        .into_iter::<Value>()
-        .next()
-        .unwrap_or_else(|| panic!("empty result"))
-        .unwrap_or_else(|e| panic!("{e}: {search}"));
-    let hits = resp["results"].as_array().unwrap();
-    assert!(!hits.is_empty(), "{resp:#}");
-    assert_eq!(hits[0]["matched_message"]["session_id"], PAST, "{resp:#}");
+    let (session, hit) = top_hit(search).unwrap();
+    assert_eq!(session, &PAST[..8], "{search}");
+    assert!(search.contains("every 90 days"), "{search}");
+    // One expansion: the messages around the hit, by its ids, the hit marked.
+    let detail = results
+        .iter()
+        .map(|(_, text)| text)
+        .find(|t| t.starts_with("session ") && t.contains(&format!("> {hit}")))
+        .unwrap_or_else(|| {
+            panic!("no expansion reached the model; tool results {results:#?}; claude said: {said}")
+        });
     assert!(
-        hits[0]["matched_message"]["content"]
-            .as_str()
-            .unwrap()
-            .contains("every 90 days")
+        detail.contains("How do we rotate the signing keys?"),
+        "{detail}"
     );
-    resp
+    search.clone()
 }
 
 /// A PATH with the system's tools (node for Claude Code; sh, curl, tar, sha256sum for the launcher) and neither
@@ -413,7 +446,12 @@ fn first_start_without_rust_downloads_the_release_and_the_model_and_answers_the_
         "--resume",
         CALLING,
     ])
-    .args(["--allowedTools", TOOL, "--output-format", "json"])
+    .args([
+        "--allowedTools",
+        &format!("{TOOL},{DETAIL}"),
+        "--output-format",
+        "json",
+    ])
     .env("ANTHROPIC_BASE_URL", &standin.url)
     .current_dir(&project);
     user_env(&mut c, home, &release_url, &hub.url);
@@ -460,7 +498,7 @@ fn first_start_without_rust_downloads_the_release_and_the_model_and_answers_the_
             let (err, text) = client.call(
                 id,
                 "search_project_history",
-                json!({"query": "how often are keys rotated?"}),
+                json!({"query": "how often are keys rotated?", "format": "json"}),
             );
             assert!(!err, "{text}");
             let r: Value = serde_json::from_str(&text).unwrap();

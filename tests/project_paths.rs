@@ -138,7 +138,7 @@ fn a_windows_history_on_this_machine_is_found_by_the_project_it_lists() {
     let (err, text) = c.call(
         10,
         "search_project_history",
-        json!({"query": "quokka deployment", "project": "c:\\users\\mischa\\APP", "context_before_after": 0, "relative_floor": 0}),
+        json!({"query": "quokka deployment", "project": "c:\\users\\mischa\\APP", "context_before_after": 0, "relative_floor": 0, "format": "json"}),
     );
     assert!(!err, "{text}");
     let v: Value = serde_json::from_str(&text).unwrap();

@@ -19,6 +19,13 @@ fn listing(claude_dir: &Path, index_dir: &Path) -> Listing {
     listing
 }
 
+/// The full id of the session `given` names (a uuid or a unique prefix), from the listing.
+pub fn session_id(claude_dir: &Path, index_dir: &Path, given: &str) -> Result<String> {
+    let all = listing(claude_dir, index_dir);
+    let ids = all.sessions.iter().map(|l| l.summary.session_id.as_str());
+    Ok(transcript::resolve_session_id(given, ids)?.to_string())
+}
+
 pub fn projects(claude_dir: &Path, index_dir: &Path, json: bool) -> Result<()> {
     let list = listing(claude_dir, index_dir).projects();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
@@ -84,6 +91,7 @@ pub fn sessions(
     index_dir: &Path,
     project: Option<PathBuf>,
     global: bool,
+    since: Option<String>,
     json: bool,
 ) -> Result<()> {
     let scope = if global {
@@ -91,8 +99,15 @@ pub fn sessions(
     } else {
         Some(project_dir(project)?)
     };
+    let since = since
+        .as_deref()
+        .map(|s| ghola::search::parse_since(s, "since", chrono::Utc::now()))
+        .transpose()?;
     let all = listing(claude_dir, index_dir);
-    let summaries = all.sessions_in(scope.as_deref());
+    let mut summaries = all.sessions_in(scope.as_deref());
+    if let Some(since) = since {
+        summaries.retain(|s| s.last_timestamp.is_some_and(|t| t >= since));
+    }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if json {
         serde_json::to_writer_pretty(&mut out, &json!({ "sessions": summaries }))?;

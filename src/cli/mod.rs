@@ -53,6 +53,9 @@ pub enum Command {
         /// All projects.
         #[arg(long)]
         global: bool,
+        /// Only sessions active this recently: an age (90m, 12h, 3d, 2w) or a date (2026-11-01).
+        #[arg(long)]
+        since: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -207,8 +210,9 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Sessions {
             project,
             global,
+            since,
             json,
-        } => history::sessions(&claude_dir, &index_dir, project, global, json),
+        } => history::sessions(&claude_dir, &index_dir, project, global, since, json),
         Command::Show {
             session,
             window,

@@ -391,6 +391,12 @@ pub struct SearchArgs {
     /// Exclusive upper bound.
     #[arg(long)]
     pub before: Option<String>,
+    /// Only messages this recent: an age (90m, 12h, 3d, 2w) or a date (2026-11-01).
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Only this session (a uuid or unique prefix).
+    #[arg(long, value_name = "SESSION")]
+    pub session: Option<String>,
     #[arg(long, default_value_t = 10)]
     pub limit: usize,
     #[arg(long, default_value_t = 0)]
@@ -451,6 +457,13 @@ pub fn search_cmd(
         .as_deref()
         .map(|s| search::parse_bound(s, "before"))
         .transpose()?;
+    if let Some(s) = &a.since {
+        let since = search::parse_since(s, "since", chrono::Utc::now())?;
+        p.after = Some(p.after.map_or(since, |a| a.max(since)));
+    }
+    if let Some(s) = &a.session {
+        p.only_session = Some(super::history::session_id(claude_dir, index_dir, s)?);
+    }
     p.max_results = a.limit;
     p.offset = a.offset;
     p.context = a.context;

@@ -468,16 +468,18 @@ pub fn update_with(
     if opts.merge || w.manifest.segments.len() > MAX_UNMERGED {
         w.merge_while_needed()?;
     }
-    if w.summary.publishes > 0 {
-        remove_unreferenced(dir, &w.manifest);
-    }
+    // Every update, not only one that published: a file a reader still had mapped when its segment was
+    // retired cannot be deleted on Windows, and goes at the first update after the reader let go.
+    remove_unreferenced(dir, &w.manifest);
     tracing::debug!("update: done {:?}", started.elapsed());
     w.summary.seconds = started.elapsed().as_secs_f64();
     Ok(w.summary)
 }
 
-/// Deletes segment files the manifest does not name: left by a writer killed before it published, or by a merge
-/// killed before it deleted what it merged. Only the lock holder writes segments, so nothing else is in flight.
+/// Deletes segment files the manifest does not name: retired by a merge, a swap or a forget but still mapped by
+/// a reader when they were (Windows refuses to delete those), or left by a writer killed before it published or
+/// deleted. Only the lock holder writes segments, so nothing else is in flight; a file still refused stays for
+/// the next update.
 fn remove_unreferenced(dir: &Path, manifest: &Manifest) {
     let named: HashSet<u64> = manifest.segments.iter().map(|s| s.id).collect();
     let Ok(entries) = std::fs::read_dir(dir.join("segments")) else {

@@ -16,7 +16,7 @@ pub struct SearchArgs {
     pub after: Option<String>,
     /// Only messages before this time (ISO 8601, exclusive).
     pub before: Option<String>,
-    /// Messages of context before and after each hit (default 3, at most 20).
+    /// Messages of context before and after each hit (default 2, at most 20).
     pub context_before_after: Option<i64>,
     /// Minimum semantic similarity (0..1) for a hit that matches no query word (default 0.2).
     pub threshold: Option<f64>,
@@ -28,6 +28,20 @@ pub struct SearchArgs {
     pub offset: Option<i64>,
     /// Include subagent conversations (default true).
     pub include_subagents: Option<bool>,
+    /// Only messages this recent: an age ("90m", "12h", "3d", "2w") or a date ("2026-11-01").
+    pub since: Option<String>,
+    /// Only this session: a session id (or unique prefix), or "current" for the calling session's own earlier
+    /// windows (what compaction took away).
+    pub session_id: Option<String>,
+    /// "session": one entry per session (title, time range, match count, best score, the best snippets) instead
+    /// of one per hit; page with max_results/offset over sessions.
+    pub group_by: Option<String>,
+    /// The most characters the answer may take (default 16000, about 4,000 tokens; at most 40000); what did not
+    /// fit is said, with how to get it.
+    pub max_chars: Option<i64>,
+    /// "text" (default: compact, one header per hit and its lines) or "json" (every field, as `ghola search
+    /// --json`).
+    pub format: Option<String>,
 }
 
 /// Arguments of get_session_detail.
@@ -41,6 +55,15 @@ pub struct SessionArgs {
     pub offset: Option<i64>,
     /// Messages to return (default 50, at most 200).
     pub limit: Option<i64>,
+    /// A message id (or unique prefix), e.g. a search result's `hit`: returns the messages around it in its
+    /// window (see before/after), as text, the hit marked with ">".
+    pub around: Option<String>,
+    /// With around: messages before it (default 5, at most 100).
+    pub before: Option<i64>,
+    /// With around: messages after it (default 5, at most 100).
+    pub after: Option<i64>,
+    /// "json" (default without around: every part of every message) or "text" (default with around).
+    pub format: Option<String>,
 }
 
 /// Arguments of duncan_list_sessions.
@@ -54,6 +77,8 @@ pub struct ListArgs {
     pub limit: Option<i64>,
     /// Sessions to skip (default 0).
     pub offset: Option<i64>,
+    /// Only sessions active this recently: an age ("90m", "12h", "3d", "2w") or a date ("2026-11-01").
+    pub since: Option<String>,
 }
 
 /// Arguments of duncan_projects (all optional).

@@ -4,10 +4,10 @@
 //! fresh. Logs go to stderr; stdout is the protocol.
 
 use crate::embed::Embedder;
-use crate::index::{self, Snapshot, UpdateOptions};
+use crate::index::{self, UpdateOptions};
 use crate::notes;
 use crate::replay::{self, Mode, QueryRequest, route::RouteContext};
-use crate::search::{self, SearchParams};
+use crate::search;
 use crate::transcript::{self, catalog};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
@@ -23,6 +23,7 @@ use std::time::Duration;
 
 mod args;
 mod page;
+mod recall;
 mod watch;
 
 use watch::{SAFETY_POLL, wait_for_change, watch};
@@ -143,98 +144,6 @@ fn bounded_text(s: String) -> String {
         "{}\n… (the rest cut to stay under the output limit; ask for fewer windows with limit/offset)",
         &cut[..at]
     )
-}
-
-impl GholaServer {
-    fn params(&self, a: SearchArgs, global: bool) -> Result<SearchParams, String> {
-        let mut p = SearchParams::new(&a.query);
-        p.project = if global {
-            None
-        } else {
-            Some(a.project.unwrap_or_else(|| self.cfg.project.clone()))
-        };
-        p.after = a
-            .after
-            .as_deref()
-            .map(|s| search::parse_bound(s, "after"))
-            .transpose()
-            .map_err(|e| e.to_string())?;
-        p.before = a
-            .before
-            .as_deref()
-            .map(|s| search::parse_bound(s, "before"))
-            .transpose()
-            .map_err(|e| e.to_string())?;
-        p.context = non_negative(a.context_before_after, "context_before_after", 3)?;
-        p.max_results = non_negative(a.max_results, "max_results", 10)?;
-        p.offset = non_negative(a.offset, "offset", 0)?;
-        if let Some(t) = a.threshold {
-            p.threshold = t as f32;
-        }
-        if let Some(f) = a.relative_floor {
-            p.relative_floor = f as f32;
-        }
-        p.include_subagents = a.include_subagents.unwrap_or(true);
-        p.exclude_session = self.cfg.session_id.clone();
-        p.response_chars = self.cfg.response_chars;
-        p.validate().map_err(|e| e.to_string())?;
-        Ok(p)
-    }
-
-    async fn run_search(&self, a: SearchArgs, global: bool) -> CallToolResult {
-        let p = match self.params(a, global) {
-            Ok(p) => p,
-            Err(e) => return error_result(e),
-        };
-        let me = self.clone();
-        let out = tokio::task::spawn_blocking(move || -> Result<String, String> {
-            let first_pass_done = me.wait_for_first_pass(FIRST_PASS_WAIT);
-            let snap = Snapshot::shared(&me.cfg.index_dir, me.cfg.memory_limit).map_err(|e| e.to_string())?;
-            let embedder = me.embedder.get();
-            let mut resp = search::search(&snap, embedder, &p).map_err(|e| e.to_string())?;
-            resp.index.pending_files = index::pending_files(&snap, &me.cfg.claude_dir);
-            let mut notes = Vec::new();
-            if !first_pass_done {
-                notes.push(
-                    "the first indexing pass is still running: results cover what is indexed so far"
-                        .to_string(),
-                );
-            }
-            let model_error = me.model_error.lock().unwrap_or_else(|e| e.into_inner()).clone();
-            match (embedder, model_error) {
-                (None, Some(e)) => notes.push(format!(
-                    "ranking is keyword-only: the embedding model is unavailable ({e})"
-                )),
-                (None, None) => notes.push(
-                    "ranking is keyword-only: the embedding model is still downloading or loading"
-                        .to_string(),
-                ),
-                (Some(_), _) if resp.index.embedded_messages < resp.index.messages => {
-                    notes.push(format!(
-                        "ranking is partly keyword-only: {} of {} messages are embedded so far (newest first)",
-                        resp.index.embedded_messages, resp.index.messages
-                    ))
-                }
-                _ => {}
-            }
-            if resp.index.pending_files > 0 {
-                notes.push(format!(
-                    "{} transcript files are still being indexed",
-                    resp.index.pending_files
-                ));
-            }
-            for n in notes {
-                resp.add_note(n);
-            }
-            serde_json::to_string(&resp).map_err(|e| e.to_string())
-        })
-        .await;
-        match out {
-            Ok(Ok(s)) => text_result(s),
-            Ok(Err(e)) => error_result(e),
-            Err(e) => error_result(format!("search failed: {e}")),
-        }
-    }
 }
 
 impl GholaServer {
@@ -445,8 +354,11 @@ impl GholaServer {
     #[tool(
         description = "Search this project's past Claude Code conversations (all earlier sessions, including \
         parts lost to compaction) for what was said, decided, tried or fixed. Hybrid keyword + semantic ranking; \
-        returns matching messages with surrounding context, session ids and timestamps. Use it when the user refers \
-        to earlier work, or before re-deriving something that was probably discussed before."
+        returns compact text: per hit a header (date, project, branch, session and window, score, hit id) and the \
+        lines around it, the hit marked with \">\". Read more around a hit with get_session_detail(session_id, \
+        around=<hit>). group_by=\"session\" lists the sessions about the query first; since=\"3d\" keeps recent \
+        ones; session_id=\"current\" searches what compaction took from this session. Use it when the user \
+        refers to earlier work, or before re-deriving something that was probably discussed before."
     )]
     async fn search_project_history(
         &self,
@@ -465,35 +377,13 @@ impl GholaServer {
 
     #[tool(
         description = "Read one past Claude Code session (or one compaction window of it) as a conversation, \
-        paged; use it to follow a search hit. session_id is a uuid or a unique prefix from a search result."
+        paged; use it to follow a search hit. session_id is a uuid or a unique prefix from a search result. With \
+        around=<hit> (a result's hit id) it returns the messages before and after that hit, as text: more \
+        context without searching again."
     )]
     async fn get_session_detail(&self, Parameters(a): Parameters<SessionArgs>) -> CallToolResult {
-        let (cfg, sources) = (self.cfg.clone(), self.sources.clone());
-        let r = tokio::task::spawn_blocking(move || -> Result<String, String> {
-            let offset = non_negative(a.offset, "offset", 0)?;
-            let limit = non_negative(a.limit, "limit", 50)?.clamp(1, 200);
-            let found = sources.discover_all(&cfg.claude_dir);
-            let ids: Vec<&str> = found.sessions.iter().map(|s| s.session_id.as_str()).collect();
-            let id = transcript::resolve_session_id(&a.session_id, ids.iter().copied()).map_err(|e| e.to_string())?;
-            let files = found.sessions.iter().find(|s| s.session_id == id).ok_or("session vanished")?;
-            let s = transcript::load_session(&sources, files);
-            let msgs: Vec<_> = s.messages.iter().filter(|m| a.window.is_none_or(|w| m.window == w)).collect();
-            let page: Vec<serde_json::Value> = msgs
-                .iter()
-                .skip(offset)
-                .take(limit)
-                .map(|m| {
-                    serde_json::json!({"uuid": m.uuid, "role": m.role, "timestamp": m.timestamp, "window": m.window,
-                        "is_compact_summary": m.is_compact_summary, "parts": m.parts})
-                })
-                .collect();
-            let v = serde_json::json!({"session_id": s.session_id, "project": s.project, "title": s.title,
-                "windows": s.windows, "archived": s.archived, "total_messages": msgs.len(), "offset": offset,
-                "has_more": offset + limit < msgs.len(), "messages": page});
-            Ok(bounded(v, "messages", offset))
-        })
-        .await;
-        blocking_result(r)
+        let me = self.clone();
+        blocking_result(tokio::task::spawn_blocking(move || me.session_detail(a)).await)
     }
 
     #[tool(
@@ -650,7 +540,8 @@ impl GholaServer {
 
     #[tool(
         description = "List past Claude Code sessions, newest first, with title, time range, message and \
-        window counts: mode \"project\" (default, the current project) or \"global\"."
+        window counts: mode \"project\" (default, the current project) or \"global\"; since=\"3d\" (or a date) \
+        keeps the sessions active since then."
     )]
     async fn duncan_list_sessions(&self, Parameters(a): Parameters<ListArgs>) -> CallToolResult {
         let me = self.clone();
@@ -666,8 +557,17 @@ impl GholaServer {
                     ));
                 }
             };
+            let since = a
+                .since
+                .as_deref()
+                .map(|s| search::parse_since(s, "since", chrono::Utc::now()))
+                .transpose()
+                .map_err(|e| e.to_string())?;
             let (page, total) = me.with_listing(|l| {
-                let list = l.sessions_in(project.as_deref());
+                let mut list = l.sessions_in(project.as_deref());
+                if let Some(since) = since {
+                    list.retain(|s| s.last_timestamp.is_some_and(|t| t >= since));
+                }
                 let page: Vec<catalog::SessionSummary> = list
                     .iter()
                     .skip(offset)

@@ -1,6 +1,8 @@
 //! Hybrid search over the index: lexical (BM25) and semantic (cosine) evidence fused into one score per
 //! message, filters, context windows merged per session window, pagination, a bounded response.
 
+pub mod compact;
+pub mod grouped;
 pub mod params;
 pub mod prior;
 pub mod response;
@@ -8,6 +10,7 @@ pub mod scan;
 
 pub use params::{
     Fusion, MAX_RESULTS, SearchError, SearchParams, default_lexical_weight, parse_bound,
+    parse_since,
 };
 pub use prior::{QUESTION_PRIOR, QueryIntent};
 pub use response::{SearchHit, SearchResponse};
@@ -65,6 +68,8 @@ fn eligible(snap: &Snapshot, p: &SearchParams) -> Vec<bool> {
     });
     let after = p.after.map(|t| t.timestamp_millis());
     let before = p.before.map(|t| t.timestamp_millis());
+    // Only one session: its symbol (`Some(None)`: a session the index does not hold, so nothing passes).
+    let only = p.only_session.as_deref().map(|id| snap.sym_of(id));
     // Whether each project symbol passes the project filter, decided once per project (0: not yet known).
     let mut project_ok = vec![0u8; snap.sym_count()];
     snap.messages
@@ -84,6 +89,9 @@ fn eligible(snap: &Snapshot, p: &SearchParams) -> Vec<bool> {
                 }
             }
             if !p.include_subagents && m.agent != NO_AGENT {
+                return false;
+            }
+            if only.is_some_and(|sym| sym != Some(m.session)) {
                 return false;
             }
             if let (Some(sym), Some(w)) = (excluded, latest_window)
@@ -549,6 +557,14 @@ fn merge_hits(snap: &Snapshot, ranked: Vec<Scored>, context: usize) -> Vec<Group
     }
     out.sort_by_key(|g| g.hits[0].rank);
     out
+}
+
+/// The query's words as the response bound cuts around them (lowercase).
+pub fn query_terms(query: &str) -> Vec<String> {
+    crate::index::terms::terms(query)
+        .into_iter()
+        .map(|t| t.2)
+        .collect()
 }
 
 /// Runs a search on a snapshot. `embedder` is optional so a lexical-only search needs no model.

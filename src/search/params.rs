@@ -58,6 +58,9 @@ pub struct SearchParams {
     pub include_subagents: bool,
     /// A session whose latest window is left out (its compacted windows stay searchable).
     pub exclude_session: Option<String>,
+    /// Only this session (a full id): with `exclude_session` the same, a search of what compaction took away
+    /// from the current session.
+    pub only_session: Option<String>,
     pub fusion: Fusion,
     /// Weight of lexical evidence in [`Fusion::Weighted`] (the rest is semantic); `None`: chosen by the query
     /// (see [`default_lexical_weight`]).
@@ -97,6 +100,7 @@ impl SearchParams {
             threshold: 0.2,
             include_subagents: true,
             exclude_session: None,
+            only_session: None,
             fusion: Fusion::default(),
             lexical_weight: None,
             relative_floor: RELATIVE_FLOOR,
@@ -201,9 +205,71 @@ pub fn parse_bound(s: &str, name: &'static str) -> Result<DateTime<Utc>, SearchE
     })
 }
 
+/// Parses a `since` bound: an age back from `now` (`90m`, `12h`, `3d`, `2w`) or a date or time as
+/// [`parse_bound`] reads them (`2026-11-01`).
+pub fn parse_since(
+    s: &str,
+    name: &'static str,
+    now: DateTime<Utc>,
+) -> Result<DateTime<Utc>, SearchError> {
+    let t = s.trim();
+    let unit = t.chars().last().unwrap_or(' ');
+    let number = t[..t.len() - unit.len_utf8().min(t.len())].trim();
+    let minutes = match unit {
+        'm' => Some(1),
+        'h' => Some(60),
+        'd' => Some(24 * 60),
+        'w' => Some(7 * 24 * 60),
+        _ => None,
+    };
+    if let (Some(per), Ok(n)) = (minutes, number.parse::<i64>())
+        && n >= 0
+    {
+        return n
+            .checked_mul(per)
+            .and_then(chrono::Duration::try_minutes)
+            .and_then(|d| now.checked_sub_signed(d))
+            .ok_or_else(|| SearchError::Invalid {
+                arg: name,
+                message: format!("{name}: {s:?} reaches before any date"),
+            });
+    }
+    parse_bound(t, name).map_err(|_| SearchError::Invalid {
+        arg: name,
+        message: format!(
+            "{name}: {s:?} is neither an age (90m, 12h, 3d, 2w) nor a date (2026-11-01) or time \
+             (2026-11-01T10:00:00Z)"
+        ),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn since_takes_ages_and_dates() {
+        let now = DateTime::parse_from_rfc3339("2026-11-25T12:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let at = |s: &str| parse_since(s, "since", now).map(|t| t.to_rfc3339());
+        assert_eq!(at("3d").unwrap(), "2026-11-22T12:00:00+00:00");
+        assert_eq!(at(" 12h ").unwrap(), "2026-11-25T00:00:00+00:00");
+        assert_eq!(at("2w").unwrap(), "2026-11-11T12:00:00+00:00");
+        assert_eq!(at("90m").unwrap(), "2026-11-25T10:30:00+00:00");
+        assert_eq!(
+            at("2026-11-01T08:00:00Z").unwrap(),
+            "2026-11-01T08:00:00+00:00"
+        );
+        assert!(at("2026-11-01").is_ok());
+        for bad in ["", "d", "-3d", "3 days", "soon", "99999999999999w"] {
+            let e = at(bad).unwrap_err();
+            assert!(
+                matches!(e, SearchError::Invalid { arg: "since", .. }),
+                "{bad}: {e}"
+            );
+        }
+    }
 
     #[test]
     fn bounds_parse_and_reject() {

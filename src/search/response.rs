@@ -8,6 +8,9 @@ pub const BODY_CHARS: usize = 2000;
 /// The whole response stays under this many characters (Claude Code swaps anything over 50,000 for a file).
 pub const RESPONSE_CHARS: usize = 40_000;
 
+/// Characters kept free for the note [`SearchResponse::bound_by`] adds when it cuts.
+const CUT_NOTE_CHARS: usize = 240;
+
 /// The message a result is about.
 #[derive(Debug, Clone, Serialize)]
 pub struct MatchedMessage {
@@ -154,9 +157,46 @@ impl SearchResponse {
     /// says so). The fields that identify a hit are never dropped.
     /// `target_chars` lowers the bound (an experiment knob; never above [`RESPONSE_CHARS`]).
     pub fn bound(&mut self, terms: &[String], target_chars: usize) {
+        self.bound_by(terms, target_chars, &|r: &SearchResponse| r.size());
+    }
+
+    /// [`SearchResponse::bound`] with the size measured by `size` (the text form's, for a model: see
+    /// [`super::compact`]). Says in the note what it cut and how to get it back.
+    pub fn bound_by(
+        &mut self,
+        terms: &[String],
+        target_chars: usize,
+        size: &dyn Fn(&SearchResponse) -> usize,
+    ) {
         let limit_chars = target_chars.min(RESPONSE_CHARS);
+        if size(self) <= limit_chars {
+            return;
+        }
+        let results_before = self.results.len();
+        // Room for the note below, which says what was cut.
+        self.shrink(terms, limit_chars.saturating_sub(CUT_NOTE_CHARS), size);
+        let dropped = results_before - self.results.len();
+        let mut said = format!("cut to fit {limit_chars} characters: context shortened");
+        if dropped > 0 {
+            said.push_str(&format!(
+                ", {dropped} result{} moved to the next page",
+                if dropped == 1 { "" } else { "s" }
+            ));
+        }
+        said.push_str(
+            " (get_session_detail with a hit's session and around=<hit> shows its messages whole)",
+        );
+        self.add_note(said);
+    }
+
+    fn shrink(
+        &mut self,
+        terms: &[String],
+        limit_chars: usize,
+        size: &dyn Fn(&SearchResponse) -> usize,
+    ) {
         for limit in [600, 300, 120] {
-            if self.size() <= limit_chars {
+            if size(self) <= limit_chars {
                 return;
             }
             for h in &mut self.results {
@@ -174,7 +214,7 @@ impl SearchResponse {
             .max()
             .unwrap_or(0);
         for ring in (1..=farthest).rev() {
-            if self.size() <= limit_chars {
+            if size(self) <= limit_chars {
                 return;
             }
             for h in &mut self.results {
@@ -190,7 +230,7 @@ impl SearchResponse {
             }
         }
         for limit in [1000, 500, 200] {
-            if self.size() <= limit_chars {
+            if size(self) <= limit_chars {
                 return;
             }
             for h in &mut self.results {
@@ -202,9 +242,26 @@ impl SearchResponse {
                 }
             }
         }
-        while self.size() > limit_chars && self.results.len() > 1 {
+        while size(self) > limit_chars && self.results.len() > 1 {
             self.results.pop();
             self.has_more = true;
+        }
+        // One result of many hits close together: its best hit alone, then shorter.
+        if size(self) > limit_chars
+            && let Some(h) = self.results.first_mut()
+        {
+            let best = h.matched_message.uuid.clone();
+            h.context.retain(|c| c.uuid == best);
+            for limit in [120, 60] {
+                if size(self) <= limit_chars {
+                    break;
+                }
+                let h = &mut self.results[0];
+                h.matched_message.content = cut_around(&h.matched_message.content, terms, limit);
+                for c in &mut h.context {
+                    c.content = cut_around(&c.content, terms, limit);
+                }
+            }
         }
     }
 }
