@@ -244,7 +244,7 @@ fn forget_removes_sessions_for_good_and_the_archive_can_be_turned_off() {
         )
     };
     assert!(
-        !search("CLOCK_SKEW_LEEWAY_SECS")["results"]
+        !search("test_leeway_accepts_recently_expired_token")["results"]
             .as_array()
             .unwrap()
             .is_empty()
@@ -264,7 +264,7 @@ fn forget_removes_sessions_for_good_and_the_archive_can_be_turned_off() {
     // and an update does not bring it back.
     run_ok(ghola(&claude, &idx).arg("index"));
     assert!(
-        search("CLOCK_SKEW_LEEWAY_SECS")["results"]
+        search("test_leeway_accepts_recently_expired_token")["results"]
             .as_array()
             .unwrap()
             .is_empty()
@@ -295,7 +295,7 @@ fn forget_removes_sessions_for_good_and_the_archive_can_be_turned_off() {
     assert_eq!(again["sessions"], 1, "{again}");
     run_ok(ghola(&claude, &idx).arg("index"));
     assert!(
-        !search("CLOCK_SKEW_LEEWAY_SECS")["results"]
+        !search("test_leeway_accepts_recently_expired_token")["results"]
             .as_array()
             .unwrap()
             .is_empty()
@@ -335,7 +335,7 @@ fn a_damaged_index_is_rebuilt_with_the_sessions_only_the_archive_has() {
     run_ok(ghola(&claude, &idx).arg("index"));
     let found = run_json(ghola(&claude, &idx).args([
         "search",
-        "CLOCK_SKEW_LEEWAY_SECS",
+        "test_leeway_accepts_recently_expired_token",
         "--global",
         "--json",
         "--context",

@@ -612,9 +612,9 @@ fn int8_scan_answers_like_the_f32_scan_and_old_segments_still_search() {
     );
     let queries = [
         "how does the recorder use the audio worklet",
-        "what is JSSoundRecorder meant to do",
+        "how are recordings saved to disk",
         "vendor prefixes removed from the docs",
-        "WORKER_PATH",
+        "AudioContext",
         "which browsers are supported",
     ];
     let scored = |v: &Value| -> Vec<(String, String)> {

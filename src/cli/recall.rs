@@ -429,6 +429,9 @@ pub struct SearchArgs {
     /// Scan the f32 vectors instead of their int8 copy (for comparing the two; results should not differ).
     #[arg(long, hide = true)]
     pub exact_scan: bool,
+    /// Turn a ranking rule off, to measure what it is worth (benchmarks; see docs/search.md).
+    #[arg(long, hide = true, value_name = "RULE")]
+    pub without_rule: Vec<search::Rule>,
     #[arg(long)]
     pub json: bool,
 }
@@ -474,6 +477,7 @@ pub fn search_cmd(
     p.lexical_weight = a.lexical_weight;
     p.relative_floor = a.relative_floor;
     p.exact_scan = a.exact_scan;
+    p.without_rules = a.without_rule.clone();
     p.response_chars = knobs.response_chars;
     p.validate()?;
     // Without --no-update the index is updated first, with the model; without, the snapshot opens on another

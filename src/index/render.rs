@@ -178,7 +178,7 @@ mod tests {
             "# webapp\n\nA small web app.\n"
         );
         for other in [
-            "14 doctests, 410 tests, 0 failures",
+            "3 suites, 87 examples, 0 failures",
             "1\tapple\n5\tpear\n9\tplum",
             "2024 was a good year\n2025 too",
             "",

@@ -12,7 +12,7 @@ pub use params::{
     Fusion, MAX_RESULTS, SearchError, SearchParams, default_lexical_weight, parse_bound,
     parse_since,
 };
-pub use prior::{QUESTION_PRIOR, QueryIntent};
+pub use prior::{QUESTION_PRIOR, QueryIntent, Rule};
 pub use response::{SearchHit, SearchResponse};
 
 use crate::embed::Embedder;
@@ -243,7 +243,7 @@ fn rank(
             .iter()
             .map(|(m, _)| *m)
             .chain(best_semantic.iter().copied())
-            .map(|m| (m, prior::prior(snap, m as usize, intent)))
+            .map(|m| (m, prior::prior(snap, m as usize, intent, &p.without_rules)))
             .collect()
     } else {
         FxHashMap::default()

@@ -73,6 +73,8 @@ pub struct SearchParams {
     /// The response is cut under this many characters (at most [`super::response::RESPONSE_CHARS`], the
     /// default; the CLI reads the experiment variable `GHOLA_RESPONSE_CHARS` into it).
     pub response_chars: usize,
+    /// Ranking rules turned off (benchmarks measuring what each is worth; see [`super::Rule`]).
+    pub without_rules: Vec<super::Rule>,
 }
 
 /// Why a search could not run.
@@ -106,6 +108,7 @@ impl SearchParams {
             relative_floor: RELATIVE_FLOOR,
             exact_scan: false,
             response_chars: super::response::RESPONSE_CHARS,
+            without_rules: Vec::new(),
         }
     }
 
@@ -316,9 +319,9 @@ fn code_like(word: &str) -> bool {
 }
 
 /// The lexical weight for a query: [`IDENTIFIER_WEIGHT`] when it is a few words of which one looks like code
-/// (`get_current_trace_id`, `src/index/store.rs`, `CLOCK_SKEW_LEEWAY_SECS`), where the exact term is the
-/// evidence; [`crate::search::LEXICAL_WEIGHT`] for prose that names someone or something ("when did Caroline
-/// go to the support group?"), where the name is evidence too; [`DESCRIPTION_WEIGHT`] for prose that only
+/// (`fetch_shard_weights`, `src/index/store.rs`, `MAX_UPLOAD_CHUNK_BYTES`), where the exact term is the
+/// evidence; [`crate::search::LEXICAL_WEIGHT`] for prose that names someone or something ("when did Priya
+/// move to the Lisbon office?"), where the name is evidence too; [`DESCRIPTION_WEIGHT`] for prose that only
 /// describes, where meaning matters most.
 pub fn default_lexical_weight(query: &str) -> f32 {
     let words: Vec<&str> = query.split_whitespace().collect();
@@ -336,7 +339,7 @@ pub fn default_lexical_weight(query: &str) -> f32 {
 /// the coding benchmark; LoCoMo's questions name people, see the README).
 pub const DESCRIPTION_WEIGHT: f32 = 0.2;
 
-/// Whether a query names someone or something by a proper name: a capitalised word ("Caroline", "Tmux",
+/// Whether a query names someone or something by a proper name: a capitalised word ("Priya", "Nginx",
 /// "Paris") after the first word (which is capitalised by grammar alone), other than "I".
 pub fn names_someone(query: &str) -> bool {
     query.split_whitespace().skip(1).any(|w| {
@@ -355,9 +358,9 @@ mod weight_tests {
     #[test]
     fn names_lean_lexical_descriptions_semantic() {
         for q in [
-            "When did Caroline go to the LGBTQ support group?",
-            "why was the Tmux alias reported as unused?",
-            "what did Melanie paint?",
+            "When did Priya move to the Lisbon office?",
+            "why was the Nginx rewrite rule flagged as dead?",
+            "what did Tomasz bake?",
         ] {
             assert!(names_someone(q), "{q}");
             assert_eq!(
@@ -367,9 +370,9 @@ mod weight_tests {
             );
         }
         for q in [
-            "why were people getting signed out of the app too soon?",
-            "What did I decide about the retries?",
-            "what does the test for the expiry leeway check?",
+            "why did uploads stall halfway through on slow networks?",
+            "What did I settle on for the cache size?",
+            "what does the test for the rate limiter reset check?",
         ] {
             assert!(!names_someone(q), "{q}");
             assert_eq!(default_lexical_weight(q), DESCRIPTION_WEIGHT, "{q}");
@@ -379,13 +382,13 @@ mod weight_tests {
     #[test]
     fn identifiers_lean_lexical_and_questions_semantic() {
         for q in [
-            "get_current_trace_id",
-            "CLOCK_SKEW_LEEWAY_SECS",
+            "fetch_shard_weights",
+            "MAX_UPLOAD_CHUNK_BYTES",
             "src/index/store.rs",
             "parseUserToken",
-            "@max_result_lines",
+            "@retry_window_ms",
             "v2.1.38 release",
-            "classify_text_lines nesting",
+            "merge_tile_edges nesting",
         ] {
             assert_eq!(default_lexical_weight(q), IDENTIFIER_WEIGHT, "{q}");
         }
@@ -393,8 +396,8 @@ mod weight_tests {
             "what did we decide about retries",
             "why did the build fail",
             "retry backoff",
-            "how do processes differ from threads?",
-            "why did get_current_trace_id always return an error in the end",
+            "how do mutexes differ from semaphores?",
+            "why did fetch_shard_weights always return an empty list in the end",
         ] {
             assert!(default_lexical_weight(q) < IDENTIFIER_WEIGHT, "{q}");
         }

@@ -33,6 +33,66 @@ const REQUEST_REPLY_MESSAGES: usize = 3;
 /// A tool's error output shorter than this is a message, not a log (see [`is_error_message`]).
 const ERROR_MESSAGE_BYTES: usize = 500;
 
+/// One of the rules below, by name, so that a benchmark can turn it off and measure what it is worth on
+/// questions it was not chosen on (`ghola search --without-rule NAME`; docs/search.md has the table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Rule {
+    /// A message ending with `?` ([`is_question`]).
+    Question,
+    /// "I'll …", "Let me …" ([`announces_action`]).
+    Announcement,
+    /// A tool repeating an edit ([`echoes_an_edit`]).
+    EditEcho,
+    /// Tool calls and nothing else ([`is_bare_tool_call`]).
+    BareToolCall,
+    /// A task handed to a subagent ([`hands_off_to_a_subagent`]).
+    HandOff,
+    /// The user's request that the assistant answers with a tool call ([`is_request`]).
+    Request,
+    /// A tool's output when the query asks why.
+    WhyNotToolOutput,
+    /// The main conversation when the query names an agent.
+    AgentNotMainThread,
+}
+
+impl Rule {
+    /// Every rule, in the order of the table in docs/search.md.
+    pub const ALL: [Rule; 8] = [
+        Rule::Question,
+        Rule::Announcement,
+        Rule::EditEcho,
+        Rule::BareToolCall,
+        Rule::HandOff,
+        Rule::Request,
+        Rule::WhyNotToolOutput,
+        Rule::AgentNotMainThread,
+    ];
+
+    /// The rule's name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::Question => "question",
+            Rule::Announcement => "announcement",
+            Rule::EditEcho => "edit-echo",
+            Rule::BareToolCall => "bare-tool-call",
+            Rule::HandOff => "hand-off",
+            Rule::Request => "request",
+            Rule::WhyNotToolOutput => "why-not-tool-output",
+            Rule::AgentNotMainThread => "agent-not-main-thread",
+        }
+    }
+}
+
+impl std::str::FromStr for Rule {
+    type Err = crate::config::UnknownName;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Rule::ALL
+            .into_iter()
+            .find(|r| r.name() == s.trim())
+            .ok_or_else(|| crate::config::UnknownName::new("rule", s, &Rule::ALL.map(Rule::name)))
+    }
+}
+
 /// What the query says about where its answer is, read once per search.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct QueryIntent {
@@ -69,16 +129,22 @@ impl QueryIntent {
 /// answer — it asks ([`is_ask`]), it is a tool's output (not a short error message) and the query asks why, it
 /// is in the main conversation and the query names an agent — multiplied together; 1 for a message that may well
 /// be the answer.
-pub fn prior(snap: &Snapshot, i: usize, intent: QueryIntent) -> f32 {
+/// Rules in `off` are not applied (benchmarks only; see [`Rule`]).
+pub fn prior(snap: &Snapshot, i: usize, intent: QueryIntent, off: &[Rule]) -> f32 {
     let text = snap.text_bytes(i);
+    let on = |r: Rule| !off.contains(&r);
     let mut f = 1.0;
-    if is_ask(snap, i, text) {
+    if is_ask(snap, i, text, &on) {
         f *= QUESTION_PRIOR;
     }
-    if intent.asks_why && is_tool_output(text) && !is_error_message(text) {
+    if on(Rule::WhyNotToolOutput)
+        && intent.asks_why
+        && is_tool_output(text)
+        && !is_error_message(text)
+    {
         f *= QUESTION_PRIOR;
     }
-    if intent.names_an_agent && snap.messages[i].agent == NO_AGENT {
+    if on(Rule::AgentNotMainThread) && intent.names_an_agent && snap.messages[i].agent == NO_AGENT {
         f *= QUESTION_PRIOR;
     }
     f
@@ -87,13 +153,13 @@ pub fn prior(snap: &Snapshot, i: usize, intent: QueryIntent) -> f32 {
 /// Whether live message `i` (whose text is `text`) asks or announces rather than answers: a question, an
 /// announcement of what comes next, the echo of an edit, a bare tool call, a task handed to a subagent, the
 /// user's request to the agent.
-fn is_ask(snap: &Snapshot, i: usize, text: &[u8]) -> bool {
-    is_question(text)
-        || announces_action(text)
-        || echoes_an_edit(text)
-        || is_bare_tool_call(text)
-        || hands_off_to_a_subagent(text)
-        || is_request(snap, i, text)
+fn is_ask(snap: &Snapshot, i: usize, text: &[u8], on: &dyn Fn(Rule) -> bool) -> bool {
+    (on(Rule::Question) && is_question(text))
+        || (on(Rule::Announcement) && announces_action(text))
+        || (on(Rule::EditEcho) && echoes_an_edit(text))
+        || (on(Rule::BareToolCall) && is_bare_tool_call(text))
+        || (on(Rule::HandOff) && hands_off_to_a_subagent(text))
+        || (on(Rule::Request) && is_request(snap, i, text))
 }
 
 /// Whether a message is tool calls and nothing else (`[tool] Bash: pnpm add lucide-react — Install …`): it
@@ -154,7 +220,7 @@ pub fn hands_off_to_a_subagent(text: &[u8]) -> bool {
 }
 
 /// Whether a tool's output is an error message rather than a log: `[tool error] ` and shorter than
-/// [`ERROR_MESSAGE_BYTES`] ("Claude requested permissions to write to …, but you haven't granted it yet"). Such a
+/// [`ERROR_MESSAGE_BYTES`] ("Permission denied: cannot open … for writing"). Such a
 /// message says why something failed, in a sentence; a long error output is a log (a failing test run) whose
 /// reason is in the explanation after it.
 pub fn is_error_message(text: &[u8]) -> bool {
@@ -216,13 +282,13 @@ mod tests {
     #[test]
     fn edit_echoes_are_recognised() {
         assert!(echoes_an_edit(
-            b"[tool result] The file /src/a.py has been updated. Here's the result of running `cat -n`"
+            b"[tool result] The file /src/shapes.rb has been updated. Here's the result of running `cat -n`"
         ));
         assert!(echoes_an_edit(
-            b"[tool result] File created successfully at: /tmp/x.exs"
+            b"[tool result] File created successfully at: /tmp/notes.md"
         ));
         assert!(!echoes_an_edit(
-            b"[tool result] 14 doctests, 410 tests, 0 failures"
+            b"[tool result] 3 suites, 87 examples, 0 failures"
         ));
         assert!(!echoes_an_edit(b"The file /src/a.py has been updated."));
     }
@@ -230,10 +296,10 @@ mod tests {
     #[test]
     fn hand_offs_bare_calls_and_tool_outputs_are_recognised() {
         assert!(is_bare_tool_call(
-            b"[tool] Bash: pnpm add lucide-react \xe2\x80\x94 Install icons"
+            b"[tool] Bash: npm install left-pad \xe2\x80\x94 Add the helper"
         ));
         assert!(!is_bare_tool_call(
-            b"All clear - 49 tests pass. Let me commit.\n[tool] Bash: git commit"
+            b"All clear - 12 specs pass. Let me commit.\n[tool] Bash: git commit"
         ));
         assert!(!is_bare_tool_call(b"[tool result] ok"));
         assert!(hands_off_to_a_subagent(
@@ -243,29 +309,29 @@ mod tests {
         assert!(!hands_off_to_a_subagent(
             b"The agent said: [tool] is a marker"
         ));
-        assert!(is_tool_output(b"[tool result] 14 doctests, 410 tests"));
+        assert!(is_tool_output(b"[tool result] 3 suites, 87 examples"));
         assert!(is_tool_output(b"[tool error] Exit code 1"));
-        assert!(!is_tool_output(b"[tool] Bash: mix test"));
+        assert!(!is_tool_output(b"[tool] Bash: rspec"));
         assert!(!is_tool_output(b"The tool result was empty"));
         assert!(is_error_message(
-            b"[tool error] Claude requested permissions to write to /d/CLAUDE.md, but you haven't granted it yet."
+            b"[tool error] Permission denied: cannot open /etc/app/secrets.toml for writing."
         ));
         let log = format!(
             "[tool error] Exit code 2\n{}",
-            "Running ExUnit test 1 of 400\n".repeat(30)
+            "Running spec 1 of 400\n".repeat(30)
         );
         assert!(!is_error_message(log.as_bytes()));
-        assert!(!is_error_message(b"[tool result] 14 doctests, 410 tests"));
+        assert!(!is_error_message(b"[tool result] 3 suites, 87 examples"));
     }
 
     #[test]
     fn the_query_says_why_and_names_agents() {
-        let i = QueryIntent::of("Why were people signed out too soon?");
+        let i = QueryIntent::of("Why did the nightly export skip Sundays?");
         assert!(i.asks_why && !i.names_an_agent);
         assert!(QueryIntent::of("how come the build broke").asks_why);
         assert!(QueryIntent::of("we asked why; what came of it").asks_why);
         assert!(!QueryIntent::of("whyte's law").asks_why);
-        let i = QueryIntent::of("what did the background agent say the README describes?");
+        let i = QueryIntent::of("what did the research agent say about the licence?");
         assert!(i.names_an_agent && !i.asks_why);
         assert!(QueryIntent::of("the subagents' reports").names_an_agent);
         assert!(QueryIntent::of("what did the Explore subagent's report say").names_an_agent);
@@ -273,7 +339,7 @@ mod tests {
         assert!(!QueryIntent::of("which user agent string did the scraper send?").names_an_agent);
         assert!(QueryIntent::of("agents: what did they find").names_an_agent);
         assert_eq!(
-            QueryIntent::of("CLOCK_SKEW_LEEWAY_SECS"),
+            QueryIntent::of("MAX_UPLOAD_CHUNK_BYTES"),
             QueryIntent::default()
         );
     }
