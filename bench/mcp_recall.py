@@ -11,7 +11,7 @@ got, and how many characters that cost.
 Questions are reported by split: conversations conv-26, conv-30 and conv-41 are the part defaults are chosen on;
 conv-42 and conv-43 are held back and looked at once per change (a rule kept only if it holds there too).
 """
-import argparse, json, os, re, statistics, subprocess, sys
+import argparse, json, os, re, statistics, sys
 from pathlib import Path
 
 TUNE = {"conv-26", "conv-30", "conv-41"}
@@ -41,38 +41,12 @@ for a in opts.arg:
 env = dict(os.environ, HOME=str(root))
 for k in ["CLAUDE_CONFIG_DIR", "CLAUDE_PROJECT_DIR", "CLAUDE_CODE_SESSION_ID", "GHOLA_HOME"]:
     env.pop(k, None)
-server = subprocess.Popen([ghola, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                          stderr=subprocess.DEVNULL, env=env, text=True, bufsize=1)
-next_id = [0]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mcp_client import Server  # noqa: E402
 
-
-def request(method, params):
-    next_id[0] += 1
-    server.stdin.write(json.dumps({"jsonrpc": "2.0", "id": next_id[0], "method": method, "params": params}) + "\n")
-    server.stdin.flush()
-    while True:
-        msg = json.loads(server.stdout.readline())
-        if msg.get("id") == next_id[0]:
-            return msg
-
-
-def call(tool, args):
-    r = request("tools/call", {"name": tool, "arguments": args})
-    res = r["result"]
-    return res.get("isError", False), "".join(c.get("text", "") for c in res["content"])
-
-
-request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                       "clientInfo": {"name": "mcp_recall", "version": "0"}})
-server.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
-server.stdin.flush()
-# Wait for the model: results ranked by words alone would not be the default a user gets.
-for _ in range(600):
-    _, t = call("search_project_history", {"query": "warm up", "project": gold[0]["cwd"]})
-    if "keyword-only" not in t and "first indexing pass" not in t:
-        break
-    import time
-    time.sleep(1)
+server = Server([ghola, "serve"], env)
+server.wait_for_model(gold[0]["cwd"])
+call = server.call
 
 norm = lambda s: re.sub(r"\s+", " ", s).strip()
 header = re.compile(r"^\[1\] .*? · session (\S+) window \d+ .*? · hit (\S+)", re.M)
@@ -99,8 +73,7 @@ for q in gold:
             expanded_found = found or any(w in norm(more) for w in wanted)
     rows.append({"conversation": q["conversation"], "found": found, "chars": len(text),
                  "expanded_found": expanded_found, "expanded_chars": expanded_chars})
-server.stdin.close()
-server.wait(timeout=30)
+server.close()
 
 
 def figures(rs):

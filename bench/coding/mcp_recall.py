@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""The coding set through the MCP server, as a model meets it: one `search_project_history` call per question
+(default arguments unless given), and whether the question's quoted evidence is in what the model got, at what
+size. Each corpus folder gets its own index (under --work, as eval.py makes them) and its own `ghola serve`.
+
+    python3 bench/coding/mcp_recall.py [--work /tmp/ghola-coding] [--arg format=json --arg max_chars=40000]
+"""
+import argparse, json, os, re, statistics, subprocess, sys
+from pathlib import Path
+
+here = Path(__file__).resolve().parent
+sys.path.insert(0, str(here.parent))
+from mcp_client import Server  # noqa: E402
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--ghola", default=str(here.parent.parent / "target/release/ghola"))
+ap.add_argument("--corpus", default=str(here.parent.parent.parent / "shared/corpus"))
+ap.add_argument("--work", default="/tmp/ghola-coding")
+ap.add_argument("--arg", action="append", default=[], help="search argument NAME=VALUE")
+a = ap.parse_args()
+extra = {}
+for x in a.arg:
+    k, v = x.split("=", 1)
+    try:
+        extra[k] = json.loads(v)
+    except json.JSONDecodeError:
+        extra[k] = v
+questions = json.load(open(here / "questions.json"))["questions"]
+env = dict(os.environ)
+for k in ["CLAUDE_CONFIG_DIR", "CLAUDE_PROJECT_DIR", "CLAUDE_CODE_SESSION_ID", "GHOLA_HOME"]:
+    env.pop(k, None)
+norm = lambda s: re.sub(r"\s+", " ", s).strip()
+rows = []
+for folder in sorted({q["corpus"] for q in questions}):
+    base = [a.ghola, "--claude-dir", f"{a.corpus}/{folder}", "--index-dir", f"{a.work}/{folder}"]
+    subprocess.run(base + ["index"], capture_output=True, check=True)
+    server = Server(base + ["serve"], env)
+    mine = [q for q in questions if q["corpus"] == folder]
+    server.wait_for_model(mine[0]["project"])
+    for q in mine:
+        err, text = server.call("search_project_history", {"query": q["question"], "project": q["project"], **extra})
+        got = norm(text.replace("\\n", " ").replace('\\"', '"'))
+        rows.append({"id": q["id"], "found": not err and norm(q["evidence"]) in got, "chars": len(text)})
+    server.close()
+chars = sorted(r["chars"] for r in rows)
+print(f"search_project_history {json.dumps(extra)}: {len(rows)} questions, evidence in the answer "
+      f"{sum(r['found'] for r in rows) / len(rows):.3f} at median {int(statistics.median(chars))} chars "
+      f"(p90 {chars[int(0.9 * (len(chars) - 1))]})")
+print("missed:", " ".join(r["id"] for r in rows if not r["found"]) or "none")
