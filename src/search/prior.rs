@@ -30,9 +30,6 @@ const ANNOUNCEMENTS: &[&str] = &[
 /// assistant's reply opens with at most a thinking block and a sentence before its first call.
 const REQUEST_REPLY_MESSAGES: usize = 3;
 
-/// A tool's error output shorter than this is a message, not a log (see [`is_error_message`]).
-const ERROR_MESSAGE_BYTES: usize = 500;
-
 /// One of the rules below, by name, so that a benchmark can turn it off and measure what it is worth on
 /// questions it was not chosen on (`ghola search --without-rule NAME`; docs/search.md has the table).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -45,26 +42,20 @@ pub enum Rule {
     EditEcho,
     /// Tool calls and nothing else ([`is_bare_tool_call`]).
     BareToolCall,
-    /// A task handed to a subagent ([`hands_off_to_a_subagent`]).
-    HandOff,
     /// The user's request that the assistant answers with a tool call ([`is_request`]).
     Request,
-    /// A tool's output when the query asks why.
-    WhyNotToolOutput,
     /// The main conversation when the query names an agent.
     AgentNotMainThread,
 }
 
 impl Rule {
     /// Every rule, in the order of the table in docs/search.md.
-    pub const ALL: [Rule; 8] = [
+    pub const ALL: [Rule; 6] = [
         Rule::Question,
         Rule::Announcement,
         Rule::EditEcho,
         Rule::BareToolCall,
-        Rule::HandOff,
         Rule::Request,
-        Rule::WhyNotToolOutput,
         Rule::AgentNotMainThread,
     ];
 
@@ -75,9 +66,7 @@ impl Rule {
             Rule::Announcement => "announcement",
             Rule::EditEcho => "edit-echo",
             Rule::BareToolCall => "bare-tool-call",
-            Rule::HandOff => "hand-off",
             Rule::Request => "request",
-            Rule::WhyNotToolOutput => "why-not-tool-output",
             Rule::AgentNotMainThread => "agent-not-main-thread",
         }
     }
@@ -96,9 +85,6 @@ impl std::str::FromStr for Rule {
 /// What the query says about where its answer is, read once per search.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct QueryIntent {
-    /// It asks for a reason ("why …", "how come …"): a tool's output shows what happened, never why, and
-    /// the reason is in someone's explanation.
-    pub asks_why: bool,
     /// It names an agent ("what did the agent find", "the subagents' reports"): the answer is in a subagent's
     /// own transcript, not in the main conversation that mentions it.
     pub names_an_agent: bool,
@@ -113,7 +99,6 @@ impl QueryIntent {
             .filter(|w| !w.is_empty())
             .collect();
         Self {
-            asks_why: words.contains(&"why") || q.trim_start().starts_with("how come"),
             // "user agent" is a browser's, not a subagent.
             names_an_agent: words.iter().enumerate().any(|(k, w)| {
                 let w = w.trim_matches('\'');
@@ -126,22 +111,15 @@ impl QueryIntent {
 }
 
 /// The factor on live message `i`'s fused score: [`QUESTION_PRIOR`] for each way it is unlikely to hold the
-/// answer — it asks ([`is_ask`]), it is a tool's output (not a short error message) and the query asks why, it
-/// is in the main conversation and the query names an agent — multiplied together; 1 for a message that may well
-/// be the answer.
-/// Rules in `off` are not applied (benchmarks only; see [`Rule`]).
+/// answer — it asks ([`is_ask`]), it is in the main conversation and the query names an agent — multiplied
+/// together; 1 for a message that may well be the answer. Rules in `off` are not applied (benchmarks only; see
+/// [`Rule`]). Two earlier rules — a hand-off to a subagent, and tool outputs under a why-question — gained nothing
+/// on held-back questions and were removed (docs/search.md).
 pub fn prior(snap: &Snapshot, i: usize, intent: QueryIntent, off: &[Rule]) -> f32 {
     let text = snap.text_bytes(i);
     let on = |r: Rule| !off.contains(&r);
     let mut f = 1.0;
     if is_ask(snap, i, text, &on) {
-        f *= QUESTION_PRIOR;
-    }
-    if on(Rule::WhyNotToolOutput)
-        && intent.asks_why
-        && is_tool_output(text)
-        && !is_error_message(text)
-    {
         f *= QUESTION_PRIOR;
     }
     if on(Rule::AgentNotMainThread) && intent.names_an_agent && snap.messages[i].agent == NO_AGENT {
@@ -151,14 +129,12 @@ pub fn prior(snap: &Snapshot, i: usize, intent: QueryIntent, off: &[Rule]) -> f3
 }
 
 /// Whether live message `i` (whose text is `text`) asks or announces rather than answers: a question, an
-/// announcement of what comes next, the echo of an edit, a bare tool call, a task handed to a subagent, the
-/// user's request to the agent.
+/// announcement of what comes next, the echo of an edit, a bare tool call, the user's request to the agent.
 fn is_ask(snap: &Snapshot, i: usize, text: &[u8], on: &dyn Fn(Rule) -> bool) -> bool {
     (on(Rule::Question) && is_question(text))
         || (on(Rule::Announcement) && announces_action(text))
         || (on(Rule::EditEcho) && echoes_an_edit(text))
         || (on(Rule::BareToolCall) && is_bare_tool_call(text))
-        || (on(Rule::HandOff) && hands_off_to_a_subagent(text))
         || (on(Rule::Request) && is_request(snap, i, text))
 }
 
@@ -208,23 +184,6 @@ pub fn echoes_an_edit(text: &[u8]) -> bool {
     rest.starts_with(b"File created successfully at: ")
         || (rest.starts_with(b"The file ")
             && memchr::memmem::find(rest, b" has been updated").is_some())
-}
-
-/// Whether a message hands a task to a subagent (an `Agent` or, before Claude Code 2.1, `Task` call): its
-/// prompt is worded like the question, the subagent's report is the answer.
-pub fn hands_off_to_a_subagent(text: &[u8]) -> bool {
-    // A tool's output (possibly long) is never a call.
-    !is_tool_output(text)
-        && (memchr::memmem::find(text, b"[tool] Agent: ").is_some()
-            || memchr::memmem::find(text, b"[tool] Task: ").is_some())
-}
-
-/// Whether a tool's output is an error message rather than a log: `[tool error] ` and shorter than
-/// [`ERROR_MESSAGE_BYTES`] ("Permission denied: cannot open … for writing"). Such a
-/// message says why something failed, in a sentence; a long error output is a log (a failing test run) whose
-/// reason is in the explanation after it.
-pub fn is_error_message(text: &[u8]) -> bool {
-    text.starts_with(b"[tool error]") && text.len() < ERROR_MESSAGE_BYTES
 }
 
 /// Whether a message is a tool's output (`[tool result] …`, `[tool error] …`).
@@ -294,7 +253,7 @@ mod tests {
     }
 
     #[test]
-    fn hand_offs_bare_calls_and_tool_outputs_are_recognised() {
+    fn bare_calls_and_tool_outputs_are_recognised() {
         assert!(is_bare_tool_call(
             b"[tool] Bash: npm install left-pad \xe2\x80\x94 Add the helper"
         ));
@@ -302,37 +261,17 @@ mod tests {
             b"All clear - 12 specs pass. Let me commit.\n[tool] Bash: git commit"
         ));
         assert!(!is_bare_tool_call(b"[tool result] ok"));
-        assert!(hands_off_to_a_subagent(
-            b"I'll have an agent list the files first.\n[tool] Agent: SUBTASK-1: list the files"
-        ));
-        assert!(hands_off_to_a_subagent(b"[tool] Task: Explore the repo"));
-        assert!(!hands_off_to_a_subagent(
-            b"The agent said: [tool] is a marker"
-        ));
         assert!(is_tool_output(b"[tool result] 3 suites, 87 examples"));
         assert!(is_tool_output(b"[tool error] Exit code 1"));
         assert!(!is_tool_output(b"[tool] Bash: rspec"));
         assert!(!is_tool_output(b"The tool result was empty"));
-        assert!(is_error_message(
-            b"[tool error] Permission denied: cannot open /etc/app/secrets.toml for writing."
-        ));
-        let log = format!(
-            "[tool error] Exit code 2\n{}",
-            "Running spec 1 of 400\n".repeat(30)
-        );
-        assert!(!is_error_message(log.as_bytes()));
-        assert!(!is_error_message(b"[tool result] 3 suites, 87 examples"));
     }
 
     #[test]
-    fn the_query_says_why_and_names_agents() {
-        let i = QueryIntent::of("Why did the nightly export skip Sundays?");
-        assert!(i.asks_why && !i.names_an_agent);
-        assert!(QueryIntent::of("how come the build broke").asks_why);
-        assert!(QueryIntent::of("we asked why; what came of it").asks_why);
-        assert!(!QueryIntent::of("whyte's law").asks_why);
+    fn the_query_names_agents() {
+        assert!(!QueryIntent::of("Why did the nightly export skip Sundays?").names_an_agent);
         let i = QueryIntent::of("what did the research agent say about the licence?");
-        assert!(i.names_an_agent && !i.asks_why);
+        assert!(i.names_an_agent);
         assert!(QueryIntent::of("the subagents' reports").names_an_agent);
         assert!(QueryIntent::of("what did the Explore subagent's report say").names_an_agent);
         assert!(!QueryIntent::of("agentic workflows and the agency").names_an_agent);
