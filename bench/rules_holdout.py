@@ -11,7 +11,7 @@ chosen on all of the coding questions, so each half is a check on the other).
     cp -r ../shared/bench/locomo-dev /tmp/locomo-dev && HOME=/tmp/locomo-dev target/release/ghola index
     python3 bench/rules_holdout.py /tmp/locomo-dev [--corpus ../shared/corpus] [--work /tmp/ghola-coding]
 """
-import argparse, json, os, subprocess
+import argparse, json, os, subprocess, sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -21,8 +21,11 @@ ap.add_argument("locomo")
 ap.add_argument("--ghola", default=str(here.parent / "target/release/ghola"))
 ap.add_argument("--corpus", default=str(here.parent.parent / "shared/corpus"))
 ap.add_argument("--work", default="/tmp/ghola-coding")
-ap.add_argument("--rules", default="question,announcement,edit-echo,bare-tool-call,hand-off,request,"
-                "why-not-tool-output,agent-not-main-thread")
+ap.add_argument("--rules", default="question,announcement,edit-echo,bare-tool-call,request,agent-not-main-thread")
+ap.add_argument("--config", action="append", default=[],
+                help="instead of the rules: compare the defaults with these search flags, e.g. "
+                     "--config='--relative-floor 0.4' (a default is kept when no other setting beats it on the "
+                     "held-back parts)")
 a = ap.parse_args()
 
 locomo = Path(a.locomo).resolve()
@@ -49,8 +52,8 @@ def rr(uuids, gold):
     return 0.0
 
 
-def score(off):
-    flags = [f"--without-rule={r}" for r in off]
+def score(off, flags=None):
+    flags = flags if flags is not None else [f"--without-rule={r}" for r in off]
     common = ["--json", "--no-update", "--limit", "10", "--context", "0", *flags]
 
     def one_l(q):
@@ -77,6 +80,15 @@ def score(off):
 
 cols = ["locomo_tune", "locomo_held", "coding_odd", "coding_even"]
 base = score([])
+if a.config:
+    print("MRR@10 (--context 0), the defaults and each setting; the change from the defaults in parentheses")
+    print("| setting | " + " | ".join(cols) + " |")
+    print("|---" * (len(cols) + 1) + "|")
+    print("| (defaults) | " + " | ".join(f"{base[c]:.3f}" for c in cols) + " |")
+    for cfg in a.config:
+        s = score([], cfg.split())
+        print(f"| `{cfg}` | " + " | ".join(f"{s[c]:.3f} ({s[c] - base[c]:+.3f})" for c in cols) + " |", flush=True)
+    sys.exit(0)
 print("MRR@10 (--context 0), all rules on and each rule off; the change from all on in parentheses")
 print("| rule off | " + " | ".join(cols) + " | holds |")
 print("|---" * (len(cols) + 2) + "|")
