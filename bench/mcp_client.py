@@ -39,3 +39,15 @@ class Server:
     def close(self):
         self.p.stdin.close()
         self.p.wait(timeout=30)
+
+
+def search_args(pairs):
+    """Tool arguments from NAME=VALUE strings (a value that parses as JSON is taken as JSON, else as text)."""
+    out = {}
+    for pair in pairs:
+        k, v = pair.split("=", 1)
+        try:
+            out[k] = json.loads(v)
+        except json.JSONDecodeError:
+            out[k] = v
+    return out

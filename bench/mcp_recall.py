@@ -14,6 +14,9 @@ conv-42 and conv-43 are held back and looked at once per change (a rule kept onl
 import argparse, json, os, re, statistics, sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mcp_client import Server, search_args  # noqa: E402
+
 TUNE = {"conv-26", "conv-30", "conv-41"}
 
 ap = argparse.ArgumentParser()
@@ -30,19 +33,11 @@ texts = {}
 for line in open(root / "messages.jsonl"):
     m = json.loads(line)
     texts[m["uuid"]] = m["text"]
-extra = {}
-for a in opts.arg:
-    k, v = a.split("=", 1)
-    try:
-        extra[k] = json.loads(v)
-    except json.JSONDecodeError:
-        extra[k] = v
+extra = search_args(opts.arg)
 
 env = dict(os.environ, HOME=str(root))
 for k in ["CLAUDE_CONFIG_DIR", "CLAUDE_PROJECT_DIR", "CLAUDE_CODE_SESSION_ID", "GHOLA_HOME"]:
     env.pop(k, None)
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mcp_client import Server  # noqa: E402
 
 server = Server([ghola, "serve"], env)
 server.wait_for_model(gold[0]["cwd"])

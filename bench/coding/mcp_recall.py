@@ -10,7 +10,7 @@ from pathlib import Path
 
 here = Path(__file__).resolve().parent
 sys.path.insert(0, str(here.parent))
-from mcp_client import Server  # noqa: E402
+from mcp_client import Server, search_args  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--ghola", default=str(here.parent.parent / "target/release/ghola"))
@@ -18,13 +18,7 @@ ap.add_argument("--corpus", default=str(here.parent.parent.parent / "shared/corp
 ap.add_argument("--work", default="/tmp/ghola-coding")
 ap.add_argument("--arg", action="append", default=[], help="search argument NAME=VALUE")
 a = ap.parse_args()
-extra = {}
-for x in a.arg:
-    k, v = x.split("=", 1)
-    try:
-        extra[k] = json.loads(v)
-    except json.JSONDecodeError:
-        extra[k] = v
+extra = search_args(a.arg)
 questions = json.load(open(here / "questions.json"))["questions"]
 env = dict(os.environ)
 for k in ["CLAUDE_CONFIG_DIR", "CLAUDE_PROJECT_DIR", "CLAUDE_CODE_SESSION_ID", "GHOLA_HOME"]:

@@ -326,12 +326,7 @@ pub fn route(
                 })?;
             let id = resolve_session_id(asked, by_id.keys().copied())?;
             let files = by_id[id];
-            let latest = files
-                .main
-                .as_deref()
-                .map(|p| window_count(ctx.sources, p))
-                .unwrap_or(1)
-                - 1;
+            let latest = latest_window(ctx.sources, files);
             if Some(id) == ctx.calling_session && req.window.is_none_or(|w| w == latest) {
                 return Err(ReplayError::Invalid {
                     arg: "window",
@@ -401,12 +396,7 @@ pub fn route(
         }
         super::Mode::Ancestors => {
             let files = calling()?;
-            let latest = files
-                .main
-                .as_deref()
-                .map(|p| window_count(ctx.sources, p))
-                .unwrap_or(1)
-                - 1;
+            let latest = latest_window(ctx.sources, files);
             if latest == 0 {
                 notes.push(
                     "the calling session has not been compacted: it has no earlier windows".into(),
@@ -458,6 +448,15 @@ pub fn route(
     let mut said = HashSet::new();
     notes.retain(|n| said.insert(n.clone()));
     Ok((targets, notes))
+}
+
+/// The last compaction window of a session's main transcript (0 without one or before any compaction).
+fn latest_window(src: &Sources, files: &SessionFiles) -> u32 {
+    files
+        .main
+        .as_deref()
+        .map_or(1, |p| window_count(src, p))
+        .saturating_sub(1)
 }
 
 /// The project (start cwd) of a session, from its first entry that records one.
