@@ -106,7 +106,7 @@ pub fn sessions(
     let all = listing(claude_dir, index_dir);
     let mut summaries = all.sessions_in(scope.as_deref());
     if let Some(since) = since {
-        summaries.retain(|s| s.last_timestamp.is_some_and(|t| t >= since));
+        summaries.retain(|s| s.active_since(since));
     }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if json {

@@ -462,7 +462,7 @@ pub fn search_cmd(
         .transpose()?;
     if let Some(s) = &a.since {
         let since = search::parse_since(s, "since", chrono::Utc::now())?;
-        p.after = Some(p.after.map_or(since, |a| a.max(since)));
+        p.since(since);
     }
     if let Some(s) = &a.session {
         p.only_session = Some(super::history::session_id(claude_dir, index_dir, s)?);

@@ -629,7 +629,6 @@ fn full_writer<'a>(
         summary,
     )
     .keeping_archive(opts.keep_archive);
-    w.neighbour = opts.neighbour;
     for m in archived {
         w.requeue(m);
     }

@@ -566,7 +566,7 @@ impl GholaServer {
             let (page, total) = me.with_listing(|l| {
                 let mut list = l.sessions_in(project.as_deref());
                 if let Some(since) = since {
-                    list.retain(|s| s.last_timestamp.is_some_and(|t| t >= since));
+                    list.retain(|s| s.active_since(since));
                 }
                 let page: Vec<catalog::SessionSummary> = list
                     .iter()

@@ -30,7 +30,8 @@ struct Shape {
     offset: usize,
 }
 
-fn shape(a: &SearchArgs) -> Result<Shape, String> {
+/// The shape `a` asks for; the page (`limit`, `offset`) is the one `p` was read with.
+fn shape(a: &SearchArgs, p: &SearchParams) -> Result<Shape, String> {
     let json = match a.format.as_deref().unwrap_or("text") {
         "text" => false,
         "json" => true,
@@ -60,8 +61,8 @@ fn shape(a: &SearchArgs) -> Result<Shape, String> {
         json,
         by_session,
         max_chars,
-        limit: non_negative(a.max_results, "max_results", 10)?,
-        offset: non_negative(a.offset, "offset", 0)?,
+        limit: p.max_results,
+        offset: p.offset,
     })
 }
 
@@ -89,7 +90,7 @@ impl GholaServer {
         if let Some(s) = &a.since {
             let since =
                 search::parse_since(s, "since", chrono::Utc::now()).map_err(|e| e.to_string())?;
-            p.after = Some(p.after.map_or(since, |a| a.max(since)));
+            p.since(since);
         }
         p.context = non_negative(
             a.context_before_after,
@@ -125,9 +126,9 @@ impl GholaServer {
 
     /// `search_project_history` and `search_global_history`.
     pub(super) async fn run_search(&self, a: SearchArgs, global: bool) -> CallToolResult {
-        let (mut p, shape) = match self
+        let (shape, mut p) = match self
             .search_params(&a, global)
-            .and_then(|p| Ok((p, shape(&a)?)))
+            .and_then(|p| Ok((shape(&a, &p)?, p)))
         {
             Ok(x) => x,
             Err(e) => return error_result(e),
@@ -149,19 +150,34 @@ impl GholaServer {
             }
             let terms = search::query_terms(&p.query);
             if shape.by_session {
-                let facts = |id: &str| {
-                    me.with_listing(|l| {
+                // The listing is brought up to date once, for every session among the hits.
+                let hit_sessions: std::collections::HashSet<&str> = resp
+                    .results
+                    .iter()
+                    .map(|h| h.matched_message.session_id.as_str())
+                    .collect();
+                let known: std::collections::HashMap<String, grouped::SessionFacts> = me
+                    .with_listing(|l| {
                         l.sessions
                             .iter()
-                            .find(|s| s.summary.session_id == id)
-                            .map(|s| grouped::SessionFacts {
-                                title: s.summary.title.clone(),
-                                first_timestamp: s.summary.first_timestamp.map(|t| t.to_rfc3339()),
-                                last_timestamp: s.summary.last_timestamp.map(|t| t.to_rfc3339()),
+                            .filter(|s| hit_sessions.contains(s.summary.session_id.as_str()))
+                            .map(|s| {
+                                let facts = grouped::SessionFacts {
+                                    title: s.summary.title.clone(),
+                                    first_timestamp: s
+                                        .summary
+                                        .first_timestamp
+                                        .map(|t| t.to_rfc3339()),
+                                    last_timestamp: s
+                                        .summary
+                                        .last_timestamp
+                                        .map(|t| t.to_rfc3339()),
+                                };
+                                (s.summary.session_id.clone(), facts)
                             })
-                    })
-                };
-                let groups = grouped::by_session(&resp, &terms, &facts);
+                            .collect()
+                    });
+                let groups = grouped::by_session(&resp, &terms, &|id| known.get(id).cloned());
                 return Ok(if shape.json {
                     let v = serde_json::json!({"query": resp.query, "total_sessions": groups.len(),
                         "offset": shape.offset, "sessions": groups.iter().skip(shape.offset)
@@ -363,11 +379,7 @@ fn render_messages(
             .timestamp
             .map(|t| t.format("%Y-%m-%d %H:%M").to_string())
             .unwrap_or_default();
-        let who = if kind == "text" {
-            m.role.as_str().to_string()
-        } else {
-            format!("{} ({kind})", m.role.as_str())
-        };
+        let who = search::compact::speaker(m.role.as_str(), kind);
         let _ = writeln!(
             out,
             "{mark} {} {who} [{when}]: {}",

@@ -35,8 +35,26 @@ fn when(ts: Option<&str>) -> String {
     }
 }
 
+/// The day of a timestamp (`2026-11-02`), or "" without one.
+pub(super) fn day(ts: Option<&str>) -> &str {
+    ts.and_then(|t| t.get(..10)).unwrap_or("")
+}
+
+/// ` (first-last; more: offset=next)` after a count, for a page of `shown` items from `offset` (nothing when the
+/// page is empty); `more` says whether items follow the page.
+pub(super) fn page_span(out: &mut String, offset: usize, shown: usize, more: bool) {
+    if shown == 0 {
+        return;
+    }
+    let _ = write!(out, " ({}-{}", offset + 1, offset + shown);
+    if more {
+        let _ = write!(out, "; more: offset={}", offset + shown);
+    }
+    out.push(')');
+}
+
 /// Who said a line: the role, and the kind when it is not plain text (`assistant (tool_use)`).
-fn speaker(role: &str, kind: &str) -> String {
+pub fn speaker(role: &str, kind: &str) -> String {
     if kind.is_empty() || kind == "text" {
         role.to_string()
     } else {
@@ -47,11 +65,7 @@ fn speaker(role: &str, kind: &str) -> String {
 /// One line of a result: `>` marks a hit; a line from another day than the header's says its day.
 fn line(out: &mut String, c: &ContextMessage, header_day: &str) {
     let mark = if c.is_match { '>' } else { ' ' };
-    let day = c
-        .timestamp
-        .as_deref()
-        .and_then(|t| t.get(..10))
-        .unwrap_or("");
+    let day = day(c.timestamp.as_deref());
     let dated = if !day.is_empty() && day != header_day {
         format!(" [{}]", when(c.timestamp.as_deref()))
     } else {
@@ -66,7 +80,6 @@ fn line(out: &mut String, c: &ContextMessage, header_day: &str) {
 pub fn render(resp: &SearchResponse) -> String {
     let mut out = String::new();
     let shown = resp.results.len();
-    let first = resp.offset + 1;
     let _ = write!(
         out,
         "{} result{} for {:?}",
@@ -76,13 +89,8 @@ pub fn render(resp: &SearchResponse) -> String {
     );
     if shown == 0 {
         out.push_str(" (none shown)");
-    } else {
-        let _ = write!(out, " ({first}-{}", resp.offset + shown);
-        if resp.has_more {
-            let _ = write!(out, "; more: offset={}", resp.offset + shown);
-        }
-        out.push(')');
     }
+    page_span(&mut out, resp.offset, shown, resp.has_more);
     out.push('\n');
     if let Some(note) = &resp.note {
         let _ = writeln!(out, "note: {note}");
@@ -96,11 +104,7 @@ pub fn render(resp: &SearchResponse) -> String {
     }
     for (i, h) in resp.results.iter().enumerate() {
         let m = &h.matched_message;
-        let day = m
-            .timestamp
-            .as_deref()
-            .and_then(|t| t.get(..10))
-            .unwrap_or("");
+        let day = day(m.timestamp.as_deref());
         let _ = write!(out, "\n[{}] ", resp.offset + i + 1);
         let stamp = when(m.timestamp.as_deref());
         if !stamp.is_empty() {

@@ -100,7 +100,10 @@ pub fn by_session(
 }
 
 fn day(ts: &Option<String>) -> &str {
-    ts.as_deref().and_then(|t| t.get(..10)).unwrap_or("?")
+    match super::compact::day(ts.as_deref()) {
+        "" => "?",
+        d => d,
+    }
 }
 
 /// The sessions `offset..offset + limit` of `groups` as text for a model.
@@ -113,13 +116,7 @@ pub fn render(query: &str, groups: &[SessionGroup], offset: usize, limit: usize)
         "{total} session{} with hits for {query:?}",
         if total == 1 { "" } else { "s" }
     );
-    if !page.is_empty() {
-        let _ = write!(out, " ({}-{}", offset + 1, offset + page.len());
-        if offset + page.len() < total {
-            let _ = write!(out, "; more: offset={}", offset + page.len());
-        }
-        out.push(')');
-    }
+    super::compact::page_span(&mut out, offset, page.len(), offset + page.len() < total);
     out.push('\n');
     for (i, g) in page.iter().enumerate() {
         let _ = write!(

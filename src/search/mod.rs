@@ -604,10 +604,7 @@ pub fn search_with_vector(
     let (ranked, lexical_failure) = rank(snap, p, query_vec.map(|v| &v[..]), &ok);
     let groups = merge_hits(snap, ranked, p.context);
     let total = groups.len();
-    let raw_terms: Vec<String> = crate::index::terms::terms(&p.query)
-        .into_iter()
-        .map(|t| t.2)
-        .collect();
+    let raw_terms = query_terms(&p.query);
     let results = groups
         .iter()
         .skip(p.offset)

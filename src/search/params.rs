@@ -112,6 +112,11 @@ impl SearchParams {
         }
     }
 
+    /// Keeps only messages at or after `t` as well: the lower bound becomes the later of the two.
+    pub fn since(&mut self, t: DateTime<Utc>) {
+        self.after = Some(self.after.map_or(t, |a| a.max(t)));
+    }
+
     /// Checks the combination (bounds in order, sane sizes, a non-empty query).
     pub fn validate(&self) -> Result<(), SearchError> {
         let bad = |arg: &'static str, message: String| Err(SearchError::Invalid { arg, message });

@@ -41,6 +41,11 @@ pub struct SessionSummary {
 }
 
 impl SessionSummary {
+    /// Whether the session's last message is at or after `t` (`since` on the listings).
+    pub fn active_since(&self, t: DateTime<Utc>) -> bool {
+        self.last_timestamp.is_some_and(|last| last >= t)
+    }
+
     /// Summarises a loaded session.
     pub fn of(s: &Session) -> Self {
         let (first, last) = s.time_range();
