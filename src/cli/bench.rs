@@ -71,16 +71,17 @@ pub fn read(claude_dir: &Path, min_secs: f64) -> Result<()> {
 /// sentence-transformers' side of `ghola bench embed` (run with the interpreter the user names).
 const ST_SIDE: &str = include_str!("../../bench/embed/st_side.py");
 
-/// Embeds the reference texts under several batching set-ups and both precisions, times a whole `ghola embed`
-/// process, and, given a Python with sentence-transformers, embeds the same texts there in the same run; prints
-/// texts/s, tokens/s, the ratios, the parity of each precision and peak memory.
+/// Embeds the reference texts on every dense-layer kernel this CPU runs (and under two batching set-ups on the
+/// default one), then, `rounds` times in alternation, times a whole `ghola embed` process per kernel and, given a
+/// Python with sentence-transformers, their embedding of the same texts; prints texts/s, tokens/s, the median of
+/// each and the ratios, the parity of each kernel's vectors and peak memory.
 pub fn embed(
     model_dir: Option<&Path>,
     texts_path: &Path,
     rounds: usize,
     python: Option<&Path>,
 ) -> Result<()> {
-    use ghola::embed::{BatchPolicy, Embedder, Precision};
+    use ghola::embed::{BatchPolicy, Embedder, Kernel, KernelChoice, kernel};
     let texts: Vec<String> = std::fs::read_to_string(texts_path)
         .with_context(|| format!("reading {}", texts_path.display()))?
         .lines()
@@ -91,17 +92,19 @@ pub fn embed(
         })
         .collect::<Result<_>>()?;
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let rounds = rounds.max(1);
     let start = Instant::now();
     let mut embedder = Embedder::from_default_location(model_dir)?;
     let load = start.elapsed().as_secs_f64();
-    let default_precision = embedder.precision();
+    let default_kernel = embedder.kernel();
+    let here: Vec<Kernel> = kernel::ALL.into_iter().filter(|k| k.runs_here()).collect();
     let tokens: usize = embedder
         .embed_chunked(&refs, 1)?
         .iter()
         .map(|t| t.tokens.min(254) + 2)
         .sum();
     println!(
-        "command: ghola bench embed --texts {}{}",
+        "command: ghola bench embed --texts {} --rounds {rounds}{}",
         texts_path.display(),
         python.map_or(String::new(), |p| format!(
             " --sentence-transformers {}",
@@ -109,168 +112,123 @@ pub fn embed(
         ))
     );
     println!(
-        "model load: {:.0} ms   texts: {}   tokens (first chunk, with [CLS]/[SEP]): {tokens}   AMX bf16 tiles: {}",
-        load * 1e3,
-        texts.len(),
-        if Precision::Bf16.effective() == Precision::Bf16 {
-            "yes"
-        } else {
-            "no (bf16 rows run in f32)"
-        }
+        "cpu: {}   cores: {}   kernels here: {}   default: {default_kernel}",
+        cpu_name(),
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        here.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ")
     );
-    let budget = |tokens, parallel| BatchPolicy {
-        max_batch_tokens: tokens,
-        max_batch_seqs: 64,
-        parallel_batches: parallel,
-    };
+    println!(
+        "model load: {:.0} ms   texts: {}   tokens (first chunk, with [CLS]/[SEP]): {tokens}",
+        load * 1e3,
+        texts.len()
+    );
     let one_at_a_time = BatchPolicy {
         max_batch_tokens: usize::MAX,
         max_batch_seqs: 32,
         parallel_batches: false,
     };
-    let setups = [
-        (
-            "batches of 32, one at a time",
-            one_at_a_time,
-            Precision::F32,
-        ),
-        (
-            "768-token batches, one per core",
-            BatchPolicy::default(),
-            Precision::F32,
-        ),
-        (
-            "batches of 32, one at a time",
-            one_at_a_time,
-            Precision::Bf16,
-        ),
-        (
-            "2048-token batches, one per core",
-            budget(2048, true),
-            Precision::Bf16,
-        ),
-        (
-            "512-token batches, one per core",
-            budget(512, true),
-            Precision::Bf16,
-        ),
-        (
-            "768-token batches, one per core",
-            BatchPolicy::default(),
-            Precision::Bf16,
-        ),
-    ];
-    println!(
-        "matrix products split across {} thread(s) (RAYON_NUM_THREADS; ghola sets 1 unless told otherwise)",
-        std::env::var("RAYON_NUM_THREADS").unwrap_or_else(|_| "all".into())
+    let mut setups: Vec<(Kernel, &str, BatchPolicy)> = vec![(
+        default_kernel,
+        "batches of 32, one at a time",
+        one_at_a_time,
+    )];
+    setups.extend(
+        here.iter()
+            .map(|&k| (k, "768-token batches, one per core", BatchPolicy::default())),
     );
-    let mut vectors = std::collections::HashMap::new();
-    let mut default_secs = f64::MAX;
-    for (name, policy, precision) in setups {
+    let mut vectors = Vec::new();
+    for (k, name, policy) in setups {
         embedder.set_batch_policy(policy);
-        let in_effect = embedder.set_precision(precision);
+        let in_effect = embedder.set_kernel(KernelChoice::Named(k))?;
         let mut best = f64::MAX;
-        for _ in 0..rounds.max(1) {
+        let mut got = Vec::new();
+        for _ in 0..rounds {
             let t = Instant::now();
-            let v = embedder.embed(&refs)?;
+            got = embedder.embed(&refs)?;
             best = best.min(t.elapsed().as_secs_f64());
-            vectors.entry(format!("{in_effect:?}")).or_insert(v);
         }
-        let is_default = in_effect == default_precision
-            && policy.max_batch_tokens == 768
-            && policy.parallel_batches;
-        if is_default {
-            default_secs = default_secs.min(best);
+        if !vectors.iter().any(|(n, _)| *n == in_effect) {
+            vectors.push((in_effect, got));
         }
         println!(
-            "{:>7.1} texts/s {:>8.0} tokens/s  {in_effect:?}, {name}{}",
+            "{:>7.1} texts/s {:>8.0} tokens/s  {in_effect}, {name}{}",
             texts.len() as f64 / best,
             tokens as f64 / best,
-            if is_default { " [default]" } else { "" }
+            if in_effect != k {
+                format!(" (asked for {k}: it failed its check)")
+            } else {
+                String::new()
+            }
         );
     }
-    embedder.set_batch_policy(BatchPolicy::default());
-    embedder.set_precision(default_precision);
-    // The whole command a user runs: start, load, read, embed, print.
-    let exe = std::env::current_exe()?;
-    let mut process_secs = f64::MAX;
-    for _ in 0..rounds.max(1) {
-        let t = Instant::now();
-        let mut cmd = std::process::Command::new(&exe);
-        if let Some(dir) = model_dir {
-            cmd.arg("--model-dir").arg(dir);
-        }
-        let status = cmd
-            .arg("embed")
-            .stdin(std::fs::File::open(texts_path)?)
-            .stdout(std::process::Stdio::null())
-            .status()?;
-        if !status.success() {
-            bail!("ghola embed failed: {status}");
-        }
-        process_secs = process_secs.min(t.elapsed().as_secs_f64());
-    }
-    println!(
-        "whole `ghola embed < {}` process: {process_secs:.2} s ({:.1} texts/s)",
-        texts_path.display(),
-        texts.len() as f64 / process_secs
-    );
     let reference = texts_path.with_file_name("minilm-vectors.f32");
     if let Ok(raw) = std::fs::read(&reference) {
         print_parity(&vectors, &raw, &reference.display().to_string());
     }
-    if let Some(python) = python {
-        let out = tempfile::NamedTempFile::new()?;
-        let model = ghola::embed::resolve(model_dir)?;
-        let model_dir = model
-            .weights
-            .parent()
-            .context("the model weights have no folder")?;
-        let t = Instant::now();
-        let run = std::process::Command::new(python)
-            .arg("-c")
-            .arg(ST_SIDE)
-            .arg(model_dir)
-            .arg(texts_path)
-            .arg(rounds.max(1).to_string())
-            .arg(out.path())
-            .stderr(std::process::Stdio::null())
-            .output()
-            .with_context(|| format!("running {}", python.display()))?;
-        let whole = t.elapsed().as_secs_f64();
-        if !run.status.success() {
-            bail!(
-                "{} could not run sentence-transformers ({}): install it with `{0} -m pip install torch \
-                 sentence-transformers`",
-                python.display(),
-                run.status
-            );
+    drop(embedder);
+    // The whole command a user runs (start, load, read, embed, print) on each kernel, alternating with
+    // sentence-transformers' embedding, `rounds` times: medians, so that a noisy moment moves no figure.
+    let exe = std::env::current_exe()?;
+    let mut process_secs: Vec<Vec<f64>> = vec![Vec::new(); here.len()];
+    let mut st_secs = Vec::new();
+    let mut st_figures = serde_json::Value::Null;
+    let mut st_vectors = Vec::new();
+    for _ in 0..rounds {
+        if let Some(python) = python {
+            let (secs, figures, raw) = sentence_transformers(python, model_dir, texts_path)?;
+            st_secs.push(secs);
+            st_figures = figures;
+            st_vectors = raw;
         }
-        let figures: serde_json::Value = serde_json::from_slice(&run.stdout)
-            .context("sentence-transformers' side printed no figures")?;
-        let st_secs = figures["embed_s"].as_f64().context("no embed_s")?;
-        let import_secs = figures["import_and_load_s"].as_f64().unwrap_or(0.0);
-        let theirs = std::fs::read(out.path())?;
+        for (i, k) in here.iter().enumerate() {
+            let t = Instant::now();
+            let mut cmd = std::process::Command::new(&exe);
+            if let Some(dir) = model_dir {
+                cmd.arg("--model-dir").arg(dir);
+            }
+            let status = cmd
+                .arg("embed")
+                .env("GHOLA_EMBED_KERNEL", k.name())
+                .stdin(std::fs::File::open(texts_path)?)
+                .stdout(std::process::Stdio::null())
+                .status()?;
+            if !status.success() {
+                bail!("ghola embed failed: {status}");
+            }
+            process_secs[i].push(t.elapsed().as_secs_f64());
+        }
+    }
+    let st = (!st_secs.is_empty()).then(|| median(&st_secs));
+    if let Some(st) = st {
         println!(
-            "{:>7.1} texts/s {:>8.0} tokens/s  sentence-transformers {} (PyTorch {}, {} threads), batch 32 \
-             (import + load {import_secs:.1} s, whole process {whole:.1} s for {} rounds)",
-            texts.len() as f64 / st_secs,
-            tokens as f64 / st_secs,
-            figures["sentence_transformers"].as_str().unwrap_or("?"),
-            figures["torch"].as_str().unwrap_or("?"),
-            figures["threads"],
-            rounds.max(1)
+            "{:>7.1} texts/s {:>8.0} tokens/s  sentence-transformers {} (PyTorch {}, {} threads), batch 32: \
+             embedding {st:.2} s, median of {} (import + load {:.1} s more)",
+            texts.len() as f64 / st,
+            tokens as f64 / st,
+            st_figures["sentence_transformers"].as_str().unwrap_or("?"),
+            st_figures["torch"].as_str().unwrap_or("?"),
+            st_figures["threads"],
+            st_secs.len(),
+            st_figures["import_and_load_s"].as_f64().unwrap_or(0.0),
         );
+    }
+    for (k, secs) in here.iter().zip(&process_secs) {
+        let m = median(secs);
         println!(
-            "ghola vs sentence-transformers, same run: embedding {:.2}x ({default_precision:?} default set-up, \
-             {default_secs:.2} s vs {st_secs:.2} s); whole `ghola embed` process vs their embedding alone: {:.2}x \
-             ({process_secs:.2} s)",
-            st_secs / default_secs,
-            st_secs / process_secs
+            "whole `GHOLA_EMBED_KERNEL={k} ghola embed < {}` process: {m:.2} s, median of {} ({:.1} texts/s){}",
+            texts_path.display(),
+            secs.len(),
+            texts.len() as f64 / m,
+            st.map_or(String::new(), |st| format!(
+                "; sentence-transformers' embedding alone / this: {:.2}x",
+                st / m
+            ))
         );
+    }
+    if !st_vectors.is_empty() {
         print_parity(
             &vectors,
-            &theirs,
+            &st_vectors,
             "sentence-transformers' vectors of this run",
         );
     }
@@ -280,10 +238,74 @@ pub fn embed(
     Ok(())
 }
 
-/// Prints, for each precision's vectors, the worst cosine to `raw` (little-endian f32 rows of 384, one per
-/// text); nothing when `raw` does not hold one row per text.
+/// One run of sentence-transformers' side: its embedding seconds, the figures it printed, and its vectors.
+fn sentence_transformers(
+    python: &Path,
+    model_dir: Option<&Path>,
+    texts_path: &Path,
+) -> Result<(f64, serde_json::Value, Vec<u8>)> {
+    let out = tempfile::NamedTempFile::new()?;
+    let model = ghola::embed::resolve(model_dir)?;
+    let model_dir = model
+        .weights
+        .parent()
+        .context("the model weights have no folder")?;
+    let run = std::process::Command::new(python)
+        .arg("-c")
+        .arg(ST_SIDE)
+        .arg(model_dir)
+        .arg(texts_path)
+        .arg("1")
+        .arg(out.path())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .with_context(|| format!("running {}", python.display()))?;
+    if !run.status.success() {
+        bail!(
+            "{} could not run sentence-transformers ({}): install it with `{0} -m pip install torch \
+             sentence-transformers`",
+            python.display(),
+            run.status
+        );
+    }
+    let figures: serde_json::Value = serde_json::from_slice(&run.stdout)
+        .context("sentence-transformers' side printed no figures")?;
+    let secs = figures["embed_s"].as_f64().context("no embed_s")?;
+    Ok((secs, figures, std::fs::read(out.path())?))
+}
+
+/// The middle value (the mean of the two middle ones for an even count).
+fn median(xs: &[f64]) -> f64 {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// The CPU's model name (Linux's /proc/cpuinfo; "unknown" elsewhere), for figures that name their machine.
+fn cpu_name() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// Prints, for each kernel's vectors, the worst cosine to `raw` (little-endian f32 rows of 384, one per text);
+/// nothing when `raw` does not hold one row per text.
 fn print_parity(
-    vectors: &std::collections::HashMap<String, Vec<ghola::embed::Vector>>,
+    vectors: &[(ghola::embed::Kernel, Vec<ghola::embed::Vector>)],
     raw: &[u8],
     against: &str,
 ) {
@@ -291,10 +313,10 @@ fn print_parity(
         .chunks_exact(4)
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         .collect();
-    for (name, got) in vectors {
+    for (kernel, got) in vectors {
         if want.len() == got.len() * ghola::embed::DIM {
             println!(
-                "parity, {name}: worst cosine {:.6} to {against}",
+                "parity, {kernel}: worst cosine {:.6} to {against}",
                 worst_cosine(got, &want)
             );
         }

@@ -89,7 +89,7 @@ pub fn query_cmd(
     req.validate()?;
     let backend = backend::choose(a.backend, claude_dir)?;
     let embedder = if req.mode == Mode::Search {
-        let e = super::recall::obtain_model(model_dir, true)?;
+        let e = super::recall::obtain_model(model_dir, knobs, true)?;
         if !a.no_update {
             super::recall::run_update(
                 index_dir,

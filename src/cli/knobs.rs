@@ -2,6 +2,7 @@
 //! variables that override it — and handed down as data. The library reads no knob itself: a library call's
 //! answer depends on its arguments, not on the process it runs in.
 
+use ghola::embed::KernelChoice;
 use ghola::index::UpdateOptions;
 use ghola::index::render::Neighbour;
 use ghola::settings::Settings;
@@ -21,6 +22,9 @@ pub struct Knobs {
     /// A search response's character bound (`GHOLA_RESPONSE_CHARS`, an experiment knob; never above the
     /// library's bound).
     pub response_chars: usize,
+    /// The embedding kernel (`GHOLA_EMBED_KERNEL`: a kernel's name or `auto`; `GHOLA_EMBED_PRECISION=f32`, the
+    /// older spelling, asks for the fastest f32 one): for measuring a slower path on a faster machine.
+    pub embed_kernel: KernelChoice,
 }
 
 impl Knobs {
@@ -70,7 +74,22 @@ impl Knobs {
             keep_archive,
             ..UpdateOptions::default()
         };
+        let embed_kernel = match var("GHOLA_EMBED_KERNEL") {
+            Some(v) if v.trim().eq_ignore_ascii_case("auto") => KernelChoice::Fastest,
+            Some(v) => match v.parse() {
+                Ok(k) => KernelChoice::Named(k),
+                Err(e) => {
+                    tracing::warn!("GHOLA_EMBED_KERNEL: {e}; using the fastest this CPU runs");
+                    KernelChoice::Fastest
+                }
+            },
+            None if var("GHOLA_EMBED_PRECISION").is_some_and(|v| v.trim() == "f32") => {
+                KernelChoice::FastestF32
+            }
+            None => KernelChoice::Fastest,
+        };
         Knobs {
+            embed_kernel,
             settings,
             update,
             memory_limit: number("GHOLA_MEMORY_LIMIT_MB")
@@ -104,6 +123,7 @@ mod tests {
         assert_eq!(k.update.publish_every, ghola::index::update::PUBLISH_EVERY);
         assert!(k.update.keep_archive);
         assert_eq!(k.response_chars, ghola::search::response::RESPONSE_CHARS);
+        assert_eq!(k.embed_kernel, KernelChoice::Fastest);
         let off = Settings {
             archive_enabled: false,
             ..Settings::default()
@@ -122,9 +142,16 @@ mod tests {
                 ("GHOLA_NEIGHBOUR_WEIGHT", "2"),
                 ("GHOLA_NOTES_MODEL", "m"),
                 ("GHOLA_NOTES_BACKEND", "api"),
+                ("GHOLA_EMBED_KERNEL", "AVX2"),
             ],
             Settings::default(),
         );
+        assert_eq!(
+            k.embed_kernel,
+            KernelChoice::Named(ghola::embed::Kernel::Avx2)
+        );
+        let older = knobs(&[("GHOLA_EMBED_PRECISION", "f32")], Settings::default());
+        assert_eq!(older.embed_kernel, KernelChoice::FastestF32);
         assert!(!k.update.keep_archive);
         assert_eq!(k.update.publish_every, 40);
         assert_eq!(k.memory_limit, 3 * 1024 * 1024);
@@ -144,9 +171,11 @@ mod tests {
                 ("GHOLA_PUBLISH_EVERY", "0"),
                 ("GHOLA_NEIGHBOUR_WEIGHT", "-1"),
                 ("GHOLA_MEMORY_LIMIT_MB", "lots"),
+                ("GHOLA_EMBED_KERNEL", "sse9"),
             ],
             Settings::default(),
         );
+        assert_eq!(k.embed_kernel, KernelChoice::Fastest);
         assert_eq!(k.update.publish_every, ghola::index::update::PUBLISH_EVERY);
         assert_eq!(k.update.neighbour.weight, Neighbour::default().weight);
         assert_eq!(

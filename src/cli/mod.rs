@@ -171,8 +171,9 @@ pub enum BenchKind {
         /// Texts to embed (default: ../shared/reference/texts.jsonl).
         #[arg(long, default_value = "../shared/reference/texts.jsonl")]
         texts: PathBuf,
-        /// Runs per set-up (the best is printed).
-        #[arg(long, default_value_t = 2)]
+        /// Runs per set-up in this process (the best is printed), and alternating rounds of the whole `ghola embed`
+        /// process and sentence-transformers (the median is printed).
+        #[arg(long, default_value_t = 3)]
         rounds: usize,
         /// A Python with sentence-transformers and PyTorch: embeds the same texts in the same run, side by side
         /// (`bench/embed/st_side.py`).
@@ -280,9 +281,10 @@ pub fn run(cli: Cli) -> Result<()> {
                 update: knobs.update,
                 memory_limit: knobs.memory_limit,
                 response_chars: knobs.response_chars,
+                embed_kernel: knobs.embed_kernel,
             })
         }
-        Command::Embed => embed_stdin(cli.model_dir.as_deref()),
+        Command::Embed => embed_stdin(cli.model_dir.as_deref(), knobs.embed_kernel),
         Command::Bench { what } => run_bench(what, &claude_dir, cli.model_dir.as_deref()),
     }
 }
@@ -337,10 +339,14 @@ pub fn peak_rss_mib() -> Option<f64> {
 const EMBED_GROUP: usize = 2048;
 
 /// `ghola embed`: reads texts in groups of [`EMBED_GROUP`] lines.
-fn embed_stdin(model_dir: Option<&std::path::Path>) -> Result<()> {
+fn embed_stdin(
+    model_dir: Option<&std::path::Path>,
+    kernel: ghola::embed::KernelChoice,
+) -> Result<()> {
     use anyhow::Context;
     use std::io::{BufRead, Write};
-    let embedder = ghola::embed::Embedder::from_default_location(model_dir)?;
+    let files = ghola::embed::resolve(model_dir)?;
+    let embedder = ghola::embed::Embedder::load_with(&files, kernel)?;
     let stdin = std::io::stdin().lock();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut texts = Vec::new();

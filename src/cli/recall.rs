@@ -55,7 +55,7 @@ impl ghola::embed::download::DownloadProgress for DownloadBar {
 
 /// The embedding model, downloaded into the Hugging Face cache first if it is nowhere on this machine (with a
 /// progress bar on a terminal).
-pub fn obtain_model(model_dir: Option<&Path>, quiet: bool) -> Result<Embedder> {
+pub fn obtain_model(model_dir: Option<&Path>, knobs: &Knobs, quiet: bool) -> Result<Embedder> {
     let mut progress = DownloadBar {
         bar: bar(
             quiet,
@@ -63,7 +63,7 @@ pub fn obtain_model(model_dir: Option<&Path>, quiet: bool) -> Result<Embedder> {
         ),
         quiet,
     };
-    let e = Embedder::obtain(model_dir, &mut progress);
+    let e = Embedder::obtain(model_dir, knobs.embed_kernel, &mut progress);
     if let Some(b) = progress.bar {
         b.finish_and_clear();
     }
@@ -167,7 +167,7 @@ pub fn index_cmd(
         ..knobs.update
     }
     .words_first();
-    let embedder = match obtain_model(model_dir, json) {
+    let embedder = match obtain_model(model_dir, knobs, json) {
         Ok(e) => e,
         Err(e) => {
             // The history is still made searchable by its words; the error says what to do about the model.
@@ -489,7 +489,7 @@ pub fn search_cmd(
         })
     });
     // Without the model (offline, download refused), the search still answers, by words.
-    let embedder = match obtain_model(model_dir, a.json) {
+    let embedder = match obtain_model(model_dir, knobs, a.json) {
         Ok(e) => Some(e),
         Err(e) if a.fusion != Fusion::Semantic => {
             eprintln!("ghola: {e:#}\nghola: searching by keywords only");

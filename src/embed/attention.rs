@@ -153,7 +153,32 @@ fn attend_portable<const D: usize, const KB: usize>(batch: &Batch, out: &mut [f3
                     let i = (i0 + a).min(n - 1);
                     row(i)[q_at..q_at + D].try_into().expect("D columns")
                 });
-                for jb in 0..blocks {
+                // Two key blocks at a time: eight independent sums in registers, enough to keep both FMA
+                // units busy through their latency (four, one block at a time, kept them half idle).
+                let mut jb = 0;
+                while jb + 1 < blocks {
+                    let mut acc = [[[0f32; KB]; 2]; QB];
+                    for t in 0..D {
+                        let k = &keys_t[t * n_pad + jb * KB..][..2 * KB];
+                        let (k0, k1): (&[f32; KB], &[f32; KB]) = (
+                            k[..KB].try_into().expect("KB keys"),
+                            k[KB..].try_into().expect("KB keys"),
+                        );
+                        for a in 0..QB {
+                            let q = qs[a][t];
+                            for c in 0..KB {
+                                acc[a][0][c] = q.mul_add(k0[c], acc[a][0][c]);
+                                acc[a][1][c] = q.mul_add(k1[c], acc[a][1][c]);
+                            }
+                        }
+                    }
+                    for (a, acc) in acc.iter().enumerate() {
+                        scores[a * blocks + jb] = acc[0];
+                        scores[a * blocks + jb + 1] = acc[1];
+                    }
+                    jb += 2;
+                }
+                if jb < blocks {
                     let mut acc = [[0f32; KB]; QB];
                     for t in 0..D {
                         let k: &[f32; KB] = keys_t[t * n_pad + jb * KB..][..KB]
@@ -238,7 +263,8 @@ fn softmax_unnormalised<const KB: usize>(sc: &mut [f32]) -> f32 {
 fn exp(x: f32) -> f32 {
     const LN2_HI: f32 = 0.693_359_4;
     const LN2_LO: f32 = -2.121_944_4e-4;
-    let xc = x.max(-87.0);
+    // A select rather than `f32::max`, whose NaN rule kept the loop scalar (scores are never NaN).
+    let xc = if x > -87.0 { x } else { -87.0 };
     let n = (xc * std::f32::consts::LOG2_E).round_ties_even();
     let r = n.mul_add(-LN2_LO, n.mul_add(-LN2_HI, xc));
     let mut p = r.mul_add(1.987_569_1e-4, 1.398_199_9e-3);

@@ -7,7 +7,9 @@
 
 use super::amx::PackedWeight;
 use super::attention::SelfAttention;
+use super::dense::{Layout as DenseLayout, Operands, Packed};
 use super::gelu::Gelu;
+use super::kernel::Kernel;
 use candle_core::{CpuStorage, CustomOp1, DType, Device, IndexOp, Layout, Result, Shape, Tensor};
 use candle_nn::VarBuilder;
 use serde::Deserialize;
@@ -25,29 +27,20 @@ pub struct BertConfig {
     pub hidden_act: String,
 }
 
-/// A dense layer with its weight stored transposed (`[in, out]`, contiguous) for a plain row-major product,
-/// and packed for AMX tiles when this CPU has them.
+/// A dense layer with its weight stored transposed (`[in, out]`, contiguous) for candle's product, and packed
+/// for the kernel in use when that is not candle's.
 struct Linear {
     weight_t: Tensor,
     bias: Tensor,
-    amx: Option<AmxLinear>,
+    packed: Option<PackedLinear>,
 }
 
 impl Linear {
     fn from_parts(weight: Tensor, bias: Tensor) -> Result<Self> {
-        let weight_t = weight.t()?.contiguous()?;
-        let amx = if super::amx::available() {
-            let (k, n) = weight_t.dims2()?;
-            PackedWeight::pack(&weight_t.flatten_all()?.to_vec1::<f32>()?, k, n)
-                .map(|weight| bias.to_vec1::<f32>().map(|bias| AmxLinear { weight, bias }))
-        } else {
-            None
-        }
-        .transpose()?;
         Ok(Self {
-            weight_t,
+            weight_t: weight.t()?.contiguous()?,
             bias,
-            amx,
+            packed: None,
         })
     }
 
@@ -57,12 +50,48 @@ impl Linear {
         Self::from_parts(weight, bias)
     }
 
-    /// `x` is `[n, in]`; `bf16` runs the product on AMX tiles where the layer was packed for them.
-    fn forward(&self, x: &Tensor, bf16: bool) -> Result<Tensor> {
-        match &self.amx {
-            Some(amx) if bf16 => x.apply_op1_no_bwd(amx),
-            _ => x.matmul(&self.weight_t)?.broadcast_add(&self.bias),
+    /// Packs the weight for `kernel` (candle's product needs none; a shape a kernel cannot hold stays with
+    /// candle's product too).
+    fn pack(&mut self, kernel: Kernel) -> Result<()> {
+        self.packed = None;
+        if kernel == Kernel::Portable || !kernel.runs_here() {
+            return Ok(());
         }
+        let (k, n) = self.weight_t.dims2()?;
+        let w_t = self.weight_t.flatten_all()?.to_vec1::<f32>()?;
+        let weights =
+            match kernel {
+                Kernel::AmxBf16 => PackedWeight::pack(&w_t, k, n).map(Weights::Amx),
+                Kernel::Avx512Bf16 => Packed::pack(&w_t, k, n, DenseLayout::Bf16Pairs)
+                    .map(|w| Weights::Dense(kernel, w)),
+                Kernel::Avx512 => Packed::pack(&w_t, k, n, DenseLayout::F32 { nr: 32 })
+                    .map(|w| Weights::Dense(kernel, w)),
+                Kernel::Avx2I16 => Packed::pack(&w_t, k, n, DenseLayout::I16Pairs)
+                    .map(|w| Weights::Dense(kernel, w)),
+                Kernel::Avx2 => Packed::pack(&w_t, k, n, DenseLayout::F32 { nr: 16 })
+                    .map(|w| Weights::Dense(kernel, w)),
+                Kernel::Portable => None,
+            };
+        if let Some(weights) = weights {
+            self.packed = Some(PackedLinear {
+                weights,
+                bias: self.bias.to_vec1::<f32>()?,
+            });
+        }
+        Ok(())
+    }
+
+    /// `x` is `[n, in]`.
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        match &self.packed {
+            Some(p) => x.apply_op1_no_bwd(p),
+            None => self.reference(x),
+        }
+    }
+
+    /// candle's f32 product: the reference the packed kernels are checked against.
+    fn reference(&self, x: &Tensor) -> Result<Tensor> {
+        x.matmul(&self.weight_t)?.broadcast_add(&self.bias)
     }
 }
 
@@ -82,30 +111,64 @@ pub(super) fn contiguous_f32<'a>(
     Ok(&data[start..end])
 }
 
-/// A dense layer's weight packed for AMX tiles and its bias, as a candle op (`[m, in]` → `[m, out]`).
-struct AmxLinear {
-    weight: PackedWeight,
+/// A dense layer's weight packed for one kernel, and its bias, as a candle op (`[m, in]` → `[m, out]`).
+struct PackedLinear {
+    weights: Weights,
     bias: Vec<f32>,
 }
 
-impl CustomOp1 for AmxLinear {
+/// A weight in the layout of the kernel that reads it (packed only for a kernel that runs here).
+enum Weights {
+    Amx(PackedWeight),
+    Dense(Kernel, Packed),
+}
+
+impl CustomOp1 for PackedLinear {
     fn name(&self) -> &'static str {
-        "amx-bf16-linear"
+        "packed-linear"
     }
 
     fn cpu_fwd(&self, storage: &CpuStorage, layout: &Layout) -> Result<(CpuStorage, Shape)> {
-        let input = contiguous_f32(storage, layout, "amx linear")?;
+        let input = contiguous_f32(storage, layout, "packed linear")?;
         let (m, k) = layout.shape().dims2()?;
-        if k != self.weight.inputs() {
-            candle_core::bail!(
-                "amx linear: {k} inputs, the layer has {}",
-                self.weight.inputs()
-            );
+        let (inputs, n) = match &self.weights {
+            Weights::Amx(w) => (w.inputs(), w.outputs()),
+            Weights::Dense(_, w) => (w.inputs(), w.outputs()),
+        };
+        if k != inputs {
+            candle_core::bail!("packed linear: {k} inputs, the layer has {inputs}");
         }
-        let n = self.weight.outputs();
         let mut out = vec![0f32; m * n];
-        self.weight.matmul_bias(input, &self.bias, &mut out);
+        match &self.weights {
+            Weights::Amx(w) => w.matmul_bias(input, &self.bias, &mut out),
+            Weights::Dense(kernel, w) => {
+                let Some(o) = Operands::new(w, input, &self.bias, &mut out) else {
+                    candle_core::bail!("packed linear: operands do not fit a {k}x{n} layer");
+                };
+                dense_product(*kernel, w, o);
+            }
+        }
         Ok((CpuStorage::F32(out), Shape::from((m, n))))
+    }
+}
+
+/// Runs a packed product on its kernel (weights are packed only for a kernel that runs here).
+fn dense_product(kernel: Kernel, w: &Packed, o: Operands) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `Linear::pack` packs only for a kernel whose instructions this CPU has (`Kernel::runs_here`).
+    unsafe {
+        match kernel {
+            Kernel::Avx2 => super::dense::x86::f32_avx2(w, o),
+            Kernel::Avx2I16 => super::dense::x86::i16_avx2(w, o),
+            Kernel::Avx512 => super::dense::x86::f32_avx512(w, o),
+            Kernel::Avx512Bf16 => super::dense::x86::bf16_avx512(w, o),
+            Kernel::AmxBf16 | Kernel::Portable => unreachable!("{kernel} has no dense packing"),
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (w, o);
+        unreachable!("{kernel} is not packed off x86-64");
     }
 }
 
@@ -168,29 +231,18 @@ impl Layer {
     }
 
     /// `x` is `[b*l, h]`: `b` sequences padded to `l` positions, `lens` real tokens in each.
-    fn forward(
-        &self,
-        x: &Tensor,
-        lens: &[usize],
-        l: usize,
-        heads: usize,
-        bf16: bool,
-    ) -> Result<Tensor> {
-        let ctx = self
-            .qkv
-            .forward(x, bf16)?
-            .apply_op1_no_bwd(&SelfAttention {
-                lens,
-                seq_len: l,
-                heads,
-            })?;
+    fn forward(&self, x: &Tensor, lens: &[usize], l: usize, heads: usize) -> Result<Tensor> {
+        let ctx = self.qkv.forward(x)?.apply_op1_no_bwd(&SelfAttention {
+            lens,
+            seq_len: l,
+            heads,
+        })?;
         let x = self
             .attn_norm
-            .forward(&(self.attn_out.forward(&ctx, bf16)? + x)?)?;
-        let inner = self.ffn_in.forward(&x, bf16)?;
+            .forward(&(self.attn_out.forward(&ctx)? + x)?)?;
+        let inner = self.ffn_in.forward(&x)?;
         inner.inplace_op1(&Gelu)?;
-        self.ffn_norm
-            .forward(&(self.ffn_out.forward(&inner, bf16)? + x)?)
+        self.ffn_norm.forward(&(self.ffn_out.forward(&inner)? + x)?)
     }
 }
 
@@ -204,6 +256,7 @@ pub struct Bert {
     heads: usize,
     hidden: usize,
     device: Device,
+    kernel: Kernel,
 }
 
 impl Bert {
@@ -239,13 +292,92 @@ impl Bert {
             heads: c.num_attention_heads,
             hidden: h,
             device: vb.device().clone(),
+            kernel: Kernel::Portable,
         })
+    }
+
+    /// Packs the dense layers for `kernel` and checks it against candle's product on the first layer; a kernel
+    /// that disagrees (beyond bf16 rounding for the bf16 ones) gives way to the next in line, with a warning.
+    /// Returns the kernel in effect.
+    pub fn use_kernel(&mut self, mut kernel: Kernel) -> Result<Kernel> {
+        use rayon::prelude::*;
+        loop {
+            let started = std::time::Instant::now();
+            // Every layer's four products, packed on all cores (a third of a second on one, at every start).
+            self.layers
+                .iter_mut()
+                .flat_map(|l| [&mut l.qkv, &mut l.attn_out, &mut l.ffn_in, &mut l.ffn_out])
+                .collect::<Vec<_>>()
+                .into_par_iter()
+                .try_for_each(|linear| linear.pack(kernel))?;
+            tracing::debug!("weights packed for {kernel} in {:?}", started.elapsed());
+            self.kernel = kernel;
+            if kernel == Kernel::Portable {
+                return Ok(kernel);
+            }
+            match self.check_kernel() {
+                Ok(()) => return Ok(kernel),
+                Err(why) => {
+                    let next = kernel.next();
+                    tracing::warn!(
+                        "embedding kernel {kernel} failed its check ({why}); using {next}"
+                    );
+                    kernel = next;
+                }
+            }
+        }
+    }
+
+    /// The kernel the dense layers run on.
+    pub fn kernel(&self) -> Kernel {
+        self.kernel
+    }
+
+    /// The first layer's widest product on a fixed pseudo-random input, kernel against candle's product: the
+    /// largest difference must stay within the kernel's rounding (relative to the largest output).
+    fn check_kernel(&self) -> std::result::Result<(), String> {
+        let Some(layer) = self.layers.first() else {
+            return Ok(());
+        };
+        let run = || -> Result<(f32, f32)> {
+            let rows = 29; // every remainder of the row groups, and more than one group
+            let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+            let x: Vec<f32> = (0..rows * self.hidden)
+                .map(|_| {
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    ((seed >> 40) as f32 / (1u64 << 24) as f32) * 4.0 - 2.0
+                })
+                .collect();
+            let x = Tensor::from_vec(x, (rows, self.hidden), &self.device)?;
+            let got = layer.qkv.forward(&x)?.flatten_all()?.to_vec1::<f32>()?;
+            let want = layer.qkv.reference(&x)?.flatten_all()?.to_vec1::<f32>()?;
+            let scale = want.iter().fold(0f32, |m, v| m.max(v.abs()));
+            let worst = got.iter().zip(&want).fold(0f32, |m, (g, w)| {
+                if g.is_finite() {
+                    m.max((g - w).abs())
+                } else {
+                    f32::INFINITY
+                }
+            });
+            Ok((worst, scale))
+        };
+        let (worst, scale) = run().map_err(|e| e.to_string())?;
+        let tolerance = if self.kernel.is_f32() { 1e-4 } else { 2e-2 };
+        if worst <= tolerance * scale.max(1.0) {
+            Ok(())
+        } else {
+            Err(format!(
+                "largest difference {worst} against outputs up to {scale}"
+            ))
+        }
     }
 
     /// Embeds one batch of token sequences (each already with `[CLS]`/`[SEP]`), returning one mean-pooled,
     /// L2-normalised vector per sequence. Sequences are right-padded to the longest; padding is masked out of
-    /// attention and of the mean. `bf16` runs the dense layers on AMX tiles where they were packed for them.
-    pub fn embed_batch(&self, seqs: &[&[u32]], bf16: bool) -> Result<Vec<Vec<f32>>> {
+    /// attention and of the mean. The dense layers run on the kernel chosen by [`Bert::use_kernel`].
+    pub fn embed_batch(&self, seqs: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
         let b = seqs.len();
         let l = seqs.iter().map(|s| s.len()).max().unwrap_or(0);
         if b == 0 || l == 0 {
@@ -266,7 +398,7 @@ impl Bert {
             .reshape((b * l, self.hidden))?;
         let mut x = self.embed_norm.forward(&x)?;
         for layer in &self.layers {
-            x = layer.forward(&x, &lens, l, self.heads, bf16)?;
+            x = layer.forward(&x, &lens, l, self.heads)?;
         }
         let flat = x.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
         Ok(seqs

@@ -9,9 +9,11 @@
 mod amx;
 mod attention;
 mod bert;
+mod dense;
 pub mod download;
 mod files;
 mod gelu;
+pub mod kernel;
 
 pub use files::{
     MODEL_DIR_NAME, MODEL_ID, ModelFiles, WEIGHTS_SHA256, resolve, resolve_or_download,
@@ -20,6 +22,7 @@ pub use files::{
 use bert::{Bert, BertConfig};
 use candle_core::{DType, Device};
 use candle_nn::VarBuilder;
+pub use kernel::{Kernel, KernelChoice};
 use rayon::prelude::*;
 use std::path::PathBuf;
 use tokenizers::Tokenizer;
@@ -137,35 +140,6 @@ impl Default for BatchPolicy {
     }
 }
 
-/// The arithmetic of the encoder's dense layers (its matrix products; everything else is f32 either way).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Precision {
-    /// f32 throughout: sentence-transformers' vectors to a cosine of 1.000000. The reference path, and the only
-    /// one on CPUs without AMX.
-    F32,
-    /// bf16 inputs with f32 accumulation on Intel AMX tiles (Sapphire Rapids and later): several times faster,
-    /// cosine ≥ 0.999 to sentence-transformers (`tests/embed_parity.rs`).
-    Bf16,
-}
-
-impl Precision {
-    /// What `GHOLA_EMBED_PRECISION` asks for (`f32` or `bf16`); bf16 when unset and the CPU has AMX.
-    pub fn from_env() -> Self {
-        match std::env::var("GHOLA_EMBED_PRECISION").as_deref() {
-            Ok("f32") => Precision::F32,
-            _ => Precision::Bf16.effective(),
-        }
-    }
-
-    /// This precision as this CPU can run it: bf16 falls back to f32 without AMX.
-    pub fn effective(self) -> Self {
-        match self {
-            Precision::Bf16 if amx::available() => Precision::Bf16,
-            _ => Precision::F32,
-        }
-    }
-}
-
 /// The loaded model: tokenizer, encoder and the thread pool its batches run on.
 pub struct Embedder {
     model: Bert,
@@ -174,13 +148,18 @@ pub struct Embedder {
     sep: u32,
     pool: rayon::ThreadPool,
     policy: BatchPolicy,
-    precision: Precision,
     files: ModelFiles,
 }
 
 impl Embedder {
-    /// Loads the model from resolved files (the weights are memory-mapped).
+    /// Loads the model from resolved files (the weights are memory-mapped), on the fastest kernel this CPU runs.
     pub fn load(files: &ModelFiles) -> Result<Self, EmbedError> {
+        Self::load_with(files, KernelChoice::Fastest)
+    }
+
+    /// Loads the model with the dense layers on the kernel `choice` gives (checked as [`Embedder::set_kernel`]
+    /// says).
+    pub fn load_with(files: &ModelFiles, choice: KernelChoice) -> Result<Self, EmbedError> {
         let load_err = |path: &PathBuf, reason: String| EmbedError::Load {
             path: path.clone(),
             reason,
@@ -208,7 +187,11 @@ impl Embedder {
         let vb =
             unsafe { VarBuilder::from_mmaped_safetensors(&[&files.weights], DType::F32, &device) }
                 .map_err(|e| load_err(&files.weights, e.to_string()))?;
-        let model = Bert::load(vb, &config).map_err(|e| load_err(&files.weights, e.to_string()))?;
+        let mut model =
+            Bert::load(vb, &config).map_err(|e| load_err(&files.weights, e.to_string()))?;
+        model
+            .use_kernel(choice.resolve())
+            .map_err(|e| load_err(&files.weights, e.to_string()))?;
         if config.hidden_size != DIM {
             return Err(load_err(
                 &files.config,
@@ -228,7 +211,6 @@ impl Embedder {
             sep,
             pool,
             policy: BatchPolicy::default(),
-            precision: Precision::from_env(),
             files: files.clone(),
         })
     }
@@ -242,9 +224,10 @@ impl Embedder {
     /// loads them: what the commands that index and the server use.
     pub fn obtain(
         flag: Option<&std::path::Path>,
+        kernel: KernelChoice,
         progress: &mut dyn download::DownloadProgress,
     ) -> Result<Self, EmbedError> {
-        Self::load(&resolve_or_download(flag, progress)?)
+        Self::load_with(&resolve_or_download(flag, progress)?, kernel)
     }
 
     /// The files this embedder was loaded from.
@@ -257,16 +240,16 @@ impl Embedder {
         self.policy = policy;
     }
 
-    /// Chooses the arithmetic of the dense layers (bf16 falls back to f32 on CPUs without AMX); returns the one
-    /// in effect.
-    pub fn set_precision(&mut self, precision: Precision) -> Precision {
-        self.precision = precision.effective();
-        self.precision
+    /// Moves the dense layers to the kernel `choice` gives: its weights are packed, and it is checked against
+    /// candle's product on the first layer (one that disagrees gives way to the next in line, with a warning).
+    /// Returns the kernel in effect.
+    pub fn set_kernel(&mut self, choice: KernelChoice) -> Result<Kernel, EmbedError> {
+        Ok(self.model.use_kernel(choice.resolve())?)
     }
 
-    /// The arithmetic of the dense layers in effect.
-    pub fn precision(&self) -> Precision {
-        self.precision
+    /// The kernel the dense layers run on.
+    pub fn kernel(&self) -> Kernel {
+        self.model.kernel()
     }
 
     /// One vector per text: the embedding of its first 256 word pieces, exactly what sentence-transformers
@@ -367,9 +350,7 @@ impl Embedder {
         let batches = plan_batches(seqs, self.policy);
         let run = |batch: &Vec<usize>| -> Result<Vec<(usize, Vector)>, EmbedError> {
             let refs: Vec<&[u32]> = batch.iter().map(|&i| seqs[i].as_slice()).collect();
-            let vecs = self
-                .model
-                .embed_batch(&refs, self.precision == Precision::Bf16)?;
+            let vecs = self.model.embed_batch(&refs)?;
             Ok(batch
                 .iter()
                 .copied()

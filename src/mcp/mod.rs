@@ -50,6 +50,8 @@ pub struct ServeConfig {
     pub memory_limit: u64,
     /// A search response's character bound.
     pub response_chars: usize,
+    /// The embedding kernel to load the model on.
+    pub embed_kernel: crate::embed::KernelChoice,
 }
 
 /// Shared state of the server.
@@ -250,7 +252,11 @@ impl GholaServer {
                         done: 0,
                         shown: 0,
                     };
-                    let error = match Embedder::obtain(me.cfg.model_dir.as_deref(), &mut progress) {
+                    let error = match Embedder::obtain(
+                        me.cfg.model_dir.as_deref(),
+                        me.cfg.embed_kernel,
+                        &mut progress,
+                    ) {
                         Ok(e) => {
                             let _ = me.embedder.set(e);
                             *me.model_error.lock().unwrap_or_else(|e| e.into_inner()) = None;

@@ -1,0 +1,848 @@
+//! Dense-layer products (`out = x · W + bias`) with the weight packed once at load, one kernel per instruction
+//! set: AVX2+FMA and AVX-512F in f32, AVX-512 BF16 (`vdpbf16ps`: bf16 pairs, f32 accumulation).
+//!
+//! candle's f32 product (the `gemm` crate) packs both operands on every call and, on a stable compiler, has
+//! only its AVX2 kernel. The encoder's weights never change, so here each is packed once, at load, into panels
+//! of output columns laid out in the order the kernel reads them; a call streams the activations as they are
+//! (row-major, broadcast one value at a time) and keeps a block of outputs in registers for a whole slice of
+//! the inputs. Loop order (outer to inner): a slice of `KC` inputs (its part of a panel fits the L1 cache), a
+//! block of `MC` rows (fits L2), each panel, each group of `MR` rows.
+//!
+//! Each kernel is compiled for its instruction set and picked at run time ([`super::kernel::Kernel`]); the bf16
+//! kernel's loop is written once over [`Bf16Lanes`], so that its packing and indexing are exercised by an
+//! emulation of the instruction on any CPU (`tests` below), while the intrinsic itself runs only where the CPU
+//! has it (and is checked against f32 at load: [`super::kernel`]).
+
+// Off x86-64 no kernel here runs (candle's product serves the layers); the packing and the emulated bf16 loop are
+// still compiled and tested there.
+#![cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+
+/// Inputs per slice: a 16-column f32 panel slice is 16 KiB, a 32-column one 32 KiB. For 16-bit integers it is
+/// also the span of one activation scale, and what keeps the 32-bit sums from overflowing:
+/// `A_LEVELS · W_LEVELS · KC` = 2,047 · 4,095 · 256 < 2^31.
+const KC: usize = 256;
+/// 16-bit integer kernel: activations are rounded to ±2,047 steps of their slice's largest magnitude (per row
+/// and slice of `KC` inputs), weights to ±4,095 of their column's.
+const A_LEVELS: f32 = 2047.0;
+const W_LEVELS: f32 = 4095.0;
+/// Rows per block: 96 rows × 256 inputs × 4 bytes = 96 KiB (L2).
+const MC: usize = 96;
+
+/// A weight `[k, n]` (inputs × outputs) packed for one kernel.
+pub struct Packed {
+    k: usize,
+    n: usize,
+    /// f32 panels (`Layout::F32`): panel `j` holds columns `NR·j..NR·j+NR`, input `p` at `(j·k + p)·NR`.
+    f32s: Vec<f32>,
+    /// bf16 pair panels (`Layout::Bf16Pairs`): panel `j` (32 columns), input pair `q` (inputs `2q`, `2q+1`),
+    /// column `c` at `(j·k/2 + q)·32 + c`, the lower bf16 the even input. For `Layout::I16Pairs`, the same
+    /// with 16-column panels and 16-bit integers.
+    pairs: Vec<u32>,
+    /// `Layout::I16Pairs`: each column's scale (its integers times this are its weights).
+    scales: Vec<f32>,
+}
+
+/// How a weight is laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// f32 panels `nr` columns wide.
+    F32 { nr: usize },
+    /// bf16 pairs in panels 32 columns wide.
+    Bf16Pairs,
+    /// 16-bit integer pairs in panels 16 columns wide, a scale per column (weights to 13 bits: ±4095).
+    I16Pairs,
+}
+
+impl Packed {
+    /// Packs `w_t` (`[k, n]` row-major). `None` when `n` is not a multiple of the panel width or `k` is odd for
+    /// bf16 pairs (candle's product then serves the layer).
+    pub fn pack(w_t: &[f32], k: usize, n: usize, layout: Layout) -> Option<Self> {
+        if k == 0 || n == 0 || w_t.len() != k * n {
+            return None;
+        }
+        match layout {
+            Layout::F32 { nr } => {
+                if !n.is_multiple_of(nr) {
+                    return None;
+                }
+                let mut f32s = vec![0f32; k * n];
+                for j in 0..n / nr {
+                    for p in 0..k {
+                        let dst = &mut f32s[(j * k + p) * nr..][..nr];
+                        dst.copy_from_slice(&w_t[p * n + j * nr..][..nr]);
+                    }
+                }
+                Some(Self {
+                    k,
+                    n,
+                    f32s,
+                    pairs: Vec::new(),
+                    scales: Vec::new(),
+                })
+            }
+            Layout::Bf16Pairs => {
+                if !n.is_multiple_of(32) || !k.is_multiple_of(2) {
+                    return None;
+                }
+                let mut pairs = vec![0u32; k / 2 * n];
+                for j in 0..n / 32 {
+                    for q in 0..k / 2 {
+                        for c in 0..32 {
+                            let lo = bf16(w_t[2 * q * n + j * 32 + c]) as u32;
+                            let hi = bf16(w_t[(2 * q + 1) * n + j * 32 + c]) as u32;
+                            pairs[(j * k / 2 + q) * 32 + c] = lo | hi << 16;
+                        }
+                    }
+                }
+                Some(Self {
+                    k,
+                    n,
+                    f32s: Vec::new(),
+                    pairs,
+                    scales: Vec::new(),
+                })
+            }
+            Layout::I16Pairs => {
+                if !n.is_multiple_of(16) || !k.is_multiple_of(2) {
+                    return None;
+                }
+                // Row by row (the weight is row-major): each column's largest magnitude, then the integers.
+                let mut top = vec![0f32; n];
+                for row in w_t.chunks_exact(n) {
+                    for (t, v) in top.iter_mut().zip(row) {
+                        *t = t.max(v.abs());
+                    }
+                }
+                let scales: Vec<f32> = top.iter().map(|t| t / W_LEVELS).collect();
+                let inv: Vec<f32> = scales
+                    .iter()
+                    .map(|&s| if s > 0.0 { 1.0 / s } else { 0.0 })
+                    .collect();
+                let q = |v: f32, inv: f32| {
+                    (v * inv).round().clamp(-W_LEVELS, W_LEVELS) as i16 as u16 as u32
+                };
+                let mut pairs = vec![0u32; k / 2 * n];
+                for qq in 0..k / 2 {
+                    let (even, odd) = (&w_t[2 * qq * n..][..n], &w_t[(2 * qq + 1) * n..][..n]);
+                    for c in 0..n {
+                        pairs[((c / 16) * k / 2 + qq) * 16 + c % 16] =
+                            q(even[c], inv[c]) | q(odd[c], inv[c]) << 16;
+                    }
+                }
+                Some(Self {
+                    k,
+                    n,
+                    f32s: Vec::new(),
+                    pairs,
+                    scales,
+                })
+            }
+        }
+    }
+
+    /// Inputs of the layer.
+    pub fn inputs(&self) -> usize {
+        self.k
+    }
+
+    /// Outputs of the layer.
+    pub fn outputs(&self) -> usize {
+        self.n
+    }
+
+    /// The f32 panels (empty for bf16 pairs).
+    pub fn f32_panels(&self) -> &[f32] {
+        &self.f32s
+    }
+
+    /// The bf16 or 16-bit integer pair panels (empty for f32).
+    pub fn bf16_pairs(&self) -> &[u32] {
+        &self.pairs
+    }
+
+    /// The columns' scales of 16-bit integer pairs (empty otherwise).
+    pub fn column_scales(&self) -> &[f32] {
+        &self.scales
+    }
+}
+
+/// Rounds to bf16, to nearest with ties to even (what hardware conversions do).
+#[inline(always)]
+pub fn bf16(x: f32) -> u16 {
+    let b = x.to_bits();
+    (b.wrapping_add(0x7fff + ((b >> 16) & 1)) >> 16) as u16
+}
+
+/// The slices of one product, checked: `x` is `[m, k]`, `bias` `[n]`, `out` `[m, n]`.
+pub struct Operands<'a> {
+    pub x: &'a [f32],
+    pub bias: &'a [f32],
+    pub out: &'a mut [f32],
+    pub m: usize,
+}
+
+impl<'a> Operands<'a> {
+    /// Checks the sizes against a packed weight (`None` when they do not fit it).
+    pub fn new(w: &Packed, x: &'a [f32], bias: &'a [f32], out: &'a mut [f32]) -> Option<Self> {
+        if !x.len().is_multiple_of(w.k) || bias.len() != w.n {
+            return None;
+        }
+        let m = x.len() / w.k;
+        (out.len() == m * w.n).then_some(Self { x, bias, out, m })
+    }
+}
+
+/// The blocked loop over f32 panels, shared by the AVX2 and AVX-512 kernels: `tile(r, rows, a, lda, panel, kc,
+/// out, ldc, first)` multiplies `rows` (≤ `MR`) rows starting at `a` by a panel slice of `kc` inputs into `out`,
+/// starting from the bias when `first`.
+#[inline(always)]
+fn blocked<const NR: usize, const MR: usize>(
+    w: &Packed,
+    o: &mut Operands,
+    tile: impl Fn(usize, *const f32, *const f32, usize, *mut f32, *const f32, bool),
+) {
+    let (k, n) = (w.k, w.n);
+    let panels = w.f32_panels();
+    let (x, out) = (o.x.as_ptr(), o.out.as_mut_ptr());
+    for k0 in (0..k).step_by(KC) {
+        let kc = KC.min(k - k0);
+        for i0 in (0..o.m).step_by(MC) {
+            let i1 = (i0 + MC).min(o.m);
+            for j in 0..n / NR {
+                let panel = panels[(j * k + k0) * NR..].as_ptr();
+                for i in (i0..i1).step_by(MR) {
+                    let rows = MR.min(i1 - i);
+                    // SAFETY: `Operands::new` checked `x` is m×k and `out` m×n; rows < m, k0 + kc ≤ k, and
+                    // columns NR·j..NR·j+NR < n.
+                    let (a, c) = unsafe { (x.add(i * k + k0), out.add(i * n + j * NR)) };
+                    let bias = o.bias[j * NR..].as_ptr();
+                    tile(rows, a, panel, kc, c, bias, k0 == 0);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+pub mod x86 {
+    //! The x86-64 kernels; each `unsafe fn` needs its instruction set (checked by the caller).
+    use super::{Bf16Lanes, Operands, Packed, bf16_product, blocked};
+    use std::arch::x86_64::*;
+
+    /// `out = x · W + bias` on AVX2+FMA: 6 rows × 16 columns (12 accumulators) per step.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 and FMA; `w` packed with `Layout::F32 { nr: 16 }`.
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn f32_avx2(w: &Packed, mut o: Operands) {
+        let k = w.inputs();
+        blocked::<16, 6>(w, &mut o, |rows, a, b, kc, c, bias, first| {
+            let n = w.outputs();
+            // SAFETY: the feature was checked by the caller; pointers are in bounds (`blocked`).
+            unsafe {
+                match rows {
+                    6 => tile_avx2::<6>(a, k, b, kc, c, n, bias, first),
+                    5 => tile_avx2::<5>(a, k, b, kc, c, n, bias, first),
+                    4 => tile_avx2::<4>(a, k, b, kc, c, n, bias, first),
+                    3 => tile_avx2::<3>(a, k, b, kc, c, n, bias, first),
+                    2 => tile_avx2::<2>(a, k, b, kc, c, n, bias, first),
+                    _ => tile_avx2::<1>(a, k, b, kc, c, n, bias, first),
+                }
+            }
+        });
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn tile_avx2<const R: usize>(
+        a: *const f32,
+        lda: usize,
+        b: *const f32,
+        kc: usize,
+        c: *mut f32,
+        ldc: usize,
+        bias: *const f32,
+        first: bool,
+    ) {
+        // SAFETY: the caller passes R rows of `kc` inputs at `a` (stride lda), a panel slice of kc × 16 at `b`
+        // and R rows of 16 outputs at `c` (stride ldc).
+        unsafe {
+            let mut acc = [[_mm256_setzero_ps(); 2]; R];
+            for (r, row) in acc.iter_mut().enumerate() {
+                let src = if first { bias } else { c.add(r * ldc) };
+                row[0] = _mm256_loadu_ps(src);
+                row[1] = _mm256_loadu_ps(src.add(8));
+            }
+            for p in 0..kc {
+                let b0 = _mm256_loadu_ps(b.add(p * 16));
+                let b1 = _mm256_loadu_ps(b.add(p * 16 + 8));
+                for (r, row) in acc.iter_mut().enumerate() {
+                    let av = _mm256_broadcast_ss(&*a.add(r * lda + p));
+                    row[0] = _mm256_fmadd_ps(av, b0, row[0]);
+                    row[1] = _mm256_fmadd_ps(av, b1, row[1]);
+                }
+            }
+            for (r, row) in acc.iter().enumerate() {
+                _mm256_storeu_ps(c.add(r * ldc), row[0]);
+                _mm256_storeu_ps(c.add(r * ldc + 8), row[1]);
+            }
+        }
+    }
+
+    /// `out = x · W + bias` on AVX-512F: 12 rows × 32 columns (24 accumulators) per step.
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512F; `w` packed with `Layout::F32 { nr: 32 }`.
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn f32_avx512(w: &Packed, mut o: Operands) {
+        let k = w.inputs();
+        blocked::<32, 12>(w, &mut o, |rows, a, b, kc, c, bias, first| {
+            let n = w.outputs();
+            // SAFETY: as in `f32_avx2`.
+            unsafe {
+                match rows {
+                    12 => tile_avx512::<12>(a, k, b, kc, c, n, bias, first),
+                    11 => tile_avx512::<11>(a, k, b, kc, c, n, bias, first),
+                    10 => tile_avx512::<10>(a, k, b, kc, c, n, bias, first),
+                    9 => tile_avx512::<9>(a, k, b, kc, c, n, bias, first),
+                    8 => tile_avx512::<8>(a, k, b, kc, c, n, bias, first),
+                    7 => tile_avx512::<7>(a, k, b, kc, c, n, bias, first),
+                    6 => tile_avx512::<6>(a, k, b, kc, c, n, bias, first),
+                    5 => tile_avx512::<5>(a, k, b, kc, c, n, bias, first),
+                    4 => tile_avx512::<4>(a, k, b, kc, c, n, bias, first),
+                    3 => tile_avx512::<3>(a, k, b, kc, c, n, bias, first),
+                    2 => tile_avx512::<2>(a, k, b, kc, c, n, bias, first),
+                    _ => tile_avx512::<1>(a, k, b, kc, c, n, bias, first),
+                }
+            }
+        });
+    }
+
+    #[target_feature(enable = "avx512f")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn tile_avx512<const R: usize>(
+        a: *const f32,
+        lda: usize,
+        b: *const f32,
+        kc: usize,
+        c: *mut f32,
+        ldc: usize,
+        bias: *const f32,
+        first: bool,
+    ) {
+        // SAFETY: as in `tile_avx2`, with 32-column panels.
+        unsafe {
+            let mut acc = [[_mm512_setzero_ps(); 2]; R];
+            for (r, row) in acc.iter_mut().enumerate() {
+                let src = if first { bias } else { c.add(r * ldc) };
+                row[0] = _mm512_loadu_ps(src);
+                row[1] = _mm512_loadu_ps(src.add(16));
+            }
+            for p in 0..kc {
+                let b0 = _mm512_loadu_ps(b.add(p * 32));
+                let b1 = _mm512_loadu_ps(b.add(p * 32 + 16));
+                for (r, row) in acc.iter_mut().enumerate() {
+                    let av = _mm512_set1_ps(*a.add(r * lda + p));
+                    row[0] = _mm512_fmadd_ps(av, b0, row[0]);
+                    row[1] = _mm512_fmadd_ps(av, b1, row[1]);
+                }
+            }
+            for (r, row) in acc.iter().enumerate() {
+                _mm512_storeu_ps(c.add(r * ldc), row[0]);
+                _mm512_storeu_ps(c.add(r * ldc + 16), row[1]);
+            }
+        }
+    }
+
+    /// `out = x · W + bias` on AVX2 with 16-bit integers (`vpmaddwd`: two products summed into 32 bits per lane),
+    /// 6 rows × 16 columns per step: twice the multiply-adds per instruction of f32 on CPUs with two `vpmaddwd`
+    /// ports (AMD Zen), at ~12 bits of each activation (a scale per row and slice of 256 inputs) and 13 of each
+    /// weight (a scale per column); the sums of each slice go to f32 before they could overflow.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 and FMA; `w` packed with `Layout::I16Pairs`.
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn i16_avx2(w: &Packed, o: Operands) {
+        let (k, n, m) = (w.k, w.n, o.m);
+        let kp = k / 2;
+        let slices = k.div_ceil(super::KC);
+        super::I16_SCRATCH.with(|s| {
+            let mut s = s.borrow_mut();
+            let (a, row_scales) = &mut *s;
+            super::quantize_rows(o.x, k, a, row_scales);
+            let (ap, out) = (a.as_ptr(), o.out.as_mut_ptr());
+            let pairs = w.bf16_pairs();
+            const QC: usize = super::KC / 2;
+            for (slice, q0) in (0..kp).step_by(QC).enumerate() {
+                let qc = QC.min(kp - q0);
+                for i0 in (0..m).step_by(super::MC) {
+                    let i1 = (i0 + super::MC).min(m);
+                    for j in 0..n / 16 {
+                        let panel = pairs[(j * kp + q0) * 16..].as_ptr();
+                        let bias = o.bias[j * 16..].as_ptr();
+                        let cs = w.column_scales()[j * 16..].as_ptr();
+                        for i in (i0..i1).step_by(6) {
+                            let rows = 6.min(i1 - i);
+                            // SAFETY: in bounds as in `blocked`: `a` is m × k/2 pairs, `row_scales` m × slices;
+                            // the caller checked the features.
+                            unsafe {
+                                let t = Tile {
+                                    a: ap.add(i * kp + q0),
+                                    lda: kp,
+                                    b: panel,
+                                    qc,
+                                    c: out.add(i * n + j * 16),
+                                    ldc: n,
+                                    bias,
+                                    col_scales: cs,
+                                    row_scales: row_scales[i * slices + slice..].as_ptr(),
+                                    rs_stride: slices,
+                                    first: q0 == 0,
+                                };
+                                match rows {
+                                    6 => tile_i16::<6>(&t),
+                                    5 => tile_i16::<5>(&t),
+                                    4 => tile_i16::<4>(&t),
+                                    3 => tile_i16::<3>(&t),
+                                    2 => tile_i16::<2>(&t),
+                                    _ => tile_i16::<1>(&t),
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        });
+    }
+
+    /// One step of the 16-bit kernel: `R` rows × 16 columns over one slice.
+    struct Tile {
+        a: *const u32,
+        lda: usize,
+        b: *const u32,
+        qc: usize,
+        c: *mut f32,
+        ldc: usize,
+        bias: *const f32,
+        col_scales: *const f32,
+        row_scales: *const f32,
+        rs_stride: usize,
+        first: bool,
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn tile_i16<const R: usize>(t: &Tile) {
+        // SAFETY: `i16_avx2` passes R rows of qc pairs at `a`, a panel slice of qc × 16 pairs at `b`, R rows of
+        // 16 outputs at `c`, 16 column scales and R row scales (stride rs_stride).
+        unsafe {
+            let mut acc = [[_mm256_setzero_si256(); 2]; R];
+            for q in 0..t.qc {
+                let b0 = _mm256_loadu_si256(t.b.add(q * 16).cast());
+                let b1 = _mm256_loadu_si256(t.b.add(q * 16 + 8).cast());
+                for (r, row) in acc.iter_mut().enumerate() {
+                    let av = _mm256_set1_epi32(*t.a.add(r * t.lda + q) as i32);
+                    row[0] = _mm256_add_epi32(row[0], _mm256_madd_epi16(av, b0));
+                    row[1] = _mm256_add_epi32(row[1], _mm256_madd_epi16(av, b1));
+                }
+            }
+            let cs0 = _mm256_loadu_ps(t.col_scales);
+            let cs1 = _mm256_loadu_ps(t.col_scales.add(8));
+            for (r, row) in acc.iter().enumerate() {
+                let src = if t.first { t.bias } else { t.c.add(r * t.ldc) };
+                let rs = _mm256_set1_ps(*t.row_scales.add(r * t.rs_stride));
+                let (s0, s1) = (_mm256_mul_ps(cs0, rs), _mm256_mul_ps(cs1, rs));
+                let o0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(row[0]), s0, _mm256_loadu_ps(src));
+                let o1 =
+                    _mm256_fmadd_ps(_mm256_cvtepi32_ps(row[1]), s1, _mm256_loadu_ps(src.add(8)));
+                _mm256_storeu_ps(t.c.add(r * t.ldc), o0);
+                _mm256_storeu_ps(t.c.add(r * t.ldc + 8), o1);
+            }
+        }
+    }
+
+    /// `vdpbf16ps` on 16 lanes.
+    pub struct Avx512Bf16;
+
+    impl Bf16Lanes for Avx512Bf16 {
+        type F = __m512;
+        type P = __m512i;
+
+        #[inline]
+        #[target_feature(enable = "avx512f,avx512bf16")]
+        unsafe fn load_f(p: *const f32) -> __m512 {
+            // SAFETY: the caller passes 16 readable floats.
+            unsafe { _mm512_loadu_ps(p) }
+        }
+
+        #[inline]
+        #[target_feature(enable = "avx512f,avx512bf16")]
+        unsafe fn store_f(p: *mut f32, v: __m512) {
+            // SAFETY: the caller passes 16 writable floats.
+            unsafe { _mm512_storeu_ps(p, v) }
+        }
+
+        #[inline]
+        #[target_feature(enable = "avx512f,avx512bf16")]
+        unsafe fn load_pairs(p: *const u32) -> __m512i {
+            // SAFETY: the caller passes 16 readable pairs.
+            unsafe { _mm512_loadu_si512(p.cast()) }
+        }
+
+        #[inline]
+        #[target_feature(enable = "avx512f,avx512bf16")]
+        unsafe fn splat_pair(pair: u32) -> __m512i {
+            _mm512_set1_epi32(pair as i32)
+        }
+
+        #[inline]
+        #[target_feature(enable = "avx512f,avx512bf16")]
+        unsafe fn dot(acc: __m512, a: __m512i, b: __m512i) -> __m512 {
+            // SAFETY: both are 512 bits of plain data.
+            let (a, b) = unsafe {
+                (
+                    std::mem::transmute::<__m512i, __m512bh>(a),
+                    std::mem::transmute::<__m512i, __m512bh>(b),
+                )
+            };
+            _mm512_dpbf16_ps(acc, a, b)
+        }
+    }
+
+    /// `out = x · W + bias` on AVX-512 BF16: activations rounded to bf16, 12 rows × 32 columns per step.
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512F and AVX-512 BF16; `w` packed with `Layout::Bf16Pairs`.
+    #[target_feature(enable = "avx512f,avx512bf16")]
+    pub unsafe fn bf16_avx512(w: &Packed, o: Operands) {
+        // SAFETY: the features were checked by the caller.
+        unsafe { bf16_product::<Avx512Bf16>(w, o) }
+    }
+}
+
+/// The operations of a bf16 dot-product kernel on `LANES` f32 lanes: real instructions, or an emulation for
+/// tests. Two registers of `P` (32 columns) per row make a step.
+pub trait Bf16Lanes {
+    /// 16 f32 accumulators.
+    type F: Copy;
+    /// 16 pairs of bf16.
+    type P: Copy;
+    /// # Safety
+    /// 16 readable floats at `p`; the CPU has the kernel's instructions.
+    unsafe fn load_f(p: *const f32) -> Self::F;
+    /// # Safety
+    /// 16 writable floats at `p`; the CPU has the kernel's instructions.
+    unsafe fn store_f(p: *mut f32, v: Self::F);
+    /// # Safety
+    /// 16 readable pairs at `p`; the CPU has the kernel's instructions.
+    unsafe fn load_pairs(p: *const u32) -> Self::P;
+    /// # Safety
+    /// The CPU has the kernel's instructions.
+    unsafe fn splat_pair(pair: u32) -> Self::P;
+    /// `acc[i] += a.lo[i]·b.lo[i] + a.hi[i]·b.hi[i]` for each lane.
+    ///
+    /// # Safety
+    /// The CPU has the kernel's instructions.
+    unsafe fn dot(acc: Self::F, a: Self::P, b: Self::P) -> Self::F;
+}
+
+thread_local! {
+    /// The activations as bf16 pairs, reused across calls on one thread.
+    static PAIRS: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// The activations as 16-bit integer pairs and their scales (row × slice), reused likewise.
+    static I16_SCRATCH: std::cell::RefCell<(Vec<u32>, Vec<f32>)> =
+        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// Rounds each row of `x` (`k` inputs) to 16-bit integer pairs, a scale per slice of [`KC`] inputs: the slice's
+/// largest magnitude is ±[`A_LEVELS`] steps. Inlined into its kernel, so that it is compiled for the kernel's
+/// instruction set (rounding is one instruction there, a library call below SSE4.1).
+#[inline(always)]
+fn quantize_rows(x: &[f32], k: usize, pairs: &mut Vec<u32>, scales: &mut Vec<f32>) {
+    let m = x.len() / k;
+    let slices = k.div_ceil(KC);
+    pairs.clear();
+    pairs.resize(m * k / 2, 0);
+    scales.clear();
+    scales.resize(m * slices, 0.0);
+    for (i, row) in x.chunks_exact(k).enumerate() {
+        for (t, slice) in row.chunks(KC).enumerate() {
+            let top = slice.iter().fold(0f32, |a, v| a.max(v.abs()));
+            let scale = top / A_LEVELS;
+            scales[i * slices + t] = scale;
+            let inv = if scale > 0.0 { 1.0 / scale } else { 0.0 };
+            let dst = &mut pairs[(i * k + t * KC) / 2..][..slice.len() / 2];
+            for (d, p) in dst.iter_mut().zip(slice.chunks_exact(2)) {
+                let lo = (p[0] * inv).round() as i16 as u16 as u32;
+                let hi = (p[1] * inv).round() as i16 as u16 as u32;
+                *d = lo | hi << 16;
+            }
+        }
+    }
+}
+
+/// The bf16 product over any [`Bf16Lanes`]: activations rounded to bf16 pairs once per call, then the blocked
+/// loop with 12 rows × 32 columns per step.
+///
+/// # Safety
+/// The CPU has `L`'s instructions; `w` packed with `Layout::Bf16Pairs`.
+#[inline(always)]
+pub unsafe fn bf16_product<L: Bf16Lanes>(w: &Packed, o: Operands) {
+    const MR: usize = 12;
+    let (k, n, m) = (w.k, w.n, o.m);
+    let kp = k / 2;
+    PAIRS.with(|s| {
+        let mut a = s.borrow_mut();
+        a.clear();
+        a.extend(
+            o.x.chunks_exact(2)
+                .map(|p| bf16(p[0]) as u32 | (bf16(p[1]) as u32) << 16),
+        );
+        let (ap, out) = (a.as_ptr(), o.out.as_mut_ptr());
+        let pairs = w.bf16_pairs();
+        const QC: usize = KC / 2;
+        for q0 in (0..kp).step_by(QC) {
+            let qc = QC.min(kp - q0);
+            for i0 in (0..m).step_by(MC) {
+                let i1 = (i0 + MC).min(m);
+                for j in 0..n / 32 {
+                    let panel = pairs[(j * kp + q0) * 32..].as_ptr();
+                    let bias = o.bias[j * 32..].as_ptr();
+                    for i in (i0..i1).step_by(MR) {
+                        let rows = MR.min(i1 - i);
+                        // SAFETY: in bounds as in `blocked` (pairs are k/2 per row); the caller checked the
+                        // instructions.
+                        unsafe {
+                            let (a, c) = (ap.add(i * kp + q0), out.add(i * n + j * 32));
+                            match rows {
+                                12 => tile_bf16::<L, 12>(a, kp, panel, qc, c, n, bias, q0 == 0),
+                                11 => tile_bf16::<L, 11>(a, kp, panel, qc, c, n, bias, q0 == 0),
+                                10 => tile_bf16::<L, 10>(a, kp, panel, qc, c, n, bias, q0 == 0),
+                                9 => tile_bf16::<L, 9>(a, kp, panel, qc, c, n, bias, q0 == 0),
+                                8 => tile_bf16::<L, 8>(a, kp, panel, qc, c, n, bias, q0 == 0),
+                                7 => tile_bf16::<L, 7>(a, kp, panel, qc, c, n, bias, q0 == 0),
+                                6 => tile_bf16::<L, 6>(a, kp, panel, qc, c, n, bias, q0 == 0),
+                                5 => tile_bf16::<L, 5>(a, kp, panel, qc, c, n, bias, q0 == 0),
+                                4 => tile_bf16::<L, 4>(a, kp, panel, qc, c, n, bias, q0 == 0),
+                                3 => tile_bf16::<L, 3>(a, kp, panel, qc, c, n, bias, q0 == 0),
+                                2 => tile_bf16::<L, 2>(a, kp, panel, qc, c, n, bias, q0 == 0),
+                                _ => tile_bf16::<L, 1>(a, kp, panel, qc, c, n, bias, q0 == 0),
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    });
+}
+
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn tile_bf16<L: Bf16Lanes, const R: usize>(
+    a: *const u32,
+    lda: usize,
+    b: *const u32,
+    qc: usize,
+    c: *mut f32,
+    ldc: usize,
+    bias: *const f32,
+    first: bool,
+) {
+    // SAFETY: R rows of qc pairs at `a` (stride lda), a panel slice of qc × 32 pairs at `b`, R rows of 32
+    // outputs at `c` (stride ldc); the caller checked the instructions.
+    unsafe {
+        let zero = L::load_f(bias);
+        let mut acc = [[zero; 2]; R];
+        for (r, row) in acc.iter_mut().enumerate() {
+            let src = if first { bias } else { c.add(r * ldc) };
+            row[0] = L::load_f(src);
+            row[1] = L::load_f(src.add(16));
+        }
+        for q in 0..qc {
+            let b0 = L::load_pairs(b.add(q * 32));
+            let b1 = L::load_pairs(b.add(q * 32 + 16));
+            for (r, row) in acc.iter_mut().enumerate() {
+                let av = L::splat_pair(*a.add(r * lda + q));
+                row[0] = L::dot(row[0], av, b0);
+                row[1] = L::dot(row[1], av, b1);
+            }
+        }
+        for (r, row) in acc.iter().enumerate() {
+            L::store_f(c.add(r * ldc), row[0]);
+            L::store_f(c.add(r * ldc + 16), row[1]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `vdpbf16ps` in plain Rust: what the instruction computes, lane by lane.
+    struct Emulated;
+
+    fn widen(h: u32) -> f32 {
+        f32::from_bits(h << 16)
+    }
+
+    impl Bf16Lanes for Emulated {
+        type F = [f32; 16];
+        type P = [u32; 16];
+        unsafe fn load_f(p: *const f32) -> [f32; 16] {
+            // SAFETY: the kernel passes 16 readable floats.
+            unsafe { std::ptr::read_unaligned(p.cast()) }
+        }
+        unsafe fn store_f(p: *mut f32, v: [f32; 16]) {
+            // SAFETY: the kernel passes 16 writable floats.
+            unsafe { std::ptr::write_unaligned(p.cast(), v) }
+        }
+        unsafe fn load_pairs(p: *const u32) -> [u32; 16] {
+            // SAFETY: the kernel passes 16 readable pairs.
+            unsafe { std::ptr::read_unaligned(p.cast()) }
+        }
+        unsafe fn splat_pair(pair: u32) -> [u32; 16] {
+            [pair; 16]
+        }
+        unsafe fn dot(mut acc: [f32; 16], a: [u32; 16], b: [u32; 16]) -> [f32; 16] {
+            for i in 0..16 {
+                acc[i] += widen(a[i] & 0xffff) * widen(b[i] & 0xffff)
+                    + widen(a[i] >> 16) * widen(b[i] >> 16);
+            }
+            acc
+        }
+    }
+
+    pub(crate) fn lcg(seed: &mut u64) -> f32 {
+        *seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((*seed >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+    }
+
+    pub(crate) fn reference(x: &[f32], w_t: &[f32], bias: &[f32], k: usize, n: usize) -> Vec<f32> {
+        let m = x.len() / k;
+        let mut out = vec![0f32; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                let mut s = bias[j] as f64;
+                for p in 0..k {
+                    s += x[i * k + p] as f64 * w_t[p * n + j] as f64;
+                }
+                out[i * n + j] = s as f32;
+            }
+        }
+        out
+    }
+
+    /// Shapes with row counts that leave every remainder of the row groups and inputs past one slice.
+    pub(crate) const SHAPES: [(usize, usize, usize); 5] = [
+        (1, 32, 32),
+        (13, 64, 96),
+        (45, 384, 1152),
+        (101, 1536, 384),
+        (200, 300, 64),
+    ];
+
+    fn case(m: usize, k: usize, n: usize) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+        let mut seed = (m * 31 + k * 7 + n) as u64;
+        let x = (0..m * k).map(|_| lcg(&mut seed)).collect();
+        let w = (0..k * n).map(|_| lcg(&mut seed)).collect();
+        let b = (0..n).map(|_| lcg(&mut seed)).collect();
+        (x, w, b)
+    }
+
+    #[test]
+    fn bf16_pairs_multiply_like_f32_within_bf16_rounding() {
+        for (m, k, n) in SHAPES {
+            let (x, w, b) = case(m, k, n);
+            let packed = Packed::pack(&w, k, n, Layout::Bf16Pairs).unwrap();
+            let mut out = vec![f32::NAN; m * n];
+            let o = Operands::new(&packed, &x, &b, &mut out).unwrap();
+            // SAFETY: the emulation needs no instructions.
+            unsafe { bf16_product::<Emulated>(&packed, o) };
+            let want = reference(&x, &w, &b, k, n);
+            // bf16 keeps 8 bits: each product is off by up to ~2^-8 relative; sums of k terms of ±0.25.
+            let tol = 0.02 * (k as f32).sqrt() * 0.25;
+            for (i, (g, e)) in out.iter().zip(&want).enumerate() {
+                assert!((g - e).abs() <= tol, "{m}x{k}x{n} [{i}]: {g} vs {e}");
+            }
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn i16_pairs_multiply_like_f32_within_their_rounding() {
+        if !(is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")) {
+            eprintln!("no AVX2 here, skipped");
+            return;
+        }
+        for (m, k, n) in SHAPES {
+            let (mut x, w, b) = case(m, k, n);
+            // An outlier input, as BERT's hidden states have: only its slice loses resolution.
+            x[k / 2] = 40.0;
+            let Some(packed) = Packed::pack(&w, k, n, Layout::I16Pairs) else {
+                continue;
+            };
+            let mut out = vec![f32::NAN; m * n];
+            let o = Operands::new(&packed, &x, &b, &mut out).unwrap();
+            // SAFETY: the features were just detected.
+            unsafe { x86::i16_avx2(&packed, o) };
+            let want = reference(&x, &w, &b, k, n);
+            for (i, (g, e)) in out.iter().zip(&want).enumerate() {
+                // Steps of 1/2047 of a slice's largest input (40 in the first row) and 1/4095 of a column's
+                // largest weight, over up to 1536 terms (the first row: ~6 standard deviations of its error).
+                let tol = if i < n {
+                    0.15
+                } else {
+                    2e-3 * (k as f32).sqrt() / 8.0
+                };
+                assert!((g - e).abs() <= tol, "{m}x{k}x{n} [{i}]: {g} vs {e}");
+            }
+        }
+    }
+
+    #[test]
+    fn packing_refuses_shapes_it_cannot_hold() {
+        let w = vec![0f32; 33 * 48];
+        assert!(Packed::pack(&w, 33, 48, Layout::Bf16Pairs).is_none()); // odd inputs, 48 columns
+        assert!(Packed::pack(&w, 48, 33, Layout::F32 { nr: 16 }).is_none());
+        assert!(Packed::pack(&w, 33, 48, Layout::F32 { nr: 16 }).is_some());
+        assert!(Packed::pack(&w, 33, 47, Layout::F32 { nr: 16 }).is_none()); // size mismatch
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn f32_kernels_match_f64_products() {
+        let have = |f: &str| match f {
+            "avx2" => is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"),
+            _ => is_x86_feature_detected!("avx512f"),
+        };
+        for (name, nr) in [("avx2", 16), ("avx512", 32)] {
+            if !have(name) {
+                eprintln!("{name}: not on this CPU, skipped");
+                continue;
+            }
+            for (m, k, n) in SHAPES {
+                let (x, w, b) = case(m, k, n);
+                let Some(packed) = Packed::pack(&w, k, n, Layout::F32 { nr }) else {
+                    continue;
+                };
+                let mut out = vec![f32::NAN; m * n];
+                let o = Operands::new(&packed, &x, &b, &mut out).unwrap();
+                // SAFETY: the feature was just detected.
+                unsafe {
+                    match name {
+                        "avx2" => x86::f32_avx2(&packed, o),
+                        _ => x86::f32_avx512(&packed, o),
+                    }
+                }
+                let want = reference(&x, &w, &b, k, n);
+                for (i, (g, e)) in out.iter().zip(&want).enumerate() {
+                    assert!(
+                        (g - e).abs() <= 1e-4,
+                        "{name} {m}x{k}x{n} [{i}]: {g} vs {e}"
+                    );
+                }
+            }
+        }
+    }
+}
