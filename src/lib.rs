@@ -14,4 +14,5 @@ pub mod replay;
 pub mod search;
 pub mod settings;
 pub mod transcript;
+pub mod ui;
 pub mod work;

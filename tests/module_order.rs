@@ -17,7 +17,7 @@ const ORDER: &[&[&str]] = &[
     &["replay"],
     &["notes"],
     &["work"],
-    &["mcp"],
+    &["mcp", "ui"],
 ];
 
 fn level(module: &str) -> Option<usize> {

@@ -114,6 +114,16 @@ pub enum Command {
         #[arg(long, default_value_t = 2)]
         poll_seconds: u64,
     },
+    /// A local web page to search and read your history: prints its address (with a token) on the first line
+    /// of stdout, serves on 127.0.0.1 until stopped (Ctrl-C).
+    Ui {
+        /// Port on 127.0.0.1 (0: a free one).
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+        /// Open the address in the default browser as well.
+        #[arg(long)]
+        open: bool,
+    },
     /// Diagnostic: JSON lines `{"text": …}` on stdin, one JSON array of 384 floats per line on stdout
     /// (the first chunk of each text, as sentence-transformers would embed it).
     Embed,
@@ -284,9 +294,46 @@ pub fn run(cli: Cli) -> Result<()> {
                 embed_kernel: knobs.embed_kernel,
             })
         }
+        Command::Ui { port, open } => ui(
+            ghola::ui::UiConfig {
+                claude_dir,
+                index_dir,
+                model_dir: cli.model_dir,
+                memory_limit: knobs.memory_limit,
+                embed_kernel: knobs.embed_kernel,
+                port,
+            },
+            open,
+        ),
         Command::Embed => embed_stdin(cli.model_dir.as_deref(), knobs.embed_kernel),
         Command::Bench { what } => run_bench(what, &claude_dir, cli.model_dir.as_deref()),
     }
+}
+
+/// `ghola ui`: the address goes to stdout first (and to the browser with `--open`), then the server runs.
+fn ui(cfg: ghola::ui::UiConfig, open: bool) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(ghola::ui::serve(cfg, |url| {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{url}");
+        let _ = out.flush();
+        if open {
+            let opener = if cfg!(target_os = "macos") {
+                "open"
+            } else if cfg!(windows) {
+                "explorer"
+            } else {
+                "xdg-open"
+            };
+            if let Err(e) = std::process::Command::new(opener).arg(url).spawn() {
+                tracing::warn!("could not open a browser ({opener}: {e}); open the address above");
+            }
+        }
+    }))?;
+    Ok(())
 }
 
 /// `ghola bench …`, in a build with the `bench` feature (the harnesses are not shipped in release builds).

@@ -1,0 +1,159 @@
+//! Who may talk to `ghola ui`: the browser that opened the printed address, and nothing else.
+//!
+//! The server listens on 127.0.0.1 only. Every request must carry the token made at start — in the address
+//! the user opens (`?token=…`), then in a cookie set from it (HttpOnly, SameSite=Strict) — or it gets 401. A
+//! `Host` header other than this server's loopback address and port gets 403 before anything else: a web page
+//! elsewhere cannot reach the server by pointing a name of its own at 127.0.0.1 (DNS rebinding). No CORS headers
+//! are sent, so other origins' scripts cannot read an answer. Pages change nothing (all are GET); the actions
+//! that will change state must be POSTs carrying the token in the form as well (a CSRF check), which a page
+//! of another origin cannot know.
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use std::sync::Arc;
+
+/// The name of the cookie that carries the token after the first request.
+pub const COOKIE: &str = "ghola_ui";
+
+/// A fresh token: 244 random bits (two v4 uuids), as hex.
+pub fn new_token() -> String {
+    format!(
+        "{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    )
+}
+
+/// What the guard needs to know about this server.
+pub struct Guard {
+    pub token: String,
+    pub port: u16,
+}
+
+impl Guard {
+    /// Whether `host` (a `Host` header) names this server: `127.0.0.1:PORT` or `localhost:PORT`.
+    pub fn host_ok(&self, host: &str) -> bool {
+        let host = host.trim();
+        host == format!("127.0.0.1:{}", self.port) || host == format!("localhost:{}", self.port)
+    }
+
+    /// Whether `given` is the token (compared in constant time: the answer's timing says nothing about it).
+    pub fn token_ok(&self, given: &str) -> bool {
+        let (a, b) = (given.as_bytes(), self.token.as_bytes());
+        a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    }
+
+    /// The token in a query string (`token=…`), if any.
+    pub fn token_in_query(query: Option<&str>) -> Option<String> {
+        // Tokens are hex: no percent-decoding needed, and a value that needed it is not the token.
+        query?
+            .split('&')
+            .filter_map(|p| p.split_once('='))
+            .find(|(k, _)| *k == "token")
+            .map(|(_, v)| v.to_string())
+    }
+
+    /// The token in a `Cookie` header, if any.
+    pub fn token_in_cookie(cookie: &str) -> Option<&str> {
+        cookie
+            .split(';')
+            .filter_map(|c| c.trim().split_once('='))
+            .find(|(k, _)| *k == COOKIE)
+            .map(|(_, v)| v)
+    }
+}
+
+/// The middleware: 403 for a foreign `Host`, 401 without the token, else the page (with the cookie set when
+/// the token came in the address).
+pub async fn check(State(guard): State<Arc<Guard>>, req: Request, next: Next) -> Response {
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    if !guard.host_ok(host) {
+        return (
+            StatusCode::FORBIDDEN,
+            "ghola ui answers only at its own loopback address\n",
+        )
+            .into_response();
+    }
+    let from_query = Guard::token_in_query(req.uri().query()).is_some_and(|t| guard.token_ok(&t));
+    let from_cookie = req
+        .headers()
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|c| c.to_str().ok())
+        .filter_map(Guard::token_in_cookie)
+        .any(|t| guard.token_ok(t));
+    if !(from_query || from_cookie) {
+        return (
+            StatusCode::UNAUTHORIZED,
+            "open the address `ghola ui` printed (it carries the token)\n",
+        )
+            .into_response();
+    }
+    let mut resp = next.run(req).await;
+    if from_query
+        && let Ok(v) = HeaderValue::from_str(&format!(
+            "{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
+            guard.token
+        ))
+    {
+        resp.headers_mut().append(header::SET_COOKIE, v);
+    }
+    resp.headers_mut().insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"),
+    );
+    resp.headers_mut()
+        .insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn guard() -> Guard {
+        Guard {
+            token: "abc123".into(),
+            port: 4321,
+        }
+    }
+
+    #[test]
+    fn only_this_servers_loopback_host_passes() {
+        let g = guard();
+        assert!(g.host_ok("127.0.0.1:4321") && g.host_ok("localhost:4321"));
+        for bad in [
+            "evil.example:4321",
+            "127.0.0.1:80",
+            "127.0.0.1",
+            "",
+            "localhost.evil.example:4321",
+        ] {
+            assert!(!g.host_ok(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_token_is_found_in_the_query_and_the_cookie_and_compared_whole() {
+        let g = guard();
+        assert_eq!(
+            Guard::token_in_query(Some("q=x&token=abc123")).as_deref(),
+            Some("abc123")
+        );
+        assert_eq!(Guard::token_in_query(Some("q=token")), None);
+        assert_eq!(
+            Guard::token_in_cookie("a=1; ghola_ui=abc123"),
+            Some("abc123")
+        );
+        assert!(g.token_ok("abc123"));
+        assert!(!g.token_ok("abc12") && !g.token_ok("abc1234") && !g.token_ok(""));
+        assert_ne!(new_token(), new_token());
+        assert_eq!(new_token().len(), 64);
+    }
+}
