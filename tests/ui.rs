@@ -199,6 +199,34 @@ fn the_browser_finds_a_hit_reads_its_session_and_strangers_are_refused() {
             .contains(&format!("<mark>{word}</mark>")),
         "{word} not marked"
     );
+    // Filters as on the command line: a date long past keeps the hit, a malformed one is a clear 400.
+    let (status, _, since) = get(
+        ui.addr,
+        &format!("/search?q={word}&since=2000-01-01"),
+        &host,
+        Some(&cookie),
+    );
+    assert_eq!(status, 200);
+    assert!(
+        since
+            .to_ascii_lowercase()
+            .contains(&format!("<mark>{word}</mark>"))
+    );
+    assert!(
+        since.contains("value=\"2000-01-01\""),
+        "the form keeps the filter"
+    );
+    let (status, _, bad) = get(
+        ui.addr,
+        &format!("/search?q={word}&since=someday"),
+        &host,
+        Some(&cookie),
+    );
+    assert_eq!(status, 400);
+    assert!(
+        bad.contains("<p class=note>") && bad.contains("someday"),
+        "{bad}"
+    );
     let link = body
         .split("href=\"/session/")
         .nth(1)

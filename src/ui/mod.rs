@@ -87,12 +87,14 @@ async fn home(State(app): State<Arc<App>>) -> Response {
     search_page(State(app), Query(SearchQuery::default())).await
 }
 
-/// `/search?q=…&project=…&subagents=0`.
+/// `/search?q=…&project=…&since=3d&subagents=0`.
 #[derive(Debug, Default, serde::Deserialize)]
 struct SearchQuery {
     #[serde(default)]
     q: String,
     project: Option<String>,
+    /// `90m`, `12h`, `3d`, `2w` or a date, as `ghola search --since`.
+    since: Option<String>,
     subagents: Option<String>,
 }
 
@@ -106,6 +108,15 @@ async fn search_page(State(app): State<Arc<App>>, Query(q): Query<SearchQuery>) 
         ))
         .into_response();
     }
+    let (project, since) = (
+        q.project.clone().unwrap_or_default(),
+        q.since.clone().unwrap_or_default(),
+    );
+    let filters = pages::Filters {
+        query: &query,
+        project: &project,
+        since: &since,
+    };
     let run = {
         let (app, query) = (app.clone(), query.clone());
         move || -> Result<String, String> {
@@ -114,6 +125,12 @@ async fn search_page(State(app): State<Arc<App>>, Query(q): Query<SearchQuery>) 
             p.context = 2;
             p.project = q.project.filter(|p| !p.trim().is_empty());
             p.include_subagents = q.subagents.as_deref() != Some("0");
+            if let Some(s) = q.since.as_deref().filter(|s| !s.trim().is_empty()) {
+                p.since(
+                    search::parse_since(s, "since", chrono::Utc::now())
+                        .map_err(|e| e.to_string())?,
+                );
+            }
             let snap = Snapshot::shared(&app.cfg.index_dir, app.cfg.memory_limit)
                 .map_err(|e| format!("the index could not be opened: {e}. Run `ghola index`."))?;
             let resp = search::search(&snap, app.embedder.get(), &p).map_err(|e| e.to_string())?;
@@ -121,7 +138,7 @@ async fn search_page(State(app): State<Arc<App>>, Query(q): Query<SearchQuery>) 
         }
     };
     match tokio::task::spawn_blocking(run).await {
-        Ok(Ok(body)) => Html(pages::layout(&query, &query, &body)).into_response(),
+        Ok(Ok(body)) => Html(pages::layout_with(&query, &filters, &body)).into_response(),
         Ok(Err(e)) => page_error(StatusCode::BAD_REQUEST, &query, &e),
         Err(e) => page_error(StatusCode::INTERNAL_SERVER_ERROR, &query, &e.to_string()),
     }

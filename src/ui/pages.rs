@@ -86,15 +86,38 @@ padding:.25em .5em;border-bottom:1px solid #eee}.note{color:#8a5a00}";
 
 /// A whole page: the bar (search box, projects), the title, the body.
 pub fn layout(title: &str, query: &str, body: &str) -> String {
+    layout_with(
+        title,
+        &Filters {
+            query,
+            project: "",
+            since: "",
+        },
+        body,
+    )
+}
+
+/// What the search form shows filled in.
+pub struct Filters<'a> {
+    pub query: &'a str,
+    pub project: &'a str,
+    pub since: &'a str,
+}
+
+/// [`layout`] with the search form's filters filled in.
+pub fn layout_with(title: &str, f: &Filters, body: &str) -> String {
     format!(
         "<!doctype html><html lang=en><head><meta charset=utf-8><meta name=viewport \
          content=\"width=device-width,initial-scale=1\"><title>{} — ghola</title><style>{STYLE}</style></head>\
          <body><header><strong>ghola</strong><a href=\"/search\">search</a><a href=\"/projects\">sessions</a></header>\
          <main><form class=search action=\"/search\" method=get><input type=search name=q value=\"{}\" \
-         placeholder=\"search your Claude Code history\" autofocus><button>search</button></form>{body}</main>\
-         </body></html>",
+         placeholder=\"search your Claude Code history\" autofocus><input name=project value=\"{}\" \
+         placeholder=\"project folder\" size=16><input name=since value=\"{}\" placeholder=\"since: 3d, 2026-11-01\" \
+         size=12><button>search</button></form>{body}</main></body></html>",
         escape(title),
-        escape(query),
+        escape(f.query),
+        escape(f.project),
+        escape(f.since),
     )
 }
 
