@@ -8,10 +8,11 @@
 //! the inputs. Loop order (outer to inner): a slice of `KC` inputs (its part of a panel fits the L1 cache), a
 //! block of `MC` rows (fits L2), each panel, each group of `MR` rows.
 //!
-//! Each kernel is compiled for its instruction set and picked at run time ([`super::kernel::Kernel`]); the bf16
-//! kernel's loop is written once over [`Bf16Lanes`], so that its packing and indexing are exercised by an
-//! emulation of the instruction on any CPU (`tests` below), while the intrinsic itself runs only where the CPU
-//! has it (and is checked against f32 at load: [`super::kernel`]).
+//! Each kernel is compiled for its instruction set and picked at run time ([`super::kernel::Kernel`]). The f32
+//! loop is written once over [`F32Lanes`] (AVX2 and AVX-512F share it) and the bf16 one over [`Bf16Lanes`], so
+//! that their packing and indexing are exercised by emulations of the instructions on any CPU (`tests` below),
+//! while the intrinsics run only where the CPU has them (and are checked against f32 at load:
+//! [`super::kernel`]).
 
 // Off x86-64 no kernel here runs (candle's product serves the layers); the packing and the emulated bf16 loop are
 // still compiled and tested there.
@@ -226,7 +227,7 @@ fn blocked<const NR: usize, const MR: usize>(
 #[cfg(target_arch = "x86_64")]
 pub mod x86 {
     //! The x86-64 kernels; each `unsafe fn` needs its instruction set (checked by the caller).
-    use super::{Bf16Lanes, Operands, Packed, bf16_product, blocked};
+    use super::{Bf16Lanes, F32Lanes, Operands, Packed, bf16_product, f32_product};
     use std::arch::x86_64::*;
 
     /// `out = x · W + bias` on AVX2+FMA: 6 rows × 16 columns (12 accumulators) per step.
@@ -234,59 +235,9 @@ pub mod x86 {
     /// # Safety
     /// The CPU must have AVX2 and FMA; `w` packed with `Layout::F32 { nr: 16 }`.
     #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn f32_avx2(w: &Packed, mut o: Operands) {
-        let k = w.inputs();
-        blocked::<16, 6>(w, &mut o, |rows, a, b, kc, c, bias, first| {
-            let n = w.outputs();
-            // SAFETY: the feature was checked by the caller; pointers are in bounds (`blocked`).
-            unsafe {
-                match rows {
-                    6 => tile_avx2::<6>(a, k, b, kc, c, n, bias, first),
-                    5 => tile_avx2::<5>(a, k, b, kc, c, n, bias, first),
-                    4 => tile_avx2::<4>(a, k, b, kc, c, n, bias, first),
-                    3 => tile_avx2::<3>(a, k, b, kc, c, n, bias, first),
-                    2 => tile_avx2::<2>(a, k, b, kc, c, n, bias, first),
-                    _ => tile_avx2::<1>(a, k, b, kc, c, n, bias, first),
-                }
-            }
-        });
-    }
-
-    #[target_feature(enable = "avx2,fma")]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn tile_avx2<const R: usize>(
-        a: *const f32,
-        lda: usize,
-        b: *const f32,
-        kc: usize,
-        c: *mut f32,
-        ldc: usize,
-        bias: *const f32,
-        first: bool,
-    ) {
-        // SAFETY: the caller passes R rows of `kc` inputs at `a` (stride lda), a panel slice of kc × 16 at `b`
-        // and R rows of 16 outputs at `c` (stride ldc).
-        unsafe {
-            let mut acc = [[_mm256_setzero_ps(); 2]; R];
-            for (r, row) in acc.iter_mut().enumerate() {
-                let src = if first { bias } else { c.add(r * ldc) };
-                row[0] = _mm256_loadu_ps(src);
-                row[1] = _mm256_loadu_ps(src.add(8));
-            }
-            for p in 0..kc {
-                let b0 = _mm256_loadu_ps(b.add(p * 16));
-                let b1 = _mm256_loadu_ps(b.add(p * 16 + 8));
-                for (r, row) in acc.iter_mut().enumerate() {
-                    let av = _mm256_broadcast_ss(&*a.add(r * lda + p));
-                    row[0] = _mm256_fmadd_ps(av, b0, row[0]);
-                    row[1] = _mm256_fmadd_ps(av, b1, row[1]);
-                }
-            }
-            for (r, row) in acc.iter().enumerate() {
-                _mm256_storeu_ps(c.add(r * ldc), row[0]);
-                _mm256_storeu_ps(c.add(r * ldc + 8), row[1]);
-            }
-        }
+    pub unsafe fn f32_avx2(w: &Packed, o: Operands) {
+        // SAFETY: the features were checked by the caller.
+        unsafe { f32_product::<Avx2F32, 16, 6>(w, o) }
     }
 
     /// `out = x · W + bias` on AVX-512F: 12 rows × 32 columns (24 accumulators) per step.
@@ -294,63 +245,76 @@ pub mod x86 {
     /// # Safety
     /// The CPU must have AVX-512F; `w` packed with `Layout::F32 { nr: 32 }`.
     #[target_feature(enable = "avx512f")]
-    pub unsafe fn f32_avx512(w: &Packed, mut o: Operands) {
-        let k = w.inputs();
-        blocked::<32, 12>(w, &mut o, |rows, a, b, kc, c, bias, first| {
-            let n = w.outputs();
-            // SAFETY: as in `f32_avx2`.
-            unsafe {
-                match rows {
-                    12 => tile_avx512::<12>(a, k, b, kc, c, n, bias, first),
-                    11 => tile_avx512::<11>(a, k, b, kc, c, n, bias, first),
-                    10 => tile_avx512::<10>(a, k, b, kc, c, n, bias, first),
-                    9 => tile_avx512::<9>(a, k, b, kc, c, n, bias, first),
-                    8 => tile_avx512::<8>(a, k, b, kc, c, n, bias, first),
-                    7 => tile_avx512::<7>(a, k, b, kc, c, n, bias, first),
-                    6 => tile_avx512::<6>(a, k, b, kc, c, n, bias, first),
-                    5 => tile_avx512::<5>(a, k, b, kc, c, n, bias, first),
-                    4 => tile_avx512::<4>(a, k, b, kc, c, n, bias, first),
-                    3 => tile_avx512::<3>(a, k, b, kc, c, n, bias, first),
-                    2 => tile_avx512::<2>(a, k, b, kc, c, n, bias, first),
-                    _ => tile_avx512::<1>(a, k, b, kc, c, n, bias, first),
-                }
-            }
-        });
+    pub unsafe fn f32_avx512(w: &Packed, o: Operands) {
+        // SAFETY: the feature was checked by the caller.
+        unsafe { f32_product::<Avx512F32, 32, 12>(w, o) }
     }
 
-    #[target_feature(enable = "avx512f")]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn tile_avx512<const R: usize>(
-        a: *const f32,
-        lda: usize,
-        b: *const f32,
-        kc: usize,
-        c: *mut f32,
-        ldc: usize,
-        bias: *const f32,
-        first: bool,
-    ) {
-        // SAFETY: as in `tile_avx2`, with 32-column panels.
-        unsafe {
-            let mut acc = [[_mm512_setzero_ps(); 2]; R];
-            for (r, row) in acc.iter_mut().enumerate() {
-                let src = if first { bias } else { c.add(r * ldc) };
-                row[0] = _mm512_loadu_ps(src);
-                row[1] = _mm512_loadu_ps(src.add(16));
-            }
-            for p in 0..kc {
-                let b0 = _mm512_loadu_ps(b.add(p * 32));
-                let b1 = _mm512_loadu_ps(b.add(p * 32 + 16));
-                for (r, row) in acc.iter_mut().enumerate() {
-                    let av = _mm512_set1_ps(*a.add(r * lda + p));
-                    row[0] = _mm512_fmadd_ps(av, b0, row[0]);
-                    row[1] = _mm512_fmadd_ps(av, b1, row[1]);
-                }
-            }
-            for (r, row) in acc.iter().enumerate() {
-                _mm512_storeu_ps(c.add(r * ldc), row[0]);
-                _mm512_storeu_ps(c.add(r * ldc + 16), row[1]);
-            }
+    /// AVX2 + FMA on 8 f32 lanes.
+    pub struct Avx2F32;
+
+    impl F32Lanes for Avx2F32 {
+        type V = __m256;
+        const LANES: usize = 8;
+
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn load(p: *const f32) -> __m256 {
+            // SAFETY: the caller passes 8 readable floats.
+            unsafe { _mm256_loadu_ps(p) }
+        }
+
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn store(p: *mut f32, v: __m256) {
+            // SAFETY: the caller passes 8 writable floats.
+            unsafe { _mm256_storeu_ps(p, v) }
+        }
+
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn splat(x: f32) -> __m256 {
+            _mm256_set1_ps(x)
+        }
+
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn mul_add(a: __m256, b: __m256, acc: __m256) -> __m256 {
+            _mm256_fmadd_ps(a, b, acc)
+        }
+    }
+
+    /// AVX-512F on 16 f32 lanes.
+    pub struct Avx512F32;
+
+    impl F32Lanes for Avx512F32 {
+        type V = __m512;
+        const LANES: usize = 16;
+
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn load(p: *const f32) -> __m512 {
+            // SAFETY: the caller passes 16 readable floats.
+            unsafe { _mm512_loadu_ps(p) }
+        }
+
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn store(p: *mut f32, v: __m512) {
+            // SAFETY: the caller passes 16 writable floats.
+            unsafe { _mm512_storeu_ps(p, v) }
+        }
+
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn splat(x: f32) -> __m512 {
+            _mm512_set1_ps(x)
+        }
+
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn mul_add(a: __m512, b: __m512, acc: __m512) -> __m512 {
+            _mm512_fmadd_ps(a, b, acc)
         }
     }
 
@@ -516,6 +480,113 @@ pub mod x86 {
     pub unsafe fn bf16_avx512(w: &Packed, o: Operands) {
         // SAFETY: the features were checked by the caller.
         unsafe { bf16_product::<Avx512Bf16>(w, o) }
+    }
+}
+
+/// The operations of an f32 kernel on `LANES` lanes: real instructions (AVX2, AVX-512F), or an emulation for
+/// tests. Two registers (`2·LANES` columns, the panel width) per row make a step.
+pub trait F32Lanes {
+    /// `LANES` floats.
+    type V: Copy;
+    /// Floats per register.
+    const LANES: usize;
+    /// # Safety
+    /// `LANES` readable floats at `p`; the CPU has the kernel's instructions.
+    unsafe fn load(p: *const f32) -> Self::V;
+    /// # Safety
+    /// `LANES` writable floats at `p`; the CPU has the kernel's instructions.
+    unsafe fn store(p: *mut f32, v: Self::V);
+    /// # Safety
+    /// The CPU has the kernel's instructions.
+    unsafe fn splat(x: f32) -> Self::V;
+    /// `acc + a·b` in each lane, rounded once.
+    ///
+    /// # Safety
+    /// The CPU has the kernel's instructions.
+    unsafe fn mul_add(a: Self::V, b: Self::V, acc: Self::V) -> Self::V;
+}
+
+/// The f32 product over any [`F32Lanes`]: panels `NR` (= 2 × lanes) wide, `MR` (≤ 12) rows per step.
+///
+/// # Safety
+/// The CPU has `L`'s instructions; `w` packed with `Layout::F32 { nr: NR }`.
+#[inline(always)]
+pub unsafe fn f32_product<L: F32Lanes, const NR: usize, const MR: usize>(
+    w: &Packed,
+    mut o: Operands,
+) {
+    debug_assert!(NR == 2 * L::LANES && MR <= 12);
+    let k = w.inputs();
+    let n = w.outputs();
+    blocked::<NR, MR>(w, &mut o, |rows, a, b, kc, c, bias, first| {
+        let t = F32Tile {
+            a,
+            lda: k,
+            b,
+            kc,
+            c,
+            ldc: n,
+            bias,
+            first,
+        };
+        // SAFETY: the caller checked the instructions; pointers are in bounds (`blocked`).
+        unsafe {
+            match rows {
+                12 => tile_f32::<L, 12>(&t),
+                11 => tile_f32::<L, 11>(&t),
+                10 => tile_f32::<L, 10>(&t),
+                9 => tile_f32::<L, 9>(&t),
+                8 => tile_f32::<L, 8>(&t),
+                7 => tile_f32::<L, 7>(&t),
+                6 => tile_f32::<L, 6>(&t),
+                5 => tile_f32::<L, 5>(&t),
+                4 => tile_f32::<L, 4>(&t),
+                3 => tile_f32::<L, 3>(&t),
+                2 => tile_f32::<L, 2>(&t),
+                _ => tile_f32::<L, 1>(&t),
+            }
+        }
+    });
+}
+
+/// One step of an f32 kernel: rows at `a` (stride `lda`) times a panel slice of `kc` inputs at `b`, into rows
+/// of outputs at `c` (stride `ldc`), starting from the bias when `first`.
+struct F32Tile {
+    a: *const f32,
+    lda: usize,
+    b: *const f32,
+    kc: usize,
+    c: *mut f32,
+    ldc: usize,
+    bias: *const f32,
+    first: bool,
+}
+
+#[inline(always)]
+unsafe fn tile_f32<L: F32Lanes, const R: usize>(t: &F32Tile) {
+    let w = L::LANES;
+    // SAFETY: `blocked` passes R rows of kc inputs, a panel slice of kc × 2·LANES and R rows of 2·LANES outputs;
+    // the caller checked the instructions.
+    unsafe {
+        let mut acc = [[L::splat(0.0); 2]; R];
+        for (r, row) in acc.iter_mut().enumerate() {
+            let src = if t.first { t.bias } else { t.c.add(r * t.ldc) };
+            row[0] = L::load(src);
+            row[1] = L::load(src.add(w));
+        }
+        for p in 0..t.kc {
+            let b0 = L::load(t.b.add(p * 2 * w));
+            let b1 = L::load(t.b.add(p * 2 * w + w));
+            for (r, row) in acc.iter_mut().enumerate() {
+                let av = L::splat(*t.a.add(r * t.lda + p));
+                row[0] = L::mul_add(av, b0, row[0]);
+                row[1] = L::mul_add(av, b1, row[1]);
+            }
+        }
+        for (r, row) in acc.iter().enumerate() {
+            L::store(t.c.add(r * t.ldc), row[0]);
+            L::store(t.c.add(r * t.ldc + w), row[1]);
+        }
     }
 }
 
@@ -708,6 +779,47 @@ mod tests {
                     + widen(a[i] >> 16) * widen(b[i] >> 16);
             }
             acc
+        }
+    }
+
+    /// Sixteen f32 lanes in plain Rust, as AVX-512F computes them.
+    struct EmulatedF32;
+
+    impl F32Lanes for EmulatedF32 {
+        type V = [f32; 16];
+        const LANES: usize = 16;
+        unsafe fn load(p: *const f32) -> [f32; 16] {
+            // SAFETY: the kernel passes 16 readable floats.
+            unsafe { std::ptr::read_unaligned(p.cast()) }
+        }
+        unsafe fn store(p: *mut f32, v: [f32; 16]) {
+            // SAFETY: the kernel passes 16 writable floats.
+            unsafe { std::ptr::write_unaligned(p.cast(), v) }
+        }
+        unsafe fn splat(x: f32) -> [f32; 16] {
+            [x; 16]
+        }
+        unsafe fn mul_add(a: [f32; 16], b: [f32; 16], mut acc: [f32; 16]) -> [f32; 16] {
+            for i in 0..16 {
+                acc[i] = a[i].mul_add(b[i], acc[i]);
+            }
+            acc
+        }
+    }
+
+    #[test]
+    fn the_avx512_f32_loop_multiplies_like_f64_through_an_emulation() {
+        for (m, k, n) in SHAPES {
+            let (x, w, b) = case(m, k, n);
+            let packed = Packed::pack(&w, k, n, Layout::F32 { nr: 32 }).unwrap();
+            let mut out = vec![f32::NAN; m * n];
+            let o = Operands::new(&packed, &x, &b, &mut out).unwrap();
+            // SAFETY: the emulation needs no instructions.
+            unsafe { f32_product::<EmulatedF32, 32, 12>(&packed, o) };
+            let want = reference(&x, &w, &b, k, n);
+            for (i, (g, e)) in out.iter().zip(&want).enumerate() {
+                assert!((g - e).abs() <= 1e-4, "{m}x{k}x{n} [{i}]: {g} vs {e}");
+            }
         }
     }
 
