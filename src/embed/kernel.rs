@@ -2,13 +2,13 @@
 //! caller (`GHOLA_EMBED_KERNEL`, read at the top), so that a slower path can be measured on a machine that has
 //! a faster one.
 //!
-//! Order of preference: AMX bf16 tiles, AVX-512 BF16 dot products, AVX-512F f32, AVX2+FMA f32, and candle's
-//! own product (the `gemm` crate; Accelerate on macOS builds with that feature), which runs everywhere. The
-//! bf16 kernels round the activations and weights to bf16 (8 bits of mantissa) and accumulate in f32; the f32
-//! ones give sentence-transformers' vectors to a cosine of 1.000000. Every kernel but the last is checked
-//! against candle's product on the first layer when the model loads ([`super::bert`]); one that disagrees is
-//! dropped for the next in line, with a warning, so that a kernel never gives wrong vectors on a CPU it was not
-//! tested on.
+//! Order of preference: AMX bf16 tiles, AVX-512 BF16 dot products, AVX-512F f32, AVX2 16-bit integers, AVX2+FMA
+//! f32, and candle's own product (the `gemm` crate; Accelerate on macOS), which runs everywhere. The bf16 and
+//! integer kernels round the activations and weights and accumulate exactly enough for a cosine ≥ 0.999 to
+//! sentence-transformers' vectors; the f32 ones give them to 1.000000. Every kernel but the last is checked
+//! against candle's product on the first layer when the model loads (`Bert::use_kernel` in `embed/bert.rs`);
+//! one that disagrees is dropped for the next in line, with a warning, so that a kernel never gives wrong
+//! vectors on a CPU it was not tested on.
 
 use std::fmt;
 use std::str::FromStr;
