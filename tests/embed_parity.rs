@@ -6,18 +6,11 @@
 use ghola::embed::{DIM, Embedder, Kernel, KernelChoice, MAX_TOKENS, cosine, kernel};
 use std::path::{Path, PathBuf};
 
+mod common;
+
+/// `../shared/reference`, with the texts and the vectors.
 fn reference() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/reference");
-    if dir.join("texts.jsonl").is_file() {
-        return Some(dir);
-    }
-    assert_ne!(
-        std::env::var("CI").as_deref(),
-        Ok("true"),
-        "CI=true but {} is missing",
-        dir.display()
-    );
-    None
+    common::shared("reference/texts.jsonl").and_then(|t| t.parent().map(Path::to_path_buf))
 }
 
 fn embedder() -> Embedder {

@@ -7,25 +7,9 @@ use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-fn ghola() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_ghola"))
-}
+mod common;
 
-fn corpus(folder: &str) -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/corpus")
-        .join(folder);
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    assert_ne!(
-        std::env::var("CI").as_deref(),
-        Ok("true"),
-        "CI=true but {} is missing",
-        dir.display()
-    );
-    None
-}
+use common::{ghola_at, run_json, run_ok};
 
 /// A running `ghola ui`, killed when dropped.
 struct Ui {
@@ -42,11 +26,7 @@ impl Drop for Ui {
 }
 
 fn start(claude: &Path, index: &Path) -> Ui {
-    let mut child = ghola()
-        .args(["--claude-dir"])
-        .arg(claude)
-        .arg("--index-dir")
-        .arg(index)
+    let mut child = ghola_at(claude, index)
         .args(["ui", "--port", "0"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -94,17 +74,7 @@ fn get(addr: SocketAddr, path: &str, host: &str, cookie: Option<&str>) -> (u16, 
 /// A word of the history to search for (the longest plain word of a session's first user message), and that
 /// session's id: the first session listed that has a tool result.
 fn a_word(claude: &Path, index: &Path) -> (String, String) {
-    let run = |args: &[&str]| -> serde_json::Value {
-        let out = ghola()
-            .arg("--claude-dir")
-            .arg(claude)
-            .arg("--index-dir")
-            .arg(index)
-            .args(args)
-            .output()
-            .unwrap();
-        serde_json::from_slice(&out.stdout).unwrap()
-    };
+    let run = |args: &[&str]| -> serde_json::Value { run_json(ghola_at(claude, index).args(args)) };
     let list = run(&["sessions", "--global", "--json"]);
     for s in list["sessions"].as_array().unwrap() {
         let id = s["session_id"].as_str().unwrap().to_string();
@@ -143,23 +113,11 @@ fn a_word(claude: &Path, index: &Path) -> (String, String) {
 
 #[test]
 fn the_browser_finds_a_hit_reads_its_session_and_strangers_are_refused() {
-    let Some(claude) = corpus("cc-2.1.330") else {
+    let Some(claude) = common::shared("corpus/cc-2.1.330") else {
         return;
     };
     let index = tempfile::tempdir().unwrap();
-    let st = ghola()
-        .arg("--claude-dir")
-        .arg(&claude)
-        .arg("--index-dir")
-        .arg(index.path())
-        .args(["index", "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
+    run_ok(ghola_at(&claude, index.path()).args(["index", "--json"]));
     let (word, with_tools) = a_word(&claude, index.path());
     let ui = start(&claude, index.path());
     let host = ui.addr.to_string();

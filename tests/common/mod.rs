@@ -39,6 +39,24 @@ pub fn run_json(cmd: &mut Command) -> serde_json::Value {
     serde_json::from_slice(&run_ok(cmd)).expect("JSON on stdout")
 }
 
+/// `../shared/<rel>` beside the checkout, if it is there. `None` outside CI when it is missing (the caller
+/// skips); under `CI=true` a missing folder fails the test.
+pub fn shared(rel: &str) -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared")
+        .join(rel);
+    if dir.exists() {
+        return Some(dir);
+    }
+    assert_ne!(
+        std::env::var("CI").as_deref(),
+        Ok("true"),
+        "CI=true but {} is missing",
+        dir.display()
+    );
+    None
+}
+
 /// The Claude Code CLI: `$GHOLA_CLAUDE_BIN`, else the one `.ci/run` installs. `None` outside CI when it is
 /// missing (the caller skips); under `CI=true` a missing CLI fails the test.
 pub fn claude_bin() -> Option<PathBuf> {
