@@ -1,0 +1,255 @@
+//! The x86-64 kernels; each `unsafe fn` needs its instruction set (checked by the caller).
+
+use super::{Bf16Lanes, F32Lanes, Operands, Packed, bf16_product, f32_product};
+use std::arch::x86_64::*;
+
+/// `out = x · W + bias` on AVX2+FMA: 6 rows × 16 columns (12 accumulators) per step.
+///
+/// # Safety
+/// The CPU must have AVX2 and FMA; `w` packed with `Layout::F32 { nr: 16 }`.
+#[target_feature(enable = "avx2,fma")]
+pub unsafe fn f32_avx2(w: &Packed, o: Operands) {
+    // SAFETY: the features were checked by the caller.
+    unsafe { f32_product::<Avx2F32, 16, 6>(w, o) }
+}
+
+/// `out = x · W + bias` on AVX-512F: 12 rows × 32 columns (24 accumulators) per step.
+///
+/// # Safety
+/// The CPU must have AVX-512F; `w` packed with `Layout::F32 { nr: 32 }`.
+#[target_feature(enable = "avx512f")]
+pub unsafe fn f32_avx512(w: &Packed, o: Operands) {
+    // SAFETY: the feature was checked by the caller.
+    unsafe { f32_product::<Avx512F32, 32, 12>(w, o) }
+}
+
+/// AVX2 + FMA on 8 f32 lanes.
+pub struct Avx2F32;
+
+impl F32Lanes for Avx2F32 {
+    type V = __m256;
+    const LANES: usize = 8;
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn load(p: *const f32) -> __m256 {
+        // SAFETY: the caller passes 8 readable floats.
+        unsafe { _mm256_loadu_ps(p) }
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn store(p: *mut f32, v: __m256) {
+        // SAFETY: the caller passes 8 writable floats.
+        unsafe { _mm256_storeu_ps(p, v) }
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn splat(x: f32) -> __m256 {
+        _mm256_set1_ps(x)
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn mul_add(a: __m256, b: __m256, acc: __m256) -> __m256 {
+        _mm256_fmadd_ps(a, b, acc)
+    }
+}
+
+/// AVX-512F on 16 f32 lanes.
+pub struct Avx512F32;
+
+impl F32Lanes for Avx512F32 {
+    type V = __m512;
+    const LANES: usize = 16;
+
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn load(p: *const f32) -> __m512 {
+        // SAFETY: the caller passes 16 readable floats.
+        unsafe { _mm512_loadu_ps(p) }
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn store(p: *mut f32, v: __m512) {
+        // SAFETY: the caller passes 16 writable floats.
+        unsafe { _mm512_storeu_ps(p, v) }
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn splat(x: f32) -> __m512 {
+        _mm512_set1_ps(x)
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn mul_add(a: __m512, b: __m512, acc: __m512) -> __m512 {
+        _mm512_fmadd_ps(a, b, acc)
+    }
+}
+
+/// `out = x · W + bias` on AVX2 with 16-bit integers (`vpmaddwd`: two products summed into 32 bits per lane),
+/// 6 rows × 16 columns per step: twice the multiply-adds per instruction of f32 on CPUs with two `vpmaddwd`
+/// ports (AMD Zen), at ~12 bits of each activation (a scale per row and slice of 256 inputs) and 13 of each
+/// weight (a scale per column); the sums of each slice go to f32 before they could overflow.
+///
+/// # Safety
+/// The CPU must have AVX2 and FMA; `w` packed with `Layout::I16Pairs`.
+#[target_feature(enable = "avx2,fma")]
+pub unsafe fn i16_avx2(w: &Packed, o: Operands) {
+    let (k, n, m) = (w.k, w.n, o.m);
+    let kp = k / 2;
+    let slices = k.div_ceil(super::KC);
+    super::I16_SCRATCH.with(|s| {
+        let mut s = s.borrow_mut();
+        let (a, row_scales) = &mut *s;
+        super::quantize_rows(o.x, k, a, row_scales);
+        let (ap, out) = (a.as_ptr(), o.out.as_mut_ptr());
+        let pairs = w.bf16_pairs();
+        const QC: usize = super::KC / 2;
+        for (slice, q0) in (0..kp).step_by(QC).enumerate() {
+            let qc = QC.min(kp - q0);
+            for i0 in (0..m).step_by(super::MC) {
+                let i1 = (i0 + super::MC).min(m);
+                for j in 0..n / 16 {
+                    let panel = pairs[(j * kp + q0) * 16..].as_ptr();
+                    let bias = o.bias[j * 16..].as_ptr();
+                    let cs = w.column_scales()[j * 16..].as_ptr();
+                    for i in (i0..i1).step_by(6) {
+                        let rows = 6.min(i1 - i);
+                        // SAFETY: in bounds as in `blocked`: `a` is m × k/2 pairs, `row_scales` m × slices;
+                        // the caller checked the features.
+                        unsafe {
+                            let t = Tile {
+                                a: ap.add(i * kp + q0),
+                                lda: kp,
+                                b: panel,
+                                qc,
+                                c: out.add(i * n + j * 16),
+                                ldc: n,
+                                bias,
+                                col_scales: cs,
+                                row_scales: row_scales[i * slices + slice..].as_ptr(),
+                                rs_stride: slices,
+                                first: q0 == 0,
+                            };
+                            match rows {
+                                6 => tile_i16::<6>(&t),
+                                5 => tile_i16::<5>(&t),
+                                4 => tile_i16::<4>(&t),
+                                3 => tile_i16::<3>(&t),
+                                2 => tile_i16::<2>(&t),
+                                _ => tile_i16::<1>(&t),
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// One step of the 16-bit kernel: `R` rows × 16 columns over one slice.
+struct Tile {
+    a: *const u32,
+    lda: usize,
+    b: *const u32,
+    qc: usize,
+    c: *mut f32,
+    ldc: usize,
+    bias: *const f32,
+    col_scales: *const f32,
+    row_scales: *const f32,
+    rs_stride: usize,
+    first: bool,
+}
+
+#[target_feature(enable = "avx2,fma")]
+unsafe fn tile_i16<const R: usize>(t: &Tile) {
+    // SAFETY: `i16_avx2` passes R rows of qc pairs at `a`, a panel slice of qc × 16 pairs at `b`, R rows of
+    // 16 outputs at `c`, 16 column scales and R row scales (stride rs_stride).
+    unsafe {
+        let mut acc = [[_mm256_setzero_si256(); 2]; R];
+        for q in 0..t.qc {
+            let b0 = _mm256_loadu_si256(t.b.add(q * 16).cast());
+            let b1 = _mm256_loadu_si256(t.b.add(q * 16 + 8).cast());
+            for (r, row) in acc.iter_mut().enumerate() {
+                let av = _mm256_set1_epi32(*t.a.add(r * t.lda + q) as i32);
+                row[0] = _mm256_add_epi32(row[0], _mm256_madd_epi16(av, b0));
+                row[1] = _mm256_add_epi32(row[1], _mm256_madd_epi16(av, b1));
+            }
+        }
+        let cs0 = _mm256_loadu_ps(t.col_scales);
+        let cs1 = _mm256_loadu_ps(t.col_scales.add(8));
+        for (r, row) in acc.iter().enumerate() {
+            let src = if t.first { t.bias } else { t.c.add(r * t.ldc) };
+            let rs = _mm256_set1_ps(*t.row_scales.add(r * t.rs_stride));
+            let (s0, s1) = (_mm256_mul_ps(cs0, rs), _mm256_mul_ps(cs1, rs));
+            let o0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(row[0]), s0, _mm256_loadu_ps(src));
+            let o1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(row[1]), s1, _mm256_loadu_ps(src.add(8)));
+            _mm256_storeu_ps(t.c.add(r * t.ldc), o0);
+            _mm256_storeu_ps(t.c.add(r * t.ldc + 8), o1);
+        }
+    }
+}
+
+/// `vdpbf16ps` on 16 lanes.
+pub struct Avx512Bf16;
+
+impl Bf16Lanes for Avx512Bf16 {
+    type F = __m512;
+    type P = __m512i;
+
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bf16")]
+    unsafe fn load_f(p: *const f32) -> __m512 {
+        // SAFETY: the caller passes 16 readable floats.
+        unsafe { _mm512_loadu_ps(p) }
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bf16")]
+    unsafe fn store_f(p: *mut f32, v: __m512) {
+        // SAFETY: the caller passes 16 writable floats.
+        unsafe { _mm512_storeu_ps(p, v) }
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bf16")]
+    unsafe fn load_pairs(p: *const u32) -> __m512i {
+        // SAFETY: the caller passes 16 readable pairs.
+        unsafe { _mm512_loadu_si512(p.cast()) }
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bf16")]
+    unsafe fn splat_pair(pair: u32) -> __m512i {
+        _mm512_set1_epi32(pair as i32)
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bf16")]
+    unsafe fn dot(acc: __m512, a: __m512i, b: __m512i) -> __m512 {
+        // SAFETY: both are 512 bits of plain data.
+        let (a, b) = unsafe {
+            (
+                std::mem::transmute::<__m512i, __m512bh>(a),
+                std::mem::transmute::<__m512i, __m512bh>(b),
+            )
+        };
+        _mm512_dpbf16_ps(acc, a, b)
+    }
+}
+
+/// `out = x · W + bias` on AVX-512 BF16: activations rounded to bf16, 12 rows × 32 columns per step.
+///
+/// # Safety
+/// The CPU must have AVX-512F and AVX-512 BF16; `w` packed with `Layout::Bf16Pairs`.
+#[target_feature(enable = "avx512f,avx512bf16")]
+pub unsafe fn bf16_avx512(w: &Packed, o: Operands) {
+    // SAFETY: the features were checked by the caller.
+    unsafe { bf16_product::<Avx512Bf16>(w, o) }
+}
