@@ -1,6 +1,9 @@
 //! `ghola ui` from outside: the address on the first line of stdout, 401 without the token, 403 for a foreign
 //! Host, loopback only, a search that shows the hit and links to its place in the session, the session read as
-//! a conversation with its tool results folded — over HTTP, and rendered by a real headless Chromium.
+//! a conversation with its tool results folded — over HTTP, and rendered by a real headless Chromium; then a
+//! person's whole visit driven in that browser through WebDriver (Debian's `chromedriver`): type a query and
+//! see the hit appear, open its session at the hit, unfold a tool result, edit and forget a note, forget a
+//! session and see it gone.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -26,7 +29,15 @@ impl Drop for Ui {
 }
 
 fn start(claude: &Path, index: &Path) -> Ui {
-    let mut child = ghola_at(claude, index)
+    start_with(claude, index, None)
+}
+
+fn start_with(claude: &Path, index: &Path, notes: Option<&Path>) -> Ui {
+    let mut cmd = ghola_at(claude, index);
+    if let Some(n) = notes {
+        cmd.env("GHOLA_NOTES_DIR", n);
+    }
+    let mut child = cmd
         .args(["ui", "--port", "0"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -59,6 +70,11 @@ fn get(addr: SocketAddr, path: &str, host: &str, cookie: Option<&str>) -> (u16, 
         "GET {path} HTTP/1.1\r\nHost: {host}\r\n{cookie}Connection: close\r\n\r\n"
     )
     .unwrap();
+    answer(s)
+}
+
+/// The status, the headers (lowercased names) and the body of the answer on `s`.
+fn answer(mut s: TcpStream) -> (u16, String, String) {
     let mut raw = Vec::new();
     s.read_to_end(&mut raw).unwrap();
     let raw = String::from_utf8_lossy(&raw).into_owned();
@@ -69,6 +85,32 @@ fn get(addr: SocketAddr, path: &str, host: &str, cookie: Option<&str>) -> (u16, 
         .and_then(|c| c.parse().ok())
         .unwrap_or(0);
     (status, head.to_ascii_lowercase(), body.to_string())
+}
+
+/// One HTTP/1.1 POST of a form; returns the status, the headers (lowercased names) and the body.
+fn post(
+    addr: SocketAddr,
+    path: &str,
+    host: &str,
+    cookie: Option<&str>,
+    origin: Option<&str>,
+    form: &str,
+) -> (u16, String, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    let extra = cookie
+        .map(|c| format!("Cookie: {c}\r\n"))
+        .unwrap_or_default()
+        + &origin
+            .map(|o| format!("Origin: {o}\r\n"))
+            .unwrap_or_default();
+    write!(
+        s,
+        "POST {path} HTTP/1.1\r\nHost: {host}\r\n{extra}Content-Type: application/x-www-form-urlencoded\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{form}",
+        form.len()
+    )
+    .unwrap();
+    answer(s)
 }
 
 /// A word of the history to search for (the longest plain word of a session's first user message), and that
@@ -190,7 +232,10 @@ fn the_browser_finds_a_hit_reads_its_session_and_strangers_are_refused() {
         .nth(1)
         .expect("a link to a session");
     let link = &link[..link.find('"').unwrap()];
-    let (session, anchor) = link.split_once("#m-").unwrap();
+    let (at, anchor) = link.split_once("#m-").unwrap();
+    // `<id>?at=<uuid>`: the page opens at the hit.
+    let (session, at) = at.split_once("?at=").unwrap();
+    assert_eq!(at, anchor);
 
     // The session reads as a conversation, the hit's message anchored; tool results are folded.
     let (status, _, page) = get(
@@ -218,6 +263,57 @@ fn the_browser_finds_a_hit_reads_its_session_and_strangers_are_refused() {
     );
     let (status, _, _) = get(ui.addr, "/session/nosuchsession", &host, Some(&cookie));
     assert_eq!(status, 404);
+    let (_, _, page) = get(
+        ui.addr,
+        &format!("/session/{session}?at={anchor}"),
+        &host,
+        Some(&cookie),
+    );
+    assert!(
+        page.contains(&format!("id=\"m-{anchor}\" class=\"")) && page.contains(" at\">"),
+        "the hit's message is not marked"
+    );
+
+    // Changes are POSTs with the page's CSRF token, from this origin, with the cookie: each check refuses
+    // alone, and nothing is forgotten.
+    let form = format!("session={session}&confirm=yes");
+    let csrf = page
+        .split("name=csrf value=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .expect("the page's forms carry the CSRF token")
+        .to_string();
+    assert_eq!(
+        post(ui.addr, "/forget", &host, Some(&cookie), None, &form).0,
+        403
+    );
+    let with_csrf = format!("{form}&csrf={csrf}");
+    assert_eq!(
+        post(ui.addr, "/forget", &host, None, None, &with_csrf).0,
+        401
+    );
+    let evil = Some("http://evil.example");
+    assert_eq!(
+        post(ui.addr, "/forget", &host, Some(&cookie), evil, &with_csrf).0,
+        403
+    );
+    let (status, _, _) = get(
+        ui.addr,
+        &format!("/forget?{with_csrf}"),
+        &host,
+        Some(&cookie),
+    );
+    assert_eq!(status, 405, "a GET changes nothing");
+    let (_, _, still) = get(
+        ui.addr,
+        &format!("/session/{session}"),
+        &host,
+        Some(&cookie),
+    );
+    assert!(
+        still.contains(&format!("id=\"m-{anchor}\"")),
+        "forgotten anyway"
+    );
 
     // Loopback only: the machine's other address does not answer on that port.
     if let Some(ip) = outward_address() {
@@ -301,4 +397,292 @@ fn dump_dom(chromium: &Path, url: &str) -> String {
         .output()
         .unwrap();
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A running `chromedriver`, killed when dropped.
+struct Driver {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_driver(exe: &Path) -> Driver {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(exe)
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let d = Driver { child, port };
+    let ready = std::time::Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            ready.elapsed() < std::time::Duration::from_secs(20),
+            "chromedriver did not listen"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    d
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_person_searches_as_they_type_reads_edits_a_note_and_forgets_a_session() {
+    use fantoccini::{ClientBuilder, Locator};
+    use std::time::Duration;
+    let Some(claude) = common::shared("corpus/cc-2.1.330") else {
+        return;
+    };
+    let (Some(chromium), Some(chromedriver)) = (chromium(), which("chromedriver")) else {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "CI=true but no chromium or chromedriver"
+        );
+        eprintln!("no chromium/chromedriver here: skipped");
+        return;
+    };
+    let index = tempfile::tempdir().unwrap();
+    let notes = tempfile::tempdir().unwrap();
+    run_ok(ghola_at(&claude, index.path()).args(["index", "--json"]));
+    let (word, with_tools) = a_word(&claude, index.path());
+    let shown = run_json(ghola_at(&claude, index.path()).args(["show", &with_tools, "--json"]));
+    let project = shown["project"].as_str().unwrap().to_string();
+    // A note a person wrote, in the store's own layout.
+    let store = ghola::notes::Store::new(notes.path());
+    let dir = store.project_dir(&project);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join(ghola::notes::Category::Decisions.file_name()),
+        "- Keep the retry budget in one place\n",
+    )
+    .unwrap();
+
+    let ui = start_with(&claude, index.path(), Some(notes.path()));
+    let origin = format!("http://{}", ui.addr);
+    let driver = start_driver(&chromedriver);
+    let profile = tempfile::tempdir().unwrap();
+    let mut caps = serde_json::Map::new();
+    caps.insert(
+        "goog:chromeOptions".into(),
+        serde_json::json!({
+            "binary": chromium,
+            "args": ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                     format!("--user-data-dir={}", profile.path().display())],
+        }),
+    );
+    let c = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(caps)
+        .connect(&format!("http://127.0.0.1:{}", driver.port))
+        .await
+        .expect("a WebDriver session");
+    let wait = Duration::from_secs(20);
+
+    // Type a query: the hit appears under the box without a submit, and the address follows.
+    c.goto(&format!("{origin}/?token={}", ui.token))
+        .await
+        .unwrap();
+    let q = c.find(Locator::Css("input[name=q]")).await.unwrap();
+    q.send_keys(&word).await.unwrap();
+    let mark = c
+        .wait()
+        .at_most(wait)
+        .for_element(Locator::Css("#results .hit mark"))
+        .await
+        .expect("a hit appears as the query is typed");
+    assert_eq!(mark.text().await.unwrap().to_ascii_lowercase(), word);
+    let url = c.current_url().await.unwrap();
+    assert!(
+        url.path() == "/search" && url.query().unwrap_or("").contains(&format!("q={word}")),
+        "the address is the search: {url}"
+    );
+
+    // Open the hit's session: the page lands on the hit's message, marked.
+    let open = c.find(Locator::Css("#results .hit a.open")).await.unwrap();
+    let href = open.attr("href").await.unwrap().unwrap();
+    let uuid = href.rsplit("#m-").next().unwrap().to_string();
+    open.click().await.unwrap();
+    let at = c
+        .wait()
+        .at_most(wait)
+        .for_element(Locator::Css("article.at"))
+        .await
+        .expect("the session opens at the hit");
+    assert_eq!(
+        at.attr("id").await.unwrap().as_deref(),
+        Some(&*format!("m-{uuid}"))
+    );
+    assert!(at.is_displayed().await.unwrap());
+    assert!(
+        c.current_url()
+            .await
+            .unwrap()
+            .path()
+            .starts_with("/session/")
+    );
+
+    // Unfold a tool result.
+    c.goto(&format!("{origin}/session/{with_tools}"))
+        .await
+        .unwrap();
+    let result = c.find(Locator::Css("details.result")).await.unwrap();
+    let pre = result.find(Locator::Css("pre")).await.unwrap();
+    assert!(!pre.is_displayed().await.unwrap(), "folded at first");
+    result
+        .find(Locator::Css("summary"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    assert!(pre.is_displayed().await.unwrap(), "a click unfolds it");
+    assert_eq!(result.prop("open").await.unwrap().as_deref(), Some("true"));
+
+    // Edit the note: the page and the file say the new text, its id kept.
+    let notes_page = format!("{origin}/notes?project={}", urlish(&project));
+    c.goto(&notes_page).await.unwrap();
+    let item = c.find(Locator::Css("div.item")).await.unwrap();
+    let id = item.attr("id").await.unwrap().unwrap();
+    item.find(Locator::Css("details.edit summary"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let text = item.find(Locator::Css("textarea")).await.unwrap();
+    text.clear().await.unwrap();
+    text.send_keys("Keep the retry budget in config.toml")
+        .await
+        .unwrap();
+    item.find(Locator::Css("details.edit button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let edited = c
+        .wait()
+        .at_most(wait)
+        .for_element(Locator::XPath(
+            "//div[@class='item']//p[contains(., 'config.toml')]",
+        ))
+        .await
+        .expect("the edited note is shown");
+    assert!(edited.is_displayed().await.unwrap());
+    let file =
+        std::fs::read_to_string(dir.join(ghola::notes::Category::Decisions.file_name())).unwrap();
+    assert!(
+        file.contains("Keep the retry budget in config.toml"),
+        "{file}"
+    );
+    assert!(
+        file.contains(id.trim_start_matches("n-")),
+        "the id is kept: {file}"
+    );
+
+    // Forget it: a confirmation first, then it is gone from the page and the file.
+    let item = c.find(Locator::Css("div.item")).await.unwrap();
+    item.find(Locator::Css("form.inline button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    c.wait()
+        .at_most(wait)
+        .for_element(Locator::Id("confirm"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    c.wait()
+        .at_most(wait)
+        .for_element(Locator::Css("h2#decisions"))
+        .await
+        .unwrap();
+    assert!(
+        c.find_all(Locator::Css("div.item"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let file =
+        std::fs::read_to_string(dir.join(ghola::notes::Category::Decisions.file_name())).unwrap();
+    assert!(!file.contains("retry budget"), "{file}");
+
+    // Forget the session the hit was in: asked first, then gone from the sessions and from search.
+    let session = href
+        .trim_start_matches("/session/")
+        .split(['?', '#'])
+        .next()
+        .unwrap()
+        .to_string();
+    c.goto(&format!("{origin}/session/{session}"))
+        .await
+        .unwrap();
+    c.find(Locator::Css("button.danger"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let confirm = c
+        .wait()
+        .at_most(wait)
+        .for_element(Locator::Id("confirm"))
+        .await
+        .unwrap();
+    assert!(
+        c.source().await.unwrap().contains(&session),
+        "the confirmation names it"
+    );
+    confirm.click().await.unwrap();
+    c.wait()
+        .at_most(wait)
+        .for_element(Locator::XPath("//h1[. = 'Forgotten']"))
+        .await
+        .expect("the forget is done");
+    c.goto(&format!("{origin}/projects")).await.unwrap();
+    assert!(
+        !c.source().await.unwrap().contains(&session),
+        "still listed"
+    );
+    c.goto(&format!("{origin}/search?q={word}")).await.unwrap();
+    assert!(
+        !c.source()
+            .await
+            .unwrap()
+            .contains(&format!("/session/{session}")),
+        "still found"
+    );
+    let search = run_json(ghola_at(&claude, index.path()).args(["search", &word, "--json"]));
+    assert!(
+        !search.to_string().contains(&session),
+        "ghola search still finds the forgotten session"
+    );
+    c.close().await.unwrap();
+}
+
+/// `s` made safe for a query value.
+fn urlish(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
 }

@@ -103,10 +103,10 @@ const WORDS: &[&str] = &[
 ];
 
 /// A small deterministic generator (xorshift64*), so runs are comparable without a `rand` dependency.
-struct Rng(u64);
+pub(super) struct Rng(pub(super) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(super) fn next(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
@@ -118,7 +118,7 @@ impl Rng {
         let b = (self.next() % WORDS.len() as u64) as usize;
         WORDS[a.min(b)]
     }
-    fn sentence(&mut self, words: usize) -> String {
+    pub(super) fn sentence(&mut self, words: usize) -> String {
         (0..words)
             .map(|_| self.word())
             .collect::<Vec<_>>()
@@ -226,7 +226,10 @@ fn update(idx: &Path, claude: &Path) -> Result<(index::UpdateSummary, f64)> {
 }
 
 /// Builds (or reuses) the synthetic tree and its index under `work`.
-fn prepare(work: &Path, messages: usize) -> Result<(PathBuf, PathBuf, Vec<PathBuf>, Option<f64>)> {
+pub(super) fn prepare(
+    work: &Path,
+    messages: usize,
+) -> Result<(PathBuf, PathBuf, Vec<PathBuf>, Option<f64>)> {
     let claude = work.join(format!("claude-{messages}"));
     let idx = work.join(format!("index-{messages}"));
     let files = if claude.is_dir() {

@@ -7,6 +7,8 @@ pub mod bench;
 mod bench_listing;
 #[cfg(feature = "bench")]
 mod bench_scale;
+#[cfg(feature = "bench")]
+mod bench_ui;
 mod duncan;
 mod history;
 mod knobs;
@@ -170,6 +172,14 @@ pub enum BenchKind {
         #[arg(long, default_value_os_t = std::env::temp_dir().join("ghola-bench"))]
         work: PathBuf,
     },
+    /// What a person waits for in `ghola ui` at N/10 and N messages: start, first and later searches, the
+    /// sessions page, a session page (real HTTP to a real `ghola ui` process).
+    Ui {
+        #[arg(long, default_value_t = 100_000)]
+        messages: usize,
+        #[arg(long, default_value_os_t = std::env::temp_dir().join("ghola-bench"))]
+        work: PathBuf,
+    },
     /// Reader throughput over the transcripts of the Claude dir (MB/s on one core).
     Read {
         /// Repeat the read for at least this many seconds.
@@ -301,6 +311,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 model_dir: cli.model_dir,
                 memory_limit: knobs.memory_limit,
                 embed_kernel: knobs.embed_kernel,
+                notes_dir: ghola::config::notes_dir(),
                 port,
             },
             open,
@@ -356,6 +367,7 @@ fn run_bench(
             bench_scale::search_bench(&work, messages, model_dir)
         }
         BenchKind::Hook { messages, work } => bench_scale::hook_bench(&work, messages),
+        BenchKind::Ui { messages, work } => bench_ui::ui_bench(&work, messages),
         BenchKind::Embed {
             texts,
             rounds,

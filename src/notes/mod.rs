@@ -209,6 +209,32 @@ pub fn forget(
     Ok(gone)
 }
 
+/// Replaces the text of the item `id` (a person's edit: its id and provenance stay, the change is logged).
+/// Empty text is refused: forgetting is [`forget`]'s job.
+pub fn edit(store: &Store, project: &str, id: &str, text: &str) -> Result<Item, NotesError> {
+    let text = text.trim().replace("\r\n", "\n");
+    if text.is_empty() {
+        return Err(NotesError::Invalid(
+            "a note cannot be empty; forget it instead".into(),
+        ));
+    }
+    let _lock = store::write_lock(&store.root)?;
+    let mut n = store.open(project);
+    let Some(item) = n.items.values_mut().flatten().find(|i| i.id == id) else {
+        return Err(NotesError::Invalid(format!(
+            "no note {id} in the notes of {project}"
+        )));
+    };
+    let before = std::mem::replace(&mut item.text, text);
+    let after = item.clone();
+    n.save()?;
+    n.log(&json!({
+        "at": chrono::Utc::now().to_rfc3339(),
+        "edited": {"id": id, "before": before, "after": after.text},
+    }))?;
+    Ok(after)
+}
+
 /// Makes `child` inherit `parent`'s architecture, decisions and failures (`None` unlinks).
 pub fn link(store: &Store, child: &str, parent: Option<&str>) -> Result<(), NotesError> {
     if parent == Some(child) {
@@ -235,4 +261,57 @@ pub fn set_archived(store: &Store, project: &str, archived: bool) -> Result<(), 
     let mut n = store.open(project);
     n.meta.archived = archived;
     n.save_meta()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_edit_replaces_the_text_keeps_the_id_and_refuses_what_it_cannot_do() {
+        let root = tempfile::tempdir().unwrap();
+        let store = Store::new(root.path());
+        let project = "/tmp/some-project";
+        let dir = store.project_dir(project);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join(Category::Failures.file_name()),
+            "- The nightly job timed out\n- Flaky test in the parser\n",
+        )
+        .unwrap();
+        let before = store.open(project);
+        let (first, second) = {
+            let f = before.get(Category::Failures);
+            (f[0].clone(), f[1].clone())
+        };
+
+        let edited = edit(
+            &store,
+            project,
+            &first.id,
+            "  The nightly job timed out\r\nafter 2 h  ",
+        )
+        .unwrap();
+        assert_eq!(edited.id, first.id);
+        let after = store.open(project);
+        let f = after.get(Category::Failures);
+        assert_eq!(f[0].id, first.id);
+        assert_eq!(f[0].text, "The nightly job timed out\nafter 2 h");
+        assert_eq!(f[1], second, "the other item is untouched");
+
+        let file = std::fs::read_to_string(dir.join(Category::Failures.file_name())).unwrap();
+        assert!(
+            edit(&store, project, &first.id, "  \n").is_err(),
+            "empty text"
+        );
+        assert!(
+            edit(&store, project, "f-000000", "x").is_err(),
+            "unknown id"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.join(Category::Failures.file_name())).unwrap(),
+            file,
+            "a refused edit writes nothing"
+        );
+    }
 }

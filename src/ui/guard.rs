@@ -4,9 +4,10 @@
 //! the user opens (`?token=…`), then in a cookie set from it (HttpOnly, SameSite=Strict) — or it gets 401. A
 //! `Host` header other than this server's loopback address and port gets 403 before anything else: a web page
 //! elsewhere cannot reach the server by pointing a name of its own at 127.0.0.1 (DNS rebinding). No CORS headers
-//! are sent, so other origins' scripts cannot read an answer. Pages change nothing (all are GET); the actions
-//! that will change state must be POSTs carrying the token in the form as well (a CSRF check), which a page
-//! of another origin cannot know.
+//! are sent, so other origins' scripts cannot read an answer. Reading pages are GETs and change nothing; what
+//! changes state is a POST whose `Origin`, when the browser sends one, must be this server's, and whose form
+//! must carry the CSRF token of the pages (checked by the handler), which a page of another origin cannot
+//! read. The cookie is `SameSite=Strict` besides, so another site's form arrives without it and gets 401.
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
@@ -80,6 +81,23 @@ pub async fn check(State(guard): State<Arc<Guard>>, req: Request, next: Next) ->
         )
             .into_response();
     }
+    if req.method() != axum::http::Method::GET && req.method() != axum::http::Method::HEAD {
+        let origin = req
+            .headers()
+            .get(header::ORIGIN)
+            .and_then(|h| h.to_str().ok());
+        if let Some(o) = origin
+            && !o
+                .strip_prefix("http://")
+                .is_some_and(|host| guard.host_ok(host))
+        {
+            return (
+                StatusCode::FORBIDDEN,
+                "ghola ui takes changes only from its own pages\n",
+            )
+                .into_response();
+        }
+    }
     let from_query = Guard::token_in_query(req.uri().query()).is_some_and(|t| guard.token_ok(&t));
     let from_cookie = req
         .headers()
@@ -106,7 +124,7 @@ pub async fn check(State(guard): State<Arc<Guard>>, req: Request, next: Next) ->
     }
     resp.headers_mut().insert(
         header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static("default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"),
+        HeaderValue::from_static("default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"),
     );
     resp.headers_mut()
         .insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));

@@ -1,0 +1,424 @@
+//! What each address of `ghola ui` answers. Reading pages are GETs; the four that change something
+//! (`/notes/edit`, `/notes/forget`, `/forget`) are POSTs whose form carries the CSRF token, and forgetting asks
+//! first (a page that lists what would go, with the button that does it).
+//!
+//! Work that reads files or the index runs on tokio's blocking threads, so a slow disk never holds the
+//! server's other answers.
+
+use super::html::{self, Filters};
+use super::{App, conversation, manage, results, sessions};
+use crate::index::forget;
+use crate::index::snapshot::Snapshot;
+use crate::notes::Store;
+use crate::search::{self, SearchParams, grouped};
+use crate::transcript::catalog::{self, Listing};
+use axum::Form;
+use axum::extract::{Path as UrlPath, Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+/// Results per search page.
+const RESULTS: usize = 20;
+/// Hits read to fold into sessions (the grouped view shows the sessions they fall in).
+const GROUPED_HITS: usize = 60;
+
+/// A page's body or why it could not be made (status and message).
+type Made = Result<String, (StatusCode, String)>;
+
+/// Runs `make` on a blocking thread and wraps its body in the page (`title`).
+async fn page(title: String, make: impl FnOnce() -> Made + Send + 'static) -> Response {
+    match tokio::task::spawn_blocking(make).await {
+        Ok(Ok(body)) => Html(html::layout(&title, &body)).into_response(),
+        Ok(Err((status, e))) => error(status, &e),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
+}
+
+fn error(status: StatusCode, message: &str) -> Response {
+    (
+        status,
+        Html(html::layout(
+            "error",
+            &format!("<p class=note>{}</p>", html::escape(message)),
+        )),
+    )
+        .into_response()
+}
+
+fn bad(e: impl std::fmt::Display) -> (StatusCode, String) {
+    (StatusCode::BAD_REQUEST, e.to_string())
+}
+
+/// Whether a form's CSRF field is the server's (compared in constant time).
+fn csrf_ok(app: &App, given: &str) -> bool {
+    super::guard::Guard {
+        token: app.csrf.clone(),
+        port: 0,
+    }
+    .token_ok(given)
+}
+
+fn refused() -> Response {
+    error(
+        StatusCode::FORBIDDEN,
+        "this form is stale or came from elsewhere: reload the page and try again",
+    )
+}
+
+/// The listing, brought up to date through the copy kept in memory and the cache file (as the MCP server
+/// does), without the sessions the user told ghola to forget.
+fn listing(app: &App) -> Listing {
+    let mut kept = app.listing.lock().unwrap_or_else(|e| e.into_inner());
+    let mut fresh = Listing::refresh(
+        &crate::index::archive::sources(&app.cfg.index_dir),
+        &app.cfg.claude_dir,
+        Some(&app.cfg.index_dir.join(catalog::CACHE_FILE)),
+        kept.take(),
+    );
+    *kept = Some(fresh.clone());
+    let gone = forget::forgotten(&app.cfg.index_dir);
+    fresh
+        .sessions
+        .retain(|l| !gone.sessions.contains_key(&l.summary.session_id));
+    fresh
+}
+
+pub(super) async fn home() -> Response {
+    Html(html::layout(
+        "search",
+        "<p>Search every session ghola keeps: type above.</p>",
+    ))
+    .into_response()
+}
+
+pub(super) async fn script() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        html::SCRIPT,
+    )
+        .into_response()
+}
+
+/// `/search?q=…&project=…&since=3d&subagents=0&group=session` (`part=results`: the results alone, for the
+/// script that searches as you type).
+#[derive(Debug, Default, serde::Deserialize)]
+pub(super) struct SearchQuery {
+    #[serde(default)]
+    q: String,
+    project: Option<String>,
+    /// `90m`, `12h`, `3d`, `2w` or a date, as `ghola search --since`.
+    since: Option<String>,
+    subagents: Option<String>,
+    group: Option<String>,
+    part: Option<String>,
+}
+
+pub(super) async fn search(State(app): State<Arc<App>>, Query(q): Query<SearchQuery>) -> Response {
+    let query = q.q.trim().to_string();
+    let grouped = q.group.as_deref() == Some("session");
+    let no_subagents = q.subagents.as_deref() == Some("0");
+    let only_results = q.part.as_deref() == Some("results");
+    let (project, since) = (
+        q.project.clone().unwrap_or_default(),
+        q.since.clone().unwrap_or_default(),
+    );
+    let run = {
+        let query = query.clone();
+        move || -> Made {
+            if query.is_empty() {
+                return Ok("<p>Search every session ghola keeps: type above.</p>".into());
+            }
+            let mut p = SearchParams::new(&query);
+            p.max_results = if grouped { GROUPED_HITS } else { RESULTS };
+            p.context = if grouped { 0 } else { 2 };
+            p.project = q.project.filter(|p| !p.trim().is_empty());
+            p.include_subagents = !no_subagents;
+            if let Some(s) = q.since.as_deref().filter(|s| !s.trim().is_empty()) {
+                p.since(search::parse_since(s, "since", chrono::Utc::now()).map_err(bad)?);
+            }
+            let snap = Snapshot::shared(&app.cfg.index_dir, app.cfg.memory_limit).map_err(|e| {
+                bad(format!(
+                    "the index could not be opened: {e}. Run `ghola index`."
+                ))
+            })?;
+            let resp = search::search(&snap, app.embedder.get(), &p).map_err(bad)?;
+            let terms = search::query_terms(&query);
+            if !grouped {
+                return Ok(results::flat(&resp, &terms));
+            }
+            let hit: HashSet<&str> = resp
+                .results
+                .iter()
+                .map(|h| h.matched_message.session_id.as_str())
+                .collect();
+            let known: HashMap<String, grouped::SessionFacts> = listing(&app)
+                .sessions
+                .iter()
+                .filter(|l| hit.contains(l.summary.session_id.as_str()))
+                .map(|l| {
+                    let s = &l.summary;
+                    let facts = grouped::SessionFacts {
+                        title: s.title.clone(),
+                        first_timestamp: s.first_timestamp.map(|t| t.to_rfc3339()),
+                        last_timestamp: s.last_timestamp.map(|t| t.to_rfc3339()),
+                    };
+                    (s.session_id.clone(), facts)
+                })
+                .collect();
+            let groups = grouped::by_session(&resp, &terms, &|id| known.get(id).cloned());
+            Ok(results::grouped(&resp, &groups, &terms))
+        }
+    };
+    let made = match tokio::task::spawn_blocking(run).await {
+        Ok(m) => m,
+        Err(e) => Err((StatusCode::INTERNAL_SERVER_ERROR, e.to_string())),
+    };
+    let (status, body) = match made {
+        Ok(body) => (StatusCode::OK, body),
+        Err((status, e)) => (status, format!("<p class=note>{}</p>", html::escape(&e))),
+    };
+    if only_results {
+        return (status, Html(body)).into_response();
+    }
+    let filters = Filters {
+        query: &query,
+        project: &project,
+        since: &since,
+        no_subagents,
+        grouped,
+    };
+    let title = if query.is_empty() { "search" } else { &query };
+    (status, Html(html::layout_with(title, &filters, &body))).into_response()
+}
+
+pub(super) async fn projects(State(app): State<Arc<App>>) -> Response {
+    page("sessions".into(), move || {
+        let l = listing(&app);
+        Ok(sessions::page(&l.sessions.iter().collect::<Vec<_>>()))
+    })
+    .await
+}
+
+/// `/session/<id>?at=<uuid>`.
+#[derive(Debug, Default, serde::Deserialize)]
+pub(super) struct SessionQuery {
+    at: Option<String>,
+}
+
+pub(super) async fn session(
+    State(app): State<Arc<App>>,
+    UrlPath(id): UrlPath<String>,
+    Query(q): Query<SessionQuery>,
+) -> Response {
+    let run = move || -> Result<(String, String), (StatusCode, String)> {
+        let not_found = |e: String| (StatusCode::NOT_FOUND, e);
+        let sources = crate::index::archive::sources(&app.cfg.index_dir);
+        let found = sources.discover_all(&app.cfg.claude_dir);
+        let full = crate::transcript::resolve_session_id(
+            &id,
+            found.sessions.iter().map(|s| s.session_id.as_str()),
+        )
+        .map_err(|e| not_found(e.to_string()))?
+        .to_string();
+        if forget::forgotten(&app.cfg.index_dir)
+            .sessions
+            .contains_key(&full)
+        {
+            return Err(not_found(format!(
+                "session {full} was forgotten: ghola no longer shows it"
+            )));
+        }
+        let files = found
+            .sessions
+            .iter()
+            .find(|s| s.session_id == full)
+            .ok_or_else(|| not_found("the session vanished while it was read".into()))?;
+        let s = crate::transcript::load_session(&sources, files);
+        let title = s.title.clone().unwrap_or_else(|| s.session_id.clone());
+        Ok((title, conversation::page(&s, q.at.as_deref(), &app.csrf)))
+    };
+    match tokio::task::spawn_blocking(run).await {
+        Ok(Ok((title, body))) => Html(html::layout(&title, &body)).into_response(),
+        Ok(Err((status, e))) => error(status, &e),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
+}
+
+/// `/notes` (every project with notes) or `/notes?project=DIR`.
+#[derive(Debug, Default, serde::Deserialize)]
+pub(super) struct NotesQuery {
+    project: Option<String>,
+}
+
+pub(super) async fn notes(State(app): State<Arc<App>>, Query(q): Query<NotesQuery>) -> Response {
+    page("notes".into(), move || {
+        let store = Store::new(&app.cfg.notes_dir);
+        match q.project.filter(|p| !p.trim().is_empty()) {
+            Some(p) => Ok(manage::notes(&store.open(&p), &app.csrf)),
+            None => {
+                let metas: Vec<_> = store
+                    .metas()
+                    .into_iter()
+                    .map(|m| {
+                        let n = store.open(&m.project).items.values().map(Vec::len).sum();
+                        (m, n)
+                    })
+                    .collect();
+                Ok(manage::notes_projects(&metas))
+            }
+        }
+    })
+    .await
+}
+
+/// The fields of the note forms.
+#[derive(Debug, serde::Deserialize)]
+pub(super) struct NoteForm {
+    #[serde(default)]
+    csrf: String,
+    project: String,
+    id: String,
+    #[serde(default)]
+    text: String,
+    confirm: Option<String>,
+}
+
+fn notes_address(project: &str, id: &str) -> String {
+    format!("/notes?project={}#n-{}", html::url_part(project), id)
+}
+
+pub(super) async fn notes_edit(State(app): State<Arc<App>>, Form(f): Form<NoteForm>) -> Response {
+    if !csrf_ok(&app, &f.csrf) {
+        return refused();
+    }
+    let run = move || {
+        let store = Store::new(&app.cfg.notes_dir);
+        crate::notes::edit(&store, &f.project, &f.id, &f.text)
+            .map(|_| notes_address(&f.project, &f.id))
+    };
+    match tokio::task::spawn_blocking(run).await {
+        Ok(Ok(to)) => Redirect::to(&to).into_response(),
+        Ok(Err(e)) => error(StatusCode::BAD_REQUEST, &e.to_string()),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
+}
+
+pub(super) async fn notes_forget(State(app): State<Arc<App>>, Form(f): Form<NoteForm>) -> Response {
+    if !csrf_ok(&app, &f.csrf) {
+        return refused();
+    }
+    let confirmed = f.confirm.as_deref() == Some("yes");
+    let run = move || -> Result<Result<String, String>, (StatusCode, String)> {
+        let store = Store::new(&app.cfg.notes_dir);
+        let n = store.open(&f.project);
+        let Some(item) = n.items.values().flatten().find(|i| i.id == f.id) else {
+            return Err(bad(format!(
+                "no note {} in the notes of {}",
+                f.id, f.project
+            )));
+        };
+        if !confirmed {
+            return Ok(Err(manage::confirm_forget_note(
+                &f.project, &f.id, &item.text, &app.csrf,
+            )));
+        }
+        crate::notes::forget(&store, &f.project, std::slice::from_ref(&f.id)).map_err(bad)?;
+        Ok(Ok(format!("/notes?project={}", html::url_part(&f.project))))
+    };
+    match tokio::task::spawn_blocking(run).await {
+        Ok(Ok(Ok(to))) => Redirect::to(&to).into_response(),
+        Ok(Ok(Err(confirm))) => Html(html::layout("forget a note", &confirm)).into_response(),
+        Ok(Err((status, e))) => error(status, &e),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
+}
+
+pub(super) async fn archive(State(app): State<Arc<App>>) -> Response {
+    page("archive".into(), move || {
+        let archive = crate::index::archive::Archive::open(&app.cfg.index_dir).map_err(|e| {
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("the archive could not be read: {e}"),
+            )
+        })?;
+        let mut by_session: HashMap<&str, u64> = HashMap::new();
+        for f in archive.files() {
+            *by_session.entry(f.session_id.as_str()).or_default() +=
+                archive.len_of(&f.path).unwrap_or(0);
+        }
+        let l = listing(&app);
+        let mut projects: BTreeMap<&str, manage::ProjectKeep> = BTreeMap::new();
+        for s in l.sessions.iter().map(|l| &l.summary) {
+            let p = projects
+                .entry(s.project.as_str())
+                .or_insert_with(|| manage::ProjectKeep {
+                    project: s.project.clone(),
+                    ..Default::default()
+                });
+            p.sessions += 1;
+            p.archived_bytes += by_session.get(s.session_id.as_str()).copied().unwrap_or(0);
+            if s.archived {
+                p.only_here.push((s.session_id.clone(), s.title.clone()));
+            }
+        }
+        let projects: Vec<_> = projects.into_values().collect();
+        Ok(manage::archive(&archive.stats(), &projects, &app.csrf))
+    })
+    .await
+}
+
+/// The fields of the forget form: one session, or a whole project.
+#[derive(Debug, serde::Deserialize)]
+pub(super) struct ForgetForm {
+    #[serde(default)]
+    csrf: String,
+    session: Option<String>,
+    project: Option<String>,
+    confirm: Option<String>,
+}
+
+pub(super) async fn forget(State(app): State<Arc<App>>, Form(f): Form<ForgetForm>) -> Response {
+    if !csrf_ok(&app, &f.csrf) {
+        return refused();
+    }
+    let run = move || -> Made {
+        let session = f.session.filter(|s| !s.trim().is_empty());
+        let project = f.project.filter(|p| !p.trim().is_empty());
+        if session.is_none() && project.is_none() {
+            return Err(bad("name a session or a project to forget"));
+        }
+        let sel = forget::Selection {
+            sessions: session.iter().cloned().collect(),
+            project: project.clone(),
+            before_ms: None,
+        };
+        let chosen = forget::select(&app.cfg.index_dir, &sel, false).map_err(bad)?;
+        if chosen.is_empty() {
+            return Ok("<h1>Nothing to forget</h1><p>No indexed session matches.</p>".into());
+        }
+        if f.confirm.as_deref() != Some("yes") {
+            let hidden = |name: &str, v: &Option<String>| {
+                v.as_deref()
+                    .map(|v| {
+                        format!(
+                            "<input type=hidden name={name} value=\"{}\">",
+                            html::escape(v)
+                        )
+                    })
+                    .unwrap_or_default()
+            };
+            let fields = hidden("session", &session) + &hidden("project", &project);
+            return Ok(manage::confirm_forget(&chosen, &fields, &app.csrf));
+        }
+        let done = forget::forget(&app.cfg.index_dir, &chosen, false).map_err(|e| {
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("forgetting failed: {e}"),
+            )
+        })?;
+        Ok(manage::forgotten(&done))
+    };
+    page("forget".into(), run).await
+}
