@@ -79,6 +79,7 @@ fn serves_tools_over_stdio() {
         "duncan_projects",
         "duncan_list_sessions",
         "project_notes",
+        "open_history_browser",
     ] {
         assert!(tools.contains(&t.to_string()), "{t} missing from {tools:?}");
     }
@@ -459,4 +460,54 @@ fn project_notes_reads_the_notes_files_and_rejects_bad_arguments() {
     let (_, text) = c.call(5, "project_notes", json!({"project": "/elsewhere"}));
     let v: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(v["total"], 0);
+}
+
+#[test]
+fn open_history_browser_serves_the_index_on_loopback_once_per_server() {
+    use std::io::Read;
+    let tmp = tempfile::tempdir().unwrap();
+    let claude = tmp.path().join("claude");
+    fixture(&claude);
+    let idx = tmp.path().join("idx");
+    common::run_ok(
+        Command::new(env!("CARGO_BIN_EXE_ghola"))
+            .args(["--claude-dir", claude.to_str().unwrap()])
+            .args(["--index-dir", idx.to_str().unwrap(), "index"]),
+    );
+    let mut c = Client::start(&claude, &idx, &[("CLAUDE_PROJECT_DIR", "/w/app")]);
+    let (is_error, text) = c.call(1, "open_history_browser", json!({"open": false}));
+    assert!(!is_error, "{text}");
+    let url = text
+        .split_whitespace()
+        .find(|w| w.starts_with("http://127.0.0.1:"))
+        .unwrap_or_else(|| panic!("no address in {text:?}"))
+        .to_string();
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, token) = rest.split_once("/?token=").unwrap();
+    // The page answers with the token, searches the server's index, and refuses without the token.
+    let get = |path: &str| -> (u16, String) {
+        let mut s = std::net::TcpStream::connect(host).unwrap();
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut raw = String::new();
+        s.read_to_string(&mut raw).unwrap();
+        let status = raw
+            .split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        (status, raw)
+    };
+    let (status, page) = get(&format!("/search?q=linker&token={token}"));
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("<mark>linker</mark>"), "{page}");
+    assert_eq!(get("/search?q=linker").0, 401);
+    // A second call gives the same address: one browser per server.
+    let (_, again) = c.call(2, "open_history_browser", json!({"open": false}));
+    assert!(again.contains(&url), "{again}");
+    let (is_error, text) = c.call(3, "open_history_browser", json!({"open": "yes"}));
+    assert!(is_error, "a bad argument is an error: {text}");
 }

@@ -17,7 +17,8 @@ const ORDER: &[&[&str]] = &[
     &["replay"],
     &["notes"],
     &["work"],
-    &["mcp", "ui"],
+    &["ui"],
+    &["mcp"],
 ];
 
 fn level(module: &str) -> Option<usize> {

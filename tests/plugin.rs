@@ -52,7 +52,14 @@ fn stage_plugin_files(into: &Path) -> PathBuf {
             std::fs::copy(from, to).unwrap();
         }
     }
-    for item in [".claude-plugin", ".mcp.json", "bin", "hooks", "skills"] {
+    for item in [
+        ".claude-plugin",
+        ".mcp.json",
+        "bin",
+        "commands",
+        "hooks",
+        "skills",
+    ] {
         copy(&root.join(item), &dir.join(item));
     }
     dir
@@ -277,6 +284,90 @@ fn claude_code_calls_the_search_tool_and_gets_the_past_session_back() {
     assert!(
         !text.contains(&format!("session {}", &CALLING[..8])),
         "the calling session is excluded: {text}"
+    );
+}
+
+const BROWSER: &str = "mcp__plugin_ghola_ghola__open_history_browser";
+
+/// The stand-in's script for `/ghola:ui`: when the command's text reaches it, it finds and calls
+/// `open_history_browser` (open=false: no browser here), then fetches the address the tool returned — while
+/// Claude Code and its server still run — and says the HTTP status it got.
+fn browser_script(req: &Value) -> Reply {
+    let messages = req["messages"].as_array().cloned().unwrap_or_default();
+    let all = Value::Array(messages.clone()).to_string();
+    let last = messages
+        .last()
+        .map(|m| m["content"].to_string())
+        .unwrap_or_default();
+    let tools: Vec<&str> = req["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    if !all.contains(&format!("\"name\":\"{BROWSER}\"")) {
+        if !all.contains("open_history_browser") {
+            return Reply::text("the command's text did not arrive");
+        }
+        if tools.contains(&BROWSER) || last.contains("tool_reference") {
+            return Reply::tool_use(BROWSER, json!({"open": false}));
+        }
+        return Reply::tool_use(
+            "ToolSearch",
+            json!({"query": format!("select:{BROWSER}"), "max_results": 1}),
+        );
+    }
+    let Some(url) = tool_results(req).iter().find_map(|(_, t)| {
+        t.split_whitespace()
+            .find(|w| w.starts_with("http://127.0.0.1:"))
+            .map(str::to_owned)
+    }) else {
+        return Reply::text("no address came back");
+    };
+    let status = (|| -> Option<String> {
+        use std::io::{Read, Write};
+        let rest = url.strip_prefix("http://")?;
+        let (host, path) = rest.split_at(rest.find('/')?);
+        let mut s = std::net::TcpStream::connect(host).ok()?;
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+        )
+        .ok()?;
+        let mut raw = String::new();
+        s.read_to_string(&mut raw).ok()?;
+        raw.split_whitespace().nth(1).map(str::to_owned)
+    })()
+    .unwrap_or_else(|| "none".into());
+    Reply::text(&format!("The history browser is at {url} (HTTP {status})."))
+}
+
+#[test]
+fn the_ui_command_opens_the_history_browser_through_claude_code() {
+    let Some(bin) = claude_bin() else { return };
+    let home = tempfile::tempdir().unwrap();
+    let project = home.path().join("proj");
+    std::fs::create_dir_all(&project).unwrap();
+    let project = project.canonicalize().unwrap();
+    history(&home.path().join(".claude"), project.to_str().unwrap());
+    install_plugin(&bin, home.path());
+    let standin = StandIn::start(4, Arc::new(browser_script));
+    let out = claude_p(
+        &bin,
+        home.path(),
+        &project,
+        &standin.url,
+        &["/ghola:ui", "--allowedTools", BROWSER],
+    );
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        said.contains("(HTTP 200)"),
+        "the page did not answer through the command: {said}\nmodel requests: {}",
+        standin.requests().len()
     );
 }
 

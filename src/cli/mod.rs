@@ -331,17 +331,8 @@ fn ui(cfg: ghola::ui::UiConfig, open: bool) -> Result<()> {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{url}");
         let _ = out.flush();
-        if open {
-            let opener = if cfg!(target_os = "macos") {
-                "open"
-            } else if cfg!(windows) {
-                "explorer"
-            } else {
-                "xdg-open"
-            };
-            if let Err(e) = std::process::Command::new(opener).arg(url).spawn() {
-                tracing::warn!("could not open a browser ({opener}: {e}); open the address above");
-            }
+        if open && let Err(e) = ghola::ui::open_in_browser(url) {
+            tracing::warn!("{e}; open the address above");
         }
     }))?;
     Ok(())

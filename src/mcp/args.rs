@@ -136,3 +136,10 @@ pub struct DuncanArgs {
     /// Model for every window (default: the model each session used).
     pub model: Option<String>,
 }
+
+/// Arguments of open_history_browser.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct BrowserArgs {
+    /// Also open the address in the user's browser (default true); false: only return it.
+    pub open: Option<bool>,
+}

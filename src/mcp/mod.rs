@@ -28,7 +28,7 @@ mod watch;
 
 use watch::{SAFETY_POLL, wait_for_change, watch};
 
-pub use args::{DuncanArgs, ListArgs, NotesArgs, PageArgs, SearchArgs, SessionArgs};
+pub use args::{BrowserArgs, DuncanArgs, ListArgs, NotesArgs, PageArgs, SearchArgs, SessionArgs};
 
 /// Where the server finds things, and who is calling.
 #[derive(Debug, Clone)]
@@ -67,6 +67,9 @@ pub struct GholaServer {
     listing: Arc<Mutex<Option<catalog::Listing>>>,
     /// Transcripts from disk, else from the archive of the index dir.
     sources: transcript::Sources,
+    /// The address of the history browser once `open_history_browser` started it (it lives as long as the
+    /// server).
+    browser: Arc<tokio::sync::Mutex<Option<String>>>,
 }
 
 /// How long a search that arrives during the first, keyword-only pass waits for it before answering with what
@@ -202,6 +205,7 @@ impl GholaServer {
             first_pass: Arc::new((Mutex::new(false), Condvar::new())),
             listing: Arc::new(Mutex::new(None)),
             sources,
+            browser: Arc::new(tokio::sync::Mutex::new(None)),
         };
         let bg = server.clone();
         std::thread::Builder::new()
@@ -209,6 +213,37 @@ impl GholaServer {
             .spawn(move || bg.keep_fresh())
             .expect("spawning the indexer thread");
         server
+    }
+
+    /// Starts `ui::serve_with` on this server's runtime with its embedder; returns the address once the port
+    /// is bound.
+    async fn start_browser(&self) -> Result<String, String> {
+        let c = &self.cfg;
+        let cfg = crate::ui::UiConfig {
+            claude_dir: c.claude_dir.clone(),
+            index_dir: c.index_dir.clone(),
+            model_dir: c.model_dir.clone(),
+            memory_limit: c.memory_limit,
+            embed_kernel: c.embed_kernel,
+            notes_dir: c.notes_dir.clone(),
+            port: 0,
+        };
+        let (tx, rx) = tokio::sync::oneshot::channel::<String>();
+        let embedder = self.embedder.clone();
+        tokio::spawn(async move {
+            let served = crate::ui::serve_with(cfg, Some(embedder), move |url| {
+                let _ = tx.send(url.to_string());
+            })
+            .await;
+            if let Err(e) = served {
+                tracing::warn!("the history browser stopped: {e}");
+            }
+        });
+        match tokio::time::timeout(Duration::from_secs(10), rx).await {
+            Ok(Ok(url)) => Ok(url),
+            Ok(Err(_)) => Err("it could not bind a port on 127.0.0.1".into()),
+            Err(_) => Err("it did not answer within 10 s".into()),
+        }
     }
 
     /// Runs `f` on the history's listing, brought up to date first (a `stat` per transcript file; only changed
@@ -476,6 +511,40 @@ impl GholaServer {
                 error_result("cancelled")
             }
         }
+    }
+
+    #[tool(
+        description = "Open ghola's history browser for the user: a local web page (this machine only, behind a \
+        private token) where they can search every past Claude Code session as they type, read sessions as \
+        conversations, see and edit each project's notes and see or forget what ghola keeps. Call it when the \
+        user asks to browse, see or manage their history themselves. Returns the address to give them; by \
+        default also opens it in their browser (open=false: only the address)."
+    )]
+    async fn open_history_browser(&self, Parameters(a): Parameters<BrowserArgs>) -> CallToolResult {
+        let mut running = self.browser.lock().await;
+        let url = match running.as_ref() {
+            Some(url) => url.clone(),
+            None => match self.start_browser().await {
+                Ok(url) => {
+                    *running = Some(url.clone());
+                    url
+                }
+                Err(e) => return error_result(format!("the history browser did not start: {e}")),
+            },
+        };
+        drop(running);
+        let opened = if a.open.unwrap_or(true) {
+            match crate::ui::open_in_browser(&url) {
+                Ok(()) => "Opened in the user's browser. ".to_string(),
+                Err(e) => format!("{e}: give the user the address to open. "),
+            }
+        } else {
+            String::new()
+        };
+        text_result(format!(
+            "ghola's history browser: {url}\n{opened}It answers on 127.0.0.1 only, to whoever has this address, \
+             while this Claude Code session runs."
+        ))
     }
 
     #[tool(

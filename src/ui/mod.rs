@@ -46,7 +46,7 @@ pub struct UiConfig {
 struct App {
     cfg: UiConfig,
     /// Loaded in the background; searches go by words until it is here.
-    embedder: OnceLock<Embedder>,
+    embedder: Arc<OnceLock<Embedder>>,
     /// The CSRF token every state-changing form carries (made at start, like the guard's token).
     csrf: String,
     /// The last listing, so that the next one reads only the sessions that changed.
@@ -56,6 +56,16 @@ struct App {
 /// Binds 127.0.0.1, calls `ready` with the address to open (token included), then serves until the process
 /// ends. The model loads on a thread of its own meanwhile.
 pub async fn serve(cfg: UiConfig, ready: impl FnOnce(&str)) -> std::io::Result<()> {
+    serve_with(cfg, None, ready).await
+}
+
+/// [`serve`] with the embedder of a process that already loads one (the MCP server's): pages search by meaning
+/// as soon as it has loaded, and the model is not held twice. `None`: load our own.
+pub async fn serve_with(
+    cfg: UiConfig,
+    shared: Option<Arc<OnceLock<Embedder>>>,
+    ready: impl FnOnce(&str),
+) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", cfg.port)).await?;
     let port = listener.local_addr()?.port();
     let guard = Arc::new(guard::Guard {
@@ -63,13 +73,14 @@ pub async fn serve(cfg: UiConfig, ready: impl FnOnce(&str)) -> std::io::Result<(
         port,
     });
     ready(&format!("http://127.0.0.1:{port}/?token={}", guard.token));
+    let loads_own = shared.is_none();
     let app = Arc::new(App {
         cfg,
-        embedder: OnceLock::new(),
+        embedder: shared.unwrap_or_default(),
         csrf: guard::new_token(),
         listing: Default::default(),
     });
-    {
+    if loads_own {
         let app = app.clone();
         std::thread::spawn(move || {
             match crate::embed::resolve(app.cfg.model_dir.as_deref())
@@ -96,4 +107,24 @@ pub async fn serve(cfg: UiConfig, ready: impl FnOnce(&str)) -> std::io::Result<(
         .with_state(app)
         .layer(axum::middleware::from_fn_with_state(guard, guard::check));
     axum::serve(listener, router).await
+}
+
+/// Opens `url` in the user's browser (`open` on macOS, `explorer` on Windows, `xdg-open` elsewhere); the error
+/// says which opener failed, for a message that tells the user to open the address by hand.
+pub fn open_in_browser(url: &str) -> Result<(), String> {
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else if cfg!(windows) {
+        "explorer"
+    } else {
+        "xdg-open"
+    };
+    std::process::Command::new(opener)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map(|_| ())
+        .map_err(|e| format!("could not open a browser ({opener}: {e})"))
 }
