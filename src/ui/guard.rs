@@ -27,6 +27,13 @@ pub fn new_token() -> String {
     )
 }
 
+/// Whether `given` is `secret`, compared in constant time: the answer's timing says nothing about the secret
+/// (the token here, the CSRF token in the handlers).
+pub fn same_secret(given: &str, secret: &str) -> bool {
+    let (a, b) = (given.as_bytes(), secret.as_bytes());
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
 /// What the guard needs to know about this server.
 pub struct Guard {
     pub token: String,
@@ -40,10 +47,9 @@ impl Guard {
         host == format!("127.0.0.1:{}", self.port) || host == format!("localhost:{}", self.port)
     }
 
-    /// Whether `given` is the token (compared in constant time: the answer's timing says nothing about it).
+    /// Whether `given` is the token.
     pub fn token_ok(&self, given: &str) -> bool {
-        let (a, b) = (given.as_bytes(), self.token.as_bytes());
-        a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+        same_secret(given, &self.token)
     }
 
     /// The token in a query string (`token=…`), if any.
