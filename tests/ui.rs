@@ -436,10 +436,32 @@ fn start_driver(exe: &Path) -> Driver {
     d
 }
 
+/// The element `l` finds once the page shows it (20 s at most).
+async fn appears(
+    c: &fantoccini::Client,
+    l: fantoccini::Locator<'_>,
+) -> fantoccini::elements::Element {
+    c.wait()
+        .at_most(std::time::Duration::from_secs(20))
+        .for_element(l)
+        .await
+        .unwrap_or_else(|e| panic!("{l:?} never appeared: {e}"))
+}
+
+/// Clicks what `css` selects inside `scope`.
+async fn click(scope: &fantoccini::elements::Element, css: &str) {
+    scope
+        .find(fantoccini::Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("no {css}: {e}"))
+        .click()
+        .await
+        .unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_person_searches_as_they_type_reads_edits_a_note_and_forgets_a_session() {
     use fantoccini::{ClientBuilder, Locator};
-    use std::time::Duration;
     let Some(claude) = common::shared("corpus/cc-2.1.330") else {
         return;
     };
@@ -486,7 +508,6 @@ async fn a_person_searches_as_they_type_reads_edits_a_note_and_forgets_a_session
         .connect(&format!("http://127.0.0.1:{}", driver.port))
         .await
         .expect("a WebDriver session");
-    let wait = Duration::from_secs(20);
 
     // Type a query: the hit appears under the box without a submit, and the address follows.
     c.goto(&format!("{origin}/?token={}", ui.token))
@@ -494,12 +515,7 @@ async fn a_person_searches_as_they_type_reads_edits_a_note_and_forgets_a_session
         .unwrap();
     let q = c.find(Locator::Css("input[name=q]")).await.unwrap();
     q.send_keys(&word).await.unwrap();
-    let mark = c
-        .wait()
-        .at_most(wait)
-        .for_element(Locator::Css("#results .hit mark"))
-        .await
-        .expect("a hit appears as the query is typed");
+    let mark = appears(&c, Locator::Css("#results .hit mark")).await;
     assert_eq!(mark.text().await.unwrap().to_ascii_lowercase(), word);
     let url = c.current_url().await.unwrap();
     assert!(
@@ -512,12 +528,7 @@ async fn a_person_searches_as_they_type_reads_edits_a_note_and_forgets_a_session
     let href = open.attr("href").await.unwrap().unwrap();
     let uuid = href.rsplit("#m-").next().unwrap().to_string();
     open.click().await.unwrap();
-    let at = c
-        .wait()
-        .at_most(wait)
-        .for_element(Locator::Css("article.at"))
-        .await
-        .expect("the session opens at the hit");
+    let at = appears(&c, Locator::Css("article.at")).await;
     assert_eq!(
         at.attr("id").await.unwrap().as_deref(),
         Some(&*format!("m-{uuid}"))
@@ -538,13 +549,7 @@ async fn a_person_searches_as_they_type_reads_edits_a_note_and_forgets_a_session
     let result = c.find(Locator::Css("details.result")).await.unwrap();
     let pre = result.find(Locator::Css("pre")).await.unwrap();
     assert!(!pre.is_displayed().await.unwrap(), "folded at first");
-    result
-        .find(Locator::Css("summary"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&result, "summary").await;
     assert!(pre.is_displayed().await.unwrap(), "a click unfolds it");
     assert_eq!(result.prop("open").await.unwrap().as_deref(), Some("true"));
 
@@ -553,31 +558,18 @@ async fn a_person_searches_as_they_type_reads_edits_a_note_and_forgets_a_session
     c.goto(&notes_page).await.unwrap();
     let item = c.find(Locator::Css("div.item")).await.unwrap();
     let id = item.attr("id").await.unwrap().unwrap();
-    item.find(Locator::Css("details.edit summary"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&item, "details.edit summary").await;
     let text = item.find(Locator::Css("textarea")).await.unwrap();
     text.clear().await.unwrap();
     text.send_keys("Keep the retry budget in config.toml")
         .await
         .unwrap();
-    item.find(Locator::Css("details.edit button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    let edited = c
-        .wait()
-        .at_most(wait)
-        .for_element(Locator::XPath(
-            "//div[@class='item']//p[contains(., 'config.toml')]",
-        ))
-        .await
-        .expect("the edited note is shown");
+    click(&item, "details.edit button").await;
+    let edited = appears(
+        &c,
+        Locator::XPath("//div[@class='item']//p[contains(., 'config.toml')]"),
+    )
+    .await;
     assert!(edited.is_displayed().await.unwrap());
     let file =
         std::fs::read_to_string(dir.join(ghola::notes::Category::Decisions.file_name())).unwrap();
@@ -592,25 +584,13 @@ async fn a_person_searches_as_they_type_reads_edits_a_note_and_forgets_a_session
 
     // Forget it: a confirmation first, then it is gone from the page and the file.
     let item = c.find(Locator::Css("div.item")).await.unwrap();
-    item.find(Locator::Css("form.inline button"))
+    click(&item, "form.inline button").await;
+    appears(&c, Locator::Id("confirm"))
         .await
-        .unwrap()
         .click()
         .await
         .unwrap();
-    c.wait()
-        .at_most(wait)
-        .for_element(Locator::Id("confirm"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    c.wait()
-        .at_most(wait)
-        .for_element(Locator::Css("h2#decisions"))
-        .await
-        .unwrap();
+    appears(&c, Locator::Css("h2#decisions")).await;
     assert!(
         c.find_all(Locator::Css("div.item"))
             .await
@@ -637,22 +617,13 @@ async fn a_person_searches_as_they_type_reads_edits_a_note_and_forgets_a_session
         .click()
         .await
         .unwrap();
-    let confirm = c
-        .wait()
-        .at_most(wait)
-        .for_element(Locator::Id("confirm"))
-        .await
-        .unwrap();
+    let confirm = appears(&c, Locator::Id("confirm")).await;
     assert!(
         c.source().await.unwrap().contains(&session),
         "the confirmation names it"
     );
     confirm.click().await.unwrap();
-    c.wait()
-        .at_most(wait)
-        .for_element(Locator::XPath("//h1[. = 'Forgotten']"))
-        .await
-        .expect("the forget is done");
+    appears(&c, Locator::XPath("//h1[. = 'Forgotten']")).await;
     c.goto(&format!("{origin}/projects")).await.unwrap();
     assert!(
         !c.source().await.unwrap().contains(&session),

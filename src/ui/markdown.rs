@@ -46,29 +46,21 @@ pub fn render(text: &str) -> String {
             }
             Event::Html(t) | Event::InlineHtml(t) => events.push(Event::Text(t)),
             Event::SoftBreak => events.push(Event::HardBreak),
-            Event::Start(Tag::Link {
-                link_type,
-                dest_url,
-                title,
-                id,
-            }) => {
-                let keep = safe_url(&dest_url);
-                links.push(keep);
-                if keep {
-                    events.push(Event::Start(Tag::Link {
-                        link_type,
-                        dest_url,
-                        title,
-                        id,
-                    }));
+            // An image becomes a link to it: the page loads nothing from elsewhere.
+            Event::Start(
+                Tag::Link {
+                    link_type,
+                    dest_url,
+                    title,
+                    id,
                 }
-            }
-            Event::Start(Tag::Image {
-                link_type,
-                dest_url,
-                title,
-                id,
-            }) => {
+                | Tag::Image {
+                    link_type,
+                    dest_url,
+                    title,
+                    id,
+                },
+            ) => {
                 let keep = safe_url(&dest_url);
                 links.push(keep);
                 if keep {

@@ -17,6 +17,11 @@ pub fn hit_link(session_id: &str, uuid: &str) -> String {
     )
 }
 
+/// ` · <branch>` when there is one.
+fn branch(b: Option<&str>) -> String {
+    b.map(|b| format!(" · {}", escape(b))).unwrap_or_default()
+}
+
 fn summary_line(resp: &SearchResponse, body: &mut String) {
     if let Some(n) = &resp.note {
         let _ = write!(body, "<p class=note>{}</p>", escape(n));
@@ -47,10 +52,7 @@ pub fn flat(resp: &SearchResponse, terms: &[String]) -> String {
              score {:.2}</div>",
             escape(&m.project),
             escape(date),
-            m.git_branch
-                .as_deref()
-                .map(|b| format!(" · {}", escape(b)))
-                .unwrap_or_default(),
+            branch(m.git_branch.as_deref()),
             hit_link(&m.session_id, &m.uuid),
             escape(m.session_id.get(..8).unwrap_or(&m.session_id)),
             m.window,
@@ -90,10 +92,7 @@ pub fn grouped(resp: &SearchResponse, groups: &[SessionGroup], terms: &[String])
             escape(&g.project),
             escape(&day(&g.first_timestamp)),
             escape(&day(&g.last_timestamp)),
-            g.git_branch
-                .as_deref()
-                .map(|b| format!(" · {}", escape(b)))
-                .unwrap_or_default(),
+            branch(g.git_branch.as_deref()),
             g.matches,
             g.best_score
         );
