@@ -216,6 +216,35 @@ fn the_browser_finds_a_hit_reads_its_session_and_strangers_are_refused() {
         since.contains("value=\"2000-01-01\""),
         "the form keeps the filter"
     );
+    // Bounds as `--after` / `--before`: a window around the hit keeps it, one before the history has none.
+    let (_, _, within) = get(
+        ui.addr,
+        &format!("/search?q={word}&after=2000-01-01&before=2100-01-01"),
+        &host,
+        Some(&cookie),
+    );
+    assert!(
+        within
+            .to_ascii_lowercase()
+            .contains(&format!("<mark>{word}</mark>"))
+    );
+    let (_, _, none) = get(
+        ui.addr,
+        &format!("/search?q={word}&before=2000-01-01"),
+        &host,
+        Some(&cookie),
+    );
+    assert!(
+        none.contains("No messages match") && none.contains("value=\"2000-01-01\""),
+        "before the history: nothing, and the form keeps the bound"
+    );
+    let (status, _, _) = get(
+        ui.addr,
+        &format!("/search?q={word}&after=sometime"),
+        &host,
+        Some(&cookie),
+    );
+    assert_eq!(status, 400);
     let (status, _, bad) = get(
         ui.addr,
         &format!("/search?q={word}&since=someday"),

@@ -105,6 +105,9 @@ pub struct Filters<'a> {
     pub query: &'a str,
     pub project: &'a str,
     pub since: &'a str,
+    /// Bounds as `ghola search --after/--before`.
+    pub after: &'a str,
+    pub before: &'a str,
     /// Subagents' messages left out.
     pub no_subagents: bool,
     /// Results folded by session.
@@ -123,13 +126,17 @@ pub fn layout_with(title: &str, f: &Filters, body: &str) -> String {
          <main><form class=search action=\"/search\" method=get><input type=search name=q value=\"{}\" \
          placeholder=\"search your Claude Code history\" autofocus autocomplete=off><input name=project value=\"{}\" \
          placeholder=\"project folder\" size=16><input name=since value=\"{}\" placeholder=\"since: 3d, 2026-11-01\" \
-         size=12><label><input type=checkbox name=group value=session{}> by session</label>\
+         size=12><input name=after value=\"{}\" placeholder=\"after: 2026-11-01\" size=10><input name=before \
+         value=\"{}\" placeholder=\"before\" size=10><label><input type=checkbox name=group value=session{}> by \
+         session</label>\
          <label><input type=checkbox name=subagents value=0{}> no subagents</label><button>search</button></form>\
          <div id=results>{body}</div></main></body></html>",
         escape(title),
         escape(f.query),
         escape(f.project),
         escape(f.since),
+        escape(f.after),
+        escape(f.before),
         checked(f.grouped),
         checked(f.no_subagents),
     )

@@ -106,6 +106,9 @@ pub(super) struct SearchQuery {
     project: Option<String>,
     /// `90m`, `12h`, `3d`, `2w` or a date, as `ghola search --since`.
     since: Option<String>,
+    /// Bounds as `ghola search --after/--before` (a date alone is that local day; or ISO 8601).
+    after: Option<String>,
+    before: Option<String>,
     subagents: Option<String>,
     group: Option<String>,
     part: Option<String>,
@@ -116,9 +119,12 @@ pub(super) async fn search(State(app): State<Arc<App>>, Query(q): Query<SearchQu
     let grouped = q.group.as_deref() == Some("session");
     let no_subagents = q.subagents.as_deref() == Some("0");
     let only_results = q.part.as_deref() == Some("results");
-    let (project, since) = (
-        q.project.clone().unwrap_or_default(),
-        q.since.clone().unwrap_or_default(),
+    let text = |v: &Option<String>| v.clone().unwrap_or_default();
+    let (project, since, after, before) = (
+        text(&q.project),
+        text(&q.since),
+        text(&q.after),
+        text(&q.before),
     );
     let run = {
         let query = query.clone();
@@ -131,8 +137,15 @@ pub(super) async fn search(State(app): State<Arc<App>>, Query(q): Query<SearchQu
             p.context = if grouped { 0 } else { 2 };
             p.project = q.project.filter(|p| !p.trim().is_empty());
             p.include_subagents = !no_subagents;
-            if let Some(s) = q.since.as_deref().filter(|s| !s.trim().is_empty()) {
-                p.since(search::parse_since(s, "since", chrono::Utc::now()).map_err(bad)?);
+            let given = |v: &Option<String>| v.clone().filter(|s| !s.trim().is_empty());
+            if let Some(s) = given(&q.after) {
+                p.after = Some(search::parse_bound(&s, "after").map_err(bad)?);
+            }
+            if let Some(s) = given(&q.before) {
+                p.before = Some(search::parse_bound(&s, "before").map_err(bad)?);
+            }
+            if let Some(s) = given(&q.since) {
+                p.since(search::parse_since(&s, "since", chrono::Utc::now()).map_err(bad)?);
             }
             let snap = Snapshot::shared(&app.cfg.index_dir, app.cfg.memory_limit).map_err(|e| {
                 bad(format!(
@@ -182,6 +195,8 @@ pub(super) async fn search(State(app): State<Arc<App>>, Query(q): Query<SearchQu
         query: &query,
         project: &project,
         since: &since,
+        after: &after,
+        before: &before,
         no_subagents,
         grouped,
     };
