@@ -290,6 +290,22 @@ fn forget_removes_sessions_for_good_and_the_archive_can_be_turned_off() {
         hits
     }
     assert_eq!(grep(&idx, b"clock_skew_leeway"), Vec::<PathBuf>::new());
+    // Nor does any reader bring it back from Claude Code's transcript: not the listings, not `show` (and so not
+    // the MCP listings, `get_session_detail` or duncan, which find sessions the same way).
+    let listed = |idx: &Path| -> bool {
+        run_json(ghola(&claude, idx).args(["sessions", "--global", "--json"]))
+            .to_string()
+            .contains("fec0adcb")
+    };
+    assert!(!listed(&idx), "a forgotten session is still listed");
+    let shown = ghola(&claude, &idx)
+        .args(["show", "fec0adcb"])
+        .output()
+        .unwrap();
+    assert!(
+        !shown.status.success(),
+        "a forgotten session is still shown"
+    );
     // --allow-reindex names it again (it is on the forgotten list) and lets the transcript come back.
     let again = run_json(ghola(&claude, &idx).args([
         "forget",
@@ -301,6 +317,7 @@ fn forget_removes_sessions_for_good_and_the_archive_can_be_turned_off() {
     assert_eq!(again["sessions"], 1, "{again}");
     run_ok(ghola(&claude, &idx).arg("index"));
     assert!(of_it(search("test_leeway_accepts_recently_expired_token")) > 0);
+    assert!(listed(&idx), "allowed back, it is listed again");
     // --before: nothing is older than 2000, everything is older than 2100.
     let none = run_json(ghola(&claude, &idx).args([
         "forget",

@@ -20,6 +20,11 @@ pub trait ArchiveView: Send + Sync {
     /// Sessions with archived files that are no longer on disk, each naming only those files (by their
     /// original paths), with `archived` set when the session's own transcript is gone.
     fn sessions_gone_from_disk(&self) -> Vec<SessionFiles>;
+    /// Sessions the user told ghola to forget: readers leave them out even while Claude Code still has their
+    /// transcripts, so that no listing, reading or replay brings them back.
+    fn forgotten_sessions(&self) -> std::collections::HashSet<String> {
+        std::collections::HashSet::new()
+    }
 }
 
 /// Where transcript bytes come from: the disk, and, when one is given, an archive for files no longer there.
@@ -101,7 +106,8 @@ impl Sources {
     }
 
     /// Every session under a Claude config dir: those on disk, plus what the archive holds of sessions Claude
-    /// Code deleted (whole sessions, marked `archived`, and deleted subagent files of sessions still on disk).
+    /// Code deleted (whole sessions, marked `archived`, and deleted subagent files of sessions still on disk),
+    /// less the sessions the user told ghola to forget.
     pub fn discover_all(&self, claude_dir: &Path) -> Discovery {
         let mut found = discover(claude_dir);
         let Some(view) = &self.archive else {
@@ -115,6 +121,12 @@ impl Sources {
             .filter(|g| g.project_dir.starts_with(&projects))
             .collect();
         absorb_gone(&mut found, gone);
+        let forgotten = view.forgotten_sessions();
+        if !forgotten.is_empty() {
+            found
+                .sessions
+                .retain(|s| !forgotten.contains(&s.session_id));
+        }
         found
     }
 }

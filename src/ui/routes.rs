@@ -64,20 +64,16 @@ fn refused() -> Response {
 }
 
 /// The listing, brought up to date through the copy kept in memory and the cache file (as the MCP server
-/// does), without the sessions the user told ghola to forget.
+/// does); forgotten sessions are not in it (`Sources::discover_all` leaves them out).
 fn listing(app: &App) -> Listing {
     let mut kept = app.listing.lock().unwrap_or_else(|e| e.into_inner());
-    let mut fresh = Listing::refresh(
+    let fresh = Listing::refresh(
         &crate::index::archive::sources(&app.cfg.index_dir),
         &app.cfg.claude_dir,
         Some(&app.cfg.index_dir.join(catalog::CACHE_FILE)),
         kept.take(),
     );
     *kept = Some(fresh.clone());
-    let gone = forget::forgotten(&app.cfg.index_dir);
-    fresh
-        .sessions
-        .retain(|l| !gone.sessions.contains_key(&l.summary.session_id));
     fresh
 }
 
@@ -233,14 +229,6 @@ pub(super) async fn session(
         )
         .map_err(|e| not_found(e.to_string()))?
         .to_string();
-        if forget::forgotten(&app.cfg.index_dir)
-            .sessions
-            .contains_key(&full)
-        {
-            return Err(not_found(format!(
-                "session {full} was forgotten: ghola no longer shows it"
-            )));
-        }
         let files = found
             .sessions
             .iter()

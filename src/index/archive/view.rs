@@ -153,6 +153,13 @@ impl crate::transcript::source::ArchiveView for View {
             .map(|a| sessions_gone_from_disk(&a))
             .unwrap_or_default()
     }
+
+    fn forgotten_sessions(&self) -> HashSet<String> {
+        crate::index::forget::forgotten(&self.index_dir)
+            .sessions
+            .into_keys()
+            .collect()
+    }
 }
 
 /// Sessions with archived transcripts that are no longer on disk, each naming only those files (by their
