@@ -193,6 +193,51 @@ impl<'a> Operands<'a> {
     }
 }
 
+/// One step of the blocked loop: rows `i..i + rows` by panel `j` over inputs `p0..p0 + pc` (elements or pairs),
+/// the `slice`-th run of inputs.
+#[derive(Clone, Copy)]
+struct Step {
+    slice: usize,
+    p0: usize,
+    pc: usize,
+    i: usize,
+    rows: usize,
+    j: usize,
+}
+
+/// The order every kernel walks its product in: the inputs (`depth`, elements or pairs) in slices of `pc`; in
+/// each, the rows in blocks of [`MC`]; in each, the `panels`; in each, tiles of at most `mr` rows — so that a
+/// panel slice stays in cache while a block of rows runs over it. Inlined into each kernel.
+#[inline(always)]
+fn for_each_step(
+    depth: usize,
+    pc: usize,
+    m: usize,
+    panels: usize,
+    mr: usize,
+    mut step: impl FnMut(Step),
+) {
+    for (slice, p0) in (0..depth).step_by(pc).enumerate() {
+        let pc = pc.min(depth - p0);
+        for i0 in (0..m).step_by(MC) {
+            let i1 = (i0 + MC).min(m);
+            for j in 0..panels {
+                for i in (i0..i1).step_by(mr) {
+                    let rows = mr.min(i1 - i);
+                    step(Step {
+                        slice,
+                        p0,
+                        pc,
+                        i,
+                        rows,
+                        j,
+                    });
+                }
+            }
+        }
+    }
+}
+
 /// The blocked loop over f32 panels, shared by the AVX2 and AVX-512 kernels: `tile(r, rows, a, lda, panel, kc,
 /// out, ldc, first)` multiplies `rows` (≤ `MR`) rows starting at `a` by a panel slice of `kc` inputs into `out`,
 /// starting from the bias when `first`.
@@ -205,23 +250,14 @@ fn blocked<const NR: usize, const MR: usize>(
     let (k, n) = (w.k, w.n);
     let panels = w.f32_panels();
     let (x, out) = (o.x.as_ptr(), o.out.as_mut_ptr());
-    for k0 in (0..k).step_by(KC) {
-        let kc = KC.min(k - k0);
-        for i0 in (0..o.m).step_by(MC) {
-            let i1 = (i0 + MC).min(o.m);
-            for j in 0..n / NR {
-                let panel = panels[(j * k + k0) * NR..].as_ptr();
-                for i in (i0..i1).step_by(MR) {
-                    let rows = MR.min(i1 - i);
-                    // SAFETY: `Operands::new` checked `x` is m×k and `out` m×n; rows < m, k0 + kc ≤ k, and
-                    // columns NR·j..NR·j+NR < n.
-                    let (a, c) = unsafe { (x.add(i * k + k0), out.add(i * n + j * NR)) };
-                    let bias = o.bias[j * NR..].as_ptr();
-                    tile(rows, a, panel, kc, c, bias, k0 == 0);
-                }
-            }
-        }
-    }
+    for_each_step(k, KC, o.m, n / NR, MR, |s| {
+        let panel = panels[(s.j * k + s.p0) * NR..].as_ptr();
+        // SAFETY: `Operands::new` checked `x` is m×k and `out` m×n; rows < m, p0 + pc ≤ k, and columns
+        // NR·j..NR·j+NR < n.
+        let (a, c) = unsafe { (x.add(s.i * k + s.p0), out.add(s.i * n + s.j * NR)) };
+        let bias = o.bias[s.j * NR..].as_ptr();
+        tile(s.rows, a, panel, s.pc, c, bias, s.p0 == 0);
+    });
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -414,39 +450,29 @@ pub unsafe fn bf16_product<L: Bf16Lanes>(w: &Packed, o: Operands) {
         );
         let (ap, out) = (a.as_ptr(), o.out.as_mut_ptr());
         let pairs = w.bf16_pairs();
-        const QC: usize = KC / 2;
-        for q0 in (0..kp).step_by(QC) {
-            let qc = QC.min(kp - q0);
-            for i0 in (0..m).step_by(MC) {
-                let i1 = (i0 + MC).min(m);
-                for j in 0..n / 32 {
-                    let panel = pairs[(j * kp + q0) * 32..].as_ptr();
-                    let bias = o.bias[j * 32..].as_ptr();
-                    for i in (i0..i1).step_by(MR) {
-                        let rows = MR.min(i1 - i);
-                        // SAFETY: in bounds as in `blocked` (pairs are k/2 per row); the caller checked the
-                        // instructions.
-                        unsafe {
-                            let (a, c) = (ap.add(i * kp + q0), out.add(i * n + j * 32));
-                            match rows {
-                                12 => tile_bf16::<L, 12>(a, kp, panel, qc, c, n, bias, q0 == 0),
-                                11 => tile_bf16::<L, 11>(a, kp, panel, qc, c, n, bias, q0 == 0),
-                                10 => tile_bf16::<L, 10>(a, kp, panel, qc, c, n, bias, q0 == 0),
-                                9 => tile_bf16::<L, 9>(a, kp, panel, qc, c, n, bias, q0 == 0),
-                                8 => tile_bf16::<L, 8>(a, kp, panel, qc, c, n, bias, q0 == 0),
-                                7 => tile_bf16::<L, 7>(a, kp, panel, qc, c, n, bias, q0 == 0),
-                                6 => tile_bf16::<L, 6>(a, kp, panel, qc, c, n, bias, q0 == 0),
-                                5 => tile_bf16::<L, 5>(a, kp, panel, qc, c, n, bias, q0 == 0),
-                                4 => tile_bf16::<L, 4>(a, kp, panel, qc, c, n, bias, q0 == 0),
-                                3 => tile_bf16::<L, 3>(a, kp, panel, qc, c, n, bias, q0 == 0),
-                                2 => tile_bf16::<L, 2>(a, kp, panel, qc, c, n, bias, q0 == 0),
-                                _ => tile_bf16::<L, 1>(a, kp, panel, qc, c, n, bias, q0 == 0),
-                            }
-                        }
-                    }
+        for_each_step(kp, KC / 2, m, n / 32, MR, |s| {
+            let panel = pairs[(s.j * kp + s.p0) * 32..].as_ptr();
+            let bias = o.bias[s.j * 32..].as_ptr();
+            let (qc, first) = (s.pc, s.p0 == 0);
+            // SAFETY: in bounds as in `blocked` (pairs are k/2 per row); the caller checked the instructions.
+            unsafe {
+                let (a, c) = (ap.add(s.i * kp + s.p0), out.add(s.i * n + s.j * 32));
+                match s.rows {
+                    12 => tile_bf16::<L, 12>(a, kp, panel, qc, c, n, bias, first),
+                    11 => tile_bf16::<L, 11>(a, kp, panel, qc, c, n, bias, first),
+                    10 => tile_bf16::<L, 10>(a, kp, panel, qc, c, n, bias, first),
+                    9 => tile_bf16::<L, 9>(a, kp, panel, qc, c, n, bias, first),
+                    8 => tile_bf16::<L, 8>(a, kp, panel, qc, c, n, bias, first),
+                    7 => tile_bf16::<L, 7>(a, kp, panel, qc, c, n, bias, first),
+                    6 => tile_bf16::<L, 6>(a, kp, panel, qc, c, n, bias, first),
+                    5 => tile_bf16::<L, 5>(a, kp, panel, qc, c, n, bias, first),
+                    4 => tile_bf16::<L, 4>(a, kp, panel, qc, c, n, bias, first),
+                    3 => tile_bf16::<L, 3>(a, kp, panel, qc, c, n, bias, first),
+                    2 => tile_bf16::<L, 2>(a, kp, panel, qc, c, n, bias, first),
+                    _ => tile_bf16::<L, 1>(a, kp, panel, qc, c, n, bias, first),
                 }
             }
-        }
+        });
     });
 }
 

@@ -109,46 +109,33 @@ pub unsafe fn i16_avx2(w: &Packed, o: Operands) {
         super::quantize_rows(o.x, k, a, row_scales);
         let (ap, out) = (a.as_ptr(), o.out.as_mut_ptr());
         let pairs = w.bf16_pairs();
-        const QC: usize = super::KC / 2;
-        for (slice, q0) in (0..kp).step_by(QC).enumerate() {
-            let qc = QC.min(kp - q0);
-            for i0 in (0..m).step_by(super::MC) {
-                let i1 = (i0 + super::MC).min(m);
-                for j in 0..n / 16 {
-                    let panel = pairs[(j * kp + q0) * 16..].as_ptr();
-                    let bias = o.bias[j * 16..].as_ptr();
-                    let cs = w.column_scales()[j * 16..].as_ptr();
-                    for i in (i0..i1).step_by(6) {
-                        let rows = 6.min(i1 - i);
-                        // SAFETY: in bounds as in `blocked`: `a` is m × k/2 pairs, `row_scales` m × slices;
-                        // the caller checked the features.
-                        unsafe {
-                            let t = Tile {
-                                a: ap.add(i * kp + q0),
-                                lda: kp,
-                                b: panel,
-                                qc,
-                                c: out.add(i * n + j * 16),
-                                ldc: n,
-                                bias,
-                                col_scales: cs,
-                                row_scales: row_scales[i * slices + slice..].as_ptr(),
-                                rs_stride: slices,
-                                first: q0 == 0,
-                            };
-                            match rows {
-                                6 => tile_i16::<6>(&t),
-                                5 => tile_i16::<5>(&t),
-                                4 => tile_i16::<4>(&t),
-                                3 => tile_i16::<3>(&t),
-                                2 => tile_i16::<2>(&t),
-                                _ => tile_i16::<1>(&t),
-                            }
-                        }
-                    }
+        super::for_each_step(kp, super::KC / 2, m, n / 16, 6, |s| {
+            // SAFETY: in bounds as in `blocked`: `a` is m × k/2 pairs, `row_scales` m × slices; the caller
+            // checked the features.
+            unsafe {
+                let t = Tile {
+                    a: ap.add(s.i * kp + s.p0),
+                    lda: kp,
+                    b: pairs[(s.j * kp + s.p0) * 16..].as_ptr(),
+                    qc: s.pc,
+                    c: out.add(s.i * n + s.j * 16),
+                    ldc: n,
+                    bias: o.bias[s.j * 16..].as_ptr(),
+                    col_scales: w.column_scales()[s.j * 16..].as_ptr(),
+                    row_scales: row_scales[s.i * slices + s.slice..].as_ptr(),
+                    rs_stride: slices,
+                    first: s.p0 == 0,
+                };
+                match s.rows {
+                    6 => tile_i16::<6>(&t),
+                    5 => tile_i16::<5>(&t),
+                    4 => tile_i16::<4>(&t),
+                    3 => tile_i16::<3>(&t),
+                    2 => tile_i16::<2>(&t),
+                    _ => tile_i16::<1>(&t),
                 }
             }
-        }
+        });
     });
 }
 
