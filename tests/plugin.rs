@@ -176,52 +176,76 @@ fn top_hit(text: &str) -> Option<(String, String)> {
     Some((after("session ")?, after("hit ")?))
 }
 
+/// What a scripted model reads off a request: the conversation so far, its last message, the tools offered.
+struct Turn {
+    messages: Vec<Value>,
+    last: String,
+    tools: Vec<String>,
+}
+
+impl Turn {
+    fn of(req: &Value) -> Turn {
+        let messages = req["messages"].as_array().cloned().unwrap_or_default();
+        let last = messages
+            .last()
+            .map(|m| m["content"].to_string())
+            .unwrap_or_default();
+        let tools = req["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t["name"].as_str().map(str::to_owned))
+            .collect();
+        Turn {
+            messages,
+            last,
+            tools,
+        }
+    }
+
+    fn offers(&self, tool: &str) -> bool {
+        self.tools.iter().any(|t| t == tool)
+    }
+
+    /// Whether the model already called `tool` in this conversation.
+    fn called(&self, tool: &str) -> bool {
+        let name = format!("\"name\":\"{tool}\"");
+        self.messages.iter().any(|m| m.to_string().contains(&name))
+    }
+}
+
+/// Asks ToolSearch for a deferred tool by name.
+fn search_for_tool(tool: &str) -> Reply {
+    Reply::tool_use(
+        "ToolSearch",
+        json!({"query": format!("select:{tool}"), "max_results": 1}),
+    )
+}
+
 /// The stand-in's script, a model that recalls in two steps: find the tools through ToolSearch when they are
 /// deferred, search, read more around the top hit by its ids (one expansion, no second search), then finish.
 fn script(req: &Value) -> Reply {
-    let messages = req["messages"].as_array().cloned().unwrap_or_default();
-    let last = messages
-        .last()
-        .map(|m| m["content"].to_string())
-        .unwrap_or_default();
-    let tools: Vec<&str> = req["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|t| t["name"].as_str())
-        .collect();
-    let called = |tool: &str| {
-        messages
-            .iter()
-            .any(|m| m.to_string().contains(&format!("\"name\":\"{tool}\"")))
-    };
-    let find = |tool: &str| {
-        Reply::tool_use(
-            "ToolSearch",
-            json!({"query": format!("select:{tool}"), "max_results": 1}),
-        )
-    };
-    if !called(TOOL) {
-        if tools.contains(&TOOL) || last.contains("tool_reference") {
+    let turn = Turn::of(req);
+    if !turn.called(TOOL) {
+        if turn.offers(TOOL) || turn.last.contains("tool_reference") {
             return Reply::tool_use(
                 TOOL,
                 json!({"query": "KESTREL-ROTATE signing keys", "context_before_after": 0}),
             );
         }
-        if tools.contains(&"ToolSearch") {
-            return find(TOOL);
+        if turn.offers("ToolSearch") {
+            return search_for_tool(TOOL);
         }
         return Reply::text("ok");
     }
-    if called(DETAIL) {
+    if turn.called(DETAIL) {
         return Reply::text("Done.");
     }
     let Some((session, hit)) = tool_results(req).iter().find_map(|(_, t)| top_hit(t)) else {
         return Reply::text("Nothing found.");
     };
-    if !tools.contains(&DETAIL) && tools.contains(&"ToolSearch") && !last.contains("tool_reference")
-    {
-        return find(DETAIL);
+    if !turn.offers(DETAIL) && turn.offers("ToolSearch") && !turn.last.contains("tool_reference") {
+        return search_for_tool(DETAIL);
     }
     Reply::tool_use(
         DETAIL,
@@ -293,29 +317,18 @@ const BROWSER: &str = "mcp__plugin_ghola_ghola__open_history_browser";
 /// `open_history_browser` (open=false: no browser here), then fetches the address the tool returned — while
 /// Claude Code and its server still run — and says the HTTP status it got.
 fn browser_script(req: &Value) -> Reply {
-    let messages = req["messages"].as_array().cloned().unwrap_or_default();
-    let all = Value::Array(messages.clone()).to_string();
-    let last = messages
-        .last()
-        .map(|m| m["content"].to_string())
-        .unwrap_or_default();
-    let tools: Vec<&str> = req["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|t| t["name"].as_str())
-        .collect();
-    if !all.contains(&format!("\"name\":\"{BROWSER}\"")) {
-        if !all.contains("open_history_browser") {
+    let turn = Turn::of(req);
+    if !turn.called(BROWSER) {
+        if !Value::Array(turn.messages.clone())
+            .to_string()
+            .contains("open_history_browser")
+        {
             return Reply::text("the command's text did not arrive");
         }
-        if tools.contains(&BROWSER) || last.contains("tool_reference") {
+        if turn.offers(BROWSER) || turn.last.contains("tool_reference") {
             return Reply::tool_use(BROWSER, json!({"open": false}));
         }
-        return Reply::tool_use(
-            "ToolSearch",
-            json!({"query": format!("select:{BROWSER}"), "max_results": 1}),
-        );
+        return search_for_tool(BROWSER);
     }
     let Some(url) = tool_results(req).iter().find_map(|(_, t)| {
         t.split_whitespace()
