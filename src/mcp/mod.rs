@@ -398,7 +398,8 @@ impl GholaServer {
         returns compact text: per hit a header (date, project, branch, session and window, score, hit id) and the \
         lines around it, the hit marked with \">\". Read more around a hit with get_session_detail(session_id, \
         around=<hit>). group_by=\"session\" lists the sessions about the query first; since=\"3d\" keeps recent \
-        ones; session_id=\"current\" searches what compaction took from this session. Use it when the user \
+        ones; a time named in the query (\"in March 2025\", \"yesterday\") ranks what was said then first; \
+        session_id=\"current\" searches what compaction took from this session. Use it when the user \
         refers to earlier work, or before re-deriving something that was probably discussed before."
     )]
     async fn search_project_history(

@@ -7,6 +7,7 @@ pub mod params;
 pub mod prior;
 pub mod response;
 pub mod scan;
+pub mod when;
 
 pub use params::{
     Fusion, MAX_RESULTS, SearchError, SearchParams, default_lexical_weight, parse_bound,
@@ -238,7 +239,7 @@ fn rank(
     drop(sem_top);
     // Every candidate `fuse` scores is a lexical match or one of these semantic ones.
     let priors = if p.fusion == Fusion::Weighted {
-        let intent = QueryIntent::of(&p.query);
+        let intent = QueryIntent::of(&p.query, chrono::Utc::now());
         lex_sorted
             .iter()
             .map(|(m, _)| *m)

@@ -1,0 +1,398 @@
+//! The time a query names ("on 9 November, 2022", "in January 2024", "2026-03-02", "yesterday"), read as a
+//! span of time, so that the ranking can prefer what was said then (see `prior::Rule::OutsideNamedTime`).
+//!
+//! A question about the past often says when: "what did we decide about the cache in March", "what did Nate
+//! cook on 9 November, 2022". The words of the date match nothing useful (a month's name, a year), while the
+//! messages written in that span are where the answer most likely is. A named time is a preference, not a
+//! filter (the `after`/`before` arguments are the filter): a date in a query can also be part of what is
+//! searched for ("the certificate that expires in March 2027").
+
+use chrono::{DateTime, Datelike, Duration, Local, NaiveDate, TimeZone, Utc};
+
+/// A span of time a query names, in milliseconds since the epoch: `start` inclusive, `end` exclusive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Period {
+    pub start_ms: i64,
+    pub end_ms: i64,
+}
+
+/// How long before a named span a message still counts as written in it: a day, for time zones (a date in a
+/// question is the asker's calendar day; a transcript's timestamps are UTC).
+const SLACK_BEFORE: Duration = Duration::days(1);
+
+/// How long after a named span a message still counts: what happened on a day is often told in the days after
+/// it ("yesterday I…", "last week we…").
+const SLACK_AFTER: Duration = Duration::days(8);
+
+impl Period {
+    /// Whether a message written at `ms` counts as written in the span (with the slack either side).
+    pub fn holds(&self, ms: i64) -> bool {
+        let before = SLACK_BEFORE.num_milliseconds();
+        let after = SLACK_AFTER.num_milliseconds();
+        ms >= self.start_ms.saturating_sub(before) && ms < self.end_ms.saturating_add(after)
+    }
+
+    /// The span from the start of local day `from` to the start of local day `to` (exclusive).
+    fn days(from: NaiveDate, to: NaiveDate) -> Option<Period> {
+        let at = |d: NaiveDate| {
+            Local
+                .from_local_datetime(&d.and_hms_opt(0, 0, 0)?)
+                .earliest()
+                .map(|t| t.timestamp_millis())
+        };
+        Some(Period {
+            start_ms: at(from)?,
+            end_ms: at(to)?,
+        })
+    }
+
+    /// The smallest span holding both.
+    fn join(self, other: Period) -> Period {
+        Period {
+            start_ms: self.start_ms.min(other.start_ms),
+            end_ms: self.end_ms.max(other.end_ms),
+        }
+    }
+}
+
+const MONTHS: [&str; 12] = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+];
+
+/// A month by its name or its usual three-letter (or `sept`) abbreviation: 1 to 12.
+fn month(word: &str) -> Option<u32> {
+    if let Some(k) = MONTHS.iter().position(|m| *m == word) {
+        return Some(k as u32 + 1);
+    }
+    if word == "sept" {
+        return Some(9);
+    }
+    (word.len() == 3 && word != "may")
+        .then(|| MONTHS.iter().position(|m| m.starts_with(word)))
+        .flatten()
+        .map(|k| k as u32 + 1)
+}
+
+/// A day of the month written as a number, with or without its ordinal ending (`9`, `1st`, `23rd`).
+fn day(word: &str) -> Option<u32> {
+    let digits = word
+        .strip_suffix("st")
+        .or_else(|| word.strip_suffix("nd"))
+        .or_else(|| word.strip_suffix("rd"))
+        .or_else(|| word.strip_suffix("th"))
+        .unwrap_or(word);
+    (digits.len() <= 2)
+        .then(|| digits.parse::<u32>().ok())
+        .flatten()
+        .filter(|d| (1..=31).contains(d))
+}
+
+/// A four-digit year from 1970 to 2199.
+fn year(word: &str) -> Option<i32> {
+    (word.len() == 4)
+        .then(|| word.parse::<i32>().ok())
+        .flatten()
+        .filter(|y| (1970..2200).contains(y))
+}
+
+/// The first day of the month after `y`-`m`.
+fn next_month(y: i32, m: u32) -> Option<NaiveDate> {
+    if m == 12 {
+        NaiveDate::from_ymd_opt(y + 1, 1, 1)
+    } else {
+        NaiveDate::from_ymd_opt(y, m + 1, 1)
+    }
+}
+
+/// The months of a season in the northern hemisphere, as (first month, months): winter starts in December.
+fn season(word: &str) -> Option<(u32, u32)> {
+    match word {
+        "spring" => Some((3, 3)),
+        "summer" => Some((6, 3)),
+        "autumn" | "fall" => Some((9, 3)),
+        "winter" => Some((12, 3)),
+        _ => None,
+    }
+}
+
+/// The span of `months` months from the first of `y`-`m`.
+fn months_from(y: i32, m: u32, months: u32) -> Option<Period> {
+    let from = NaiveDate::from_ymd_opt(y, m, 1)?;
+    let mut to = from;
+    for _ in 0..months {
+        to = next_month(to.year(), to.month())?;
+    }
+    Period::days(from, to)
+}
+
+/// The time `query` names, relative to `now` for "today", "yesterday", "last week" and a month or day given
+/// without a year (the latest one not after today); `None` when it names none. Several named times give the
+/// span holding them all ("between 11 August and 15 August 2023").
+pub fn named_period(query: &str, now: DateTime<Utc>) -> Option<Period> {
+    let today = now.with_timezone(&Local).date_naive();
+    let lower = query.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric() && c != '-')
+        .flat_map(|w| {
+            // An ISO date stays whole; other hyphens separate words ("mid-march").
+            if iso_date(w).is_some() {
+                vec![w]
+            } else {
+                w.split('-').collect()
+            }
+        })
+        .filter(|w| !w.is_empty())
+        .collect();
+    // A year named anywhere serves a month or day named without one ("between 11 August and 15 August 2023").
+    let any_year = words.iter().find_map(|w| year(w));
+    // The latest `m`/`d` (day 1 for a month) not after today, for a date given without a year.
+    let latest_year = |m: u32, d: u32| {
+        let this = today.year();
+        match NaiveDate::from_ymd_opt(this, m, d) {
+            Some(date) if date <= today => this,
+            _ => this - 1,
+        }
+    };
+    let mut found: Option<Period> = None;
+    let mut add = |p: Option<Period>| {
+        if let Some(p) = p {
+            found = Some(found.map_or(p, |f| f.join(p)));
+        }
+    };
+    for (k, w) in words.iter().enumerate() {
+        let at = |j: usize| words.get(j).copied().unwrap_or("");
+        if let Some((y, m, d)) = iso_date(w) {
+            add(match d {
+                Some(d) => NaiveDate::from_ymd_opt(y, m, d)
+                    .and_then(|from| Period::days(from, from.succ_opt()?)),
+                None => months_from(y, m, 1),
+            });
+            continue;
+        }
+        if let Some(m) = month(w) {
+            // "9 November 2022", "November 9, 2022", "9th of November", "November 2022", "November".
+            let before = if at(k.wrapping_sub(1)) == "of" {
+                day(at(k.wrapping_sub(2)))
+            } else {
+                day(at(k.wrapping_sub(1)))
+            };
+            let after = day(at(k + 1));
+            let d = before.or(after);
+            let y_next = if after.is_some() {
+                year(at(k + 2))
+            } else {
+                year(at(k + 1))
+            };
+            // "may" and the abbreviations name the month only beside a day or a year ("may I ask", "mar the
+            // surface" do not).
+            if (*w == "may" || !MONTHS.contains(w)) && d.is_none() && y_next.is_none() {
+                continue;
+            }
+            let y = y_next
+                .or(any_year)
+                .unwrap_or_else(|| latest_year(m, d.unwrap_or(1)));
+            add(match d {
+                Some(d) => NaiveDate::from_ymd_opt(y, m, d)
+                    .and_then(|from| Period::days(from, from.succ_opt()?)),
+                None => months_from(y, m, 1),
+            });
+            continue;
+        }
+        if let Some((m, n)) = season(w)
+            && let Some(y) = year(at(k + 1))
+        {
+            add(months_from(y, m, n));
+            continue;
+        }
+        if let Some(y) = year(w)
+            && matches!(
+                at(k.wrapping_sub(1)),
+                "in" | "during" | "throughout" | "since"
+            )
+        {
+            add(months_from(y, 1, 12));
+            continue;
+        }
+        match (*w, at(k + 1)) {
+            ("today", _) => add(Period::days(today, today.succ_opt()?)),
+            ("yesterday", _) => add(Period::days(today.pred_opt()?, today)),
+            ("last", "week") => add(Period::days(today - Duration::days(7), today)),
+            ("this", "week") => add(Period::days(
+                today - Duration::days(today.weekday().num_days_from_monday() as i64),
+                today.succ_opt()?,
+            )),
+            ("last", "month") => {
+                let first = today.with_day(1)?;
+                let prev = first.pred_opt()?.with_day(1)?;
+                add(Period::days(prev, first))
+            }
+            ("this", "month") => add(Period::days(today.with_day(1)?, today.succ_opt()?)),
+            _ => {}
+        }
+    }
+    found
+}
+
+/// An ISO 8601 date (`2026-03-02`) or month (`2026-03`): year, month and the day if given.
+fn iso_date(word: &str) -> Option<(i32, u32, Option<u32>)> {
+    let mut parts = word.split('-');
+    let y = year(parts.next()?)?;
+    let m = parts.next().filter(|p| p.len() == 2)?.parse::<u32>().ok()?;
+    let d = match parts.next() {
+        Some(p) if p.len() == 2 => Some(p.parse::<u32>().ok()?),
+        Some(_) => return None,
+        None => None,
+    };
+    if parts.next().is_some() || !(1..=12).contains(&m) {
+        return None;
+    }
+    Some((y, m, d))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now() -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339("2026-11-25T12:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc)
+    }
+
+    /// The span as local calendar days: (first day, day after the last).
+    fn days(q: &str) -> Option<(String, String)> {
+        named_period(q, now()).map(|p| {
+            let d = |ms: i64| {
+                Local
+                    .timestamp_millis_opt(ms)
+                    .unwrap()
+                    .date_naive()
+                    .to_string()
+            };
+            (d(p.start_ms), d(p.end_ms))
+        })
+    }
+
+    fn span(a: &str, b: &str) -> Option<(String, String)> {
+        Some((a.to_string(), b.to_string()))
+    }
+
+    #[test]
+    fn dates_in_words_and_numbers() {
+        assert_eq!(
+            days("which caching layer did we pick on 4 March, 2025?"),
+            span("2025-03-04", "2025-03-05")
+        );
+        assert_eq!(
+            days("the outage on March 4th 2025"),
+            span("2025-03-04", "2025-03-05")
+        );
+        assert_eq!(
+            days("the 4th of March, 2025 release"),
+            span("2025-03-04", "2025-03-05")
+        );
+        assert_eq!(
+            days("what broke in Feb 2024"),
+            span("2024-02-01", "2024-03-01")
+        );
+        assert_eq!(
+            days("the migration of 2025-12-31"),
+            span("2025-12-31", "2026-01-01")
+        );
+        assert_eq!(
+            days("deploys during 2025-12"),
+            span("2025-12-01", "2026-01-01")
+        );
+        assert_eq!(
+            days("what did we ship in 2024?"),
+            span("2024-01-01", "2025-01-01")
+        );
+        assert_eq!(
+            days("the retreat in summer 2025"),
+            span("2025-06-01", "2025-09-01")
+        );
+        assert_eq!(
+            days("the retro in winter 2025"),
+            span("2025-12-01", "2026-03-01")
+        );
+    }
+
+    #[test]
+    fn several_dates_give_the_span_holding_them() {
+        assert_eq!(
+            days("the incidents between 11 August and 15 August 2025"),
+            span("2025-08-11", "2025-08-16")
+        );
+    }
+
+    #[test]
+    fn without_a_year_the_latest_one_not_after_today() {
+        // Now is 25 November 2026.
+        assert_eq!(
+            days("what did we decide in March about retries"),
+            span("2026-03-01", "2026-04-01")
+        );
+        assert_eq!(
+            days("the December freeze"),
+            span("2025-12-01", "2026-01-01")
+        );
+        assert_eq!(days("on 30 November"), span("2025-11-30", "2025-12-01"));
+    }
+
+    #[test]
+    fn relative_days() {
+        assert_eq!(
+            days("what did we do yesterday"),
+            span("2026-11-24", "2026-11-25")
+        );
+        assert_eq!(
+            days("today's failing test"),
+            span("2026-11-25", "2026-11-26")
+        );
+        assert_eq!(
+            days("last week's refactor"),
+            span("2026-11-18", "2026-11-25")
+        );
+        assert_eq!(days("last month"), span("2026-10-01", "2026-11-01"));
+    }
+
+    #[test]
+    fn words_that_only_look_like_dates() {
+        for q in [
+            "may I ask why the build failed",
+            "the parser may drop a line",
+            "version 2024 of the schema",
+            "error 1999 in the importer",
+            "mar the surface",
+            "the last step of the week",
+            "2024-13-01 is not a date",
+            "bump to 1.2.3",
+        ] {
+            assert_eq!(days(q), None, "{q}");
+        }
+        // A month beside a day or a year is a month, "may" too.
+        assert_eq!(days("on 3 May 2025"), span("2025-05-03", "2025-05-04"));
+    }
+
+    #[test]
+    fn the_span_has_slack_after_more_than_before() {
+        let p = named_period("on 4 March, 2025", now()).unwrap();
+        let day = 86_400_000;
+        assert!(p.holds(p.start_ms));
+        assert!(p.holds(p.start_ms - day + 1));
+        assert!(!p.holds(p.start_ms - 2 * day));
+        assert!(p.holds(p.end_ms + 7 * day));
+        assert!(!p.holds(p.end_ms + 9 * day));
+    }
+}
