@@ -16,13 +16,14 @@ pub struct SearchArgs {
     pub after: Option<String>,
     /// Only messages before this time (ISO 8601, exclusive).
     pub before: Option<String>,
-    /// Messages of context before and after each hit (default 2, at most 20).
+    /// Messages of context before and after each hit (default 1, at most 20; read more around a hit with
+    /// get_session_detail).
     pub context_before_after: Option<i64>,
     /// Minimum semantic similarity (0..1) for a hit that matches no query word (default 0.2).
     pub threshold: Option<f64>,
     /// Leave out hits scoring under this fraction (0..1) of the best hit's score (default 0.55; 0 keeps every hit).
     pub relative_floor: Option<f64>,
-    /// Number of results (default 10, at most 100).
+    /// Number of results (default 18, at most 100).
     pub max_results: Option<i64>,
     /// Results to skip, for paging (default 0).
     pub offset: Option<i64>,
