@@ -821,3 +821,74 @@ fn requests_and_the_main_thread_for_agents_rank_below_answers() {
     let r = first("ORCHID garden bloomed", "/w/chat");
     assert_eq!(r[0], "sc-0", "{r:?}");
 }
+
+#[test]
+fn a_time_named_in_the_query_ranks_what_was_said_then_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let claude = tmp.path().join("claude");
+    // The same status reported in two sessions three months apart.
+    for (session, day, status) in [
+        ("s-march", "2025-03-04", "rolled back"),
+        ("s-june", "2025-06-10", "shipped"),
+    ] {
+        write(
+            &claude,
+            "/w/t",
+            session,
+            &[
+                entry(session, "/w/t", 0, &format!("{day}T09:00:00Z"), "morning"),
+                entry(
+                    session,
+                    "/w/t",
+                    1,
+                    &format!("{day}T09:01:00Z"),
+                    &format!("BRAMBLE deploy status: {status}"),
+                ),
+            ],
+        );
+    }
+    let e = indexed(tmp);
+    let first = |args: &[&str]| {
+        // Every hit is kept (no floor), to see that the time is a preference, not a filter.
+        let mut all = vec![
+            "--project",
+            "/w/t",
+            "--context",
+            "0",
+            "--relative-floor",
+            "0",
+        ];
+        all.extend_from_slice(args);
+        let v = search(&e, "UTC", &all).unwrap();
+        uuids(&v)
+    };
+    for (q, want) in [
+        ("BRAMBLE deploy status on 4 March 2025", "s-march-1"),
+        ("BRAMBLE deploy status on June 10th, 2025", "s-june-1"),
+        ("BRAMBLE deploy status 2025-03-04", "s-march-1"),
+        ("BRAMBLE deploy status in June 2025", "s-june-1"),
+    ] {
+        let r = first(&[q]);
+        assert_eq!(r.first().map(String::as_str), Some(want), "{q}: {r:?}");
+        assert_eq!(
+            r.len(),
+            2,
+            "a named time is a preference, not a filter: {q}: {r:?}"
+        );
+    }
+    // The order the dates gave is the dates' doing: without the rule both queries rank the same way.
+    let plain = |q: &str| first(&[q, "--without-rule", "outside-named-time"]);
+    assert_eq!(
+        plain("BRAMBLE deploy status on 4 March 2025"),
+        plain("BRAMBLE deploy status on June 10th, 2025")
+    );
+    // A time when nothing was written changes nothing.
+    assert_eq!(
+        first(&["BRAMBLE deploy status in 2019"]),
+        first(&[
+            "BRAMBLE deploy status in 2019",
+            "--without-rule",
+            "outside-named-time"
+        ])
+    );
+}

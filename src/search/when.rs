@@ -385,6 +385,20 @@ mod tests {
         assert_eq!(days("on 3 May 2025"), span("2025-05-03", "2025-05-04"));
     }
 
+    proptest::proptest! {
+        /// Any text, read at any time: no panic, and a span read is not empty.
+        #[test]
+        fn any_query_reads_without_panic(
+            q in "(([0-9]{1,4}|[a-z]{1,9}|may|june|2025-0[1-9]-[0-3][0-9]|31st|of|last|week)[ ,.-]?){0,8}",
+            secs in 0i64..8_000_000_000,
+        ) {
+            let now = DateTime::from_timestamp(secs, 0).unwrap();
+            if let Some(p) = named_period(&q, now) {
+                proptest::prop_assert!(p.start_ms < p.end_ms, "{q:?}: {p:?}");
+            }
+        }
+    }
+
     #[test]
     fn the_span_has_slack_after_more_than_before() {
         let p = named_period("on 4 March, 2025", now()).unwrap();
