@@ -170,23 +170,41 @@ pub fn named_period(query: &str, now: DateTime<Utc>) -> Option<Period> {
             found = Some(found.map_or(p, |f| f.join(p)));
         }
     };
+    // "since March", "since 2024-03-04": from then until today.
+    let until_today = Period::days(today, today.succ_opt()?)?.end_ms;
+    let at = |j: usize| words.get(j).copied().unwrap_or("");
+    let opened = |p: Option<Period>, first: usize| {
+        p.map(|p| {
+            if at(first.wrapping_sub(1)) == "since" {
+                Period {
+                    end_ms: p.end_ms.max(until_today),
+                    ..p
+                }
+            } else {
+                p
+            }
+        })
+    };
     for (k, w) in words.iter().enumerate() {
-        let at = |j: usize| words.get(j).copied().unwrap_or("");
         if let Some((y, m, d)) = iso_date(w) {
-            add(match d {
-                Some(d) => NaiveDate::from_ymd_opt(y, m, d)
-                    .and_then(|from| Period::days(from, from.succ_opt()?)),
-                None => months_from(y, m, 1),
-            });
+            add(opened(
+                match d {
+                    Some(d) => NaiveDate::from_ymd_opt(y, m, d)
+                        .and_then(|from| Period::days(from, from.succ_opt()?)),
+                    None => months_from(y, m, 1),
+                },
+                k,
+            ));
             continue;
         }
         if let Some(m) = month(w) {
             // "9 November 2022", "November 9, 2022", "9th of November", "November 2022", "November".
-            let before = if at(k.wrapping_sub(1)) == "of" {
-                day(at(k.wrapping_sub(2)))
+            let (before, first) = if at(k.wrapping_sub(1)) == "of" {
+                (day(at(k.wrapping_sub(2))), k.wrapping_sub(2))
             } else {
-                day(at(k.wrapping_sub(1)))
+                (day(at(k.wrapping_sub(1))), k.wrapping_sub(1))
             };
+            let first = if before.is_some() { first } else { k };
             let after = day(at(k + 1));
             let d = before.or(after);
             let y_next = if after.is_some() {
@@ -202,17 +220,20 @@ pub fn named_period(query: &str, now: DateTime<Utc>) -> Option<Period> {
             let y = y_next
                 .or(any_year)
                 .unwrap_or_else(|| latest_year(m, d.unwrap_or(1)));
-            add(match d {
-                Some(d) => NaiveDate::from_ymd_opt(y, m, d)
-                    .and_then(|from| Period::days(from, from.succ_opt()?)),
-                None => months_from(y, m, 1),
-            });
+            add(opened(
+                match d {
+                    Some(d) => NaiveDate::from_ymd_opt(y, m, d)
+                        .and_then(|from| Period::days(from, from.succ_opt()?)),
+                    None => months_from(y, m, 1),
+                },
+                first,
+            ));
             continue;
         }
         if let Some((m, n)) = season(w)
             && let Some(y) = year(at(k + 1))
         {
-            add(months_from(y, m, n));
+            add(opened(months_from(y, m, n), k));
             continue;
         }
         if let Some(y) = year(w)
@@ -221,7 +242,7 @@ pub fn named_period(query: &str, now: DateTime<Utc>) -> Option<Period> {
                 "in" | "during" | "throughout" | "since"
             )
         {
-            add(months_from(y, 1, 12));
+            add(opened(months_from(y, 1, 12), k));
             continue;
         }
         match (*w, at(k + 1)) {
@@ -348,6 +369,17 @@ mod tests {
             span("2025-12-01", "2026-01-01")
         );
         assert_eq!(days("on 30 November"), span("2025-11-30", "2025-12-01"));
+    }
+
+    #[test]
+    fn since_a_time_runs_until_today() {
+        assert_eq!(
+            days("what changed since March"),
+            span("2026-03-01", "2026-11-26")
+        );
+        assert_eq!(days("since 2025-06-01"), span("2025-06-01", "2026-11-26"));
+        assert_eq!(days("since 4 June 2025"), span("2025-06-04", "2026-11-26"));
+        assert_eq!(days("flaky since 2024"), span("2024-01-01", "2026-11-26"));
     }
 
     #[test]
