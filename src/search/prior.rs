@@ -128,9 +128,10 @@ impl QueryIntent {
 }
 
 /// The factor on live message `i`'s fused score: [`QUESTION_PRIOR`] for each way it is unlikely to hold the
-/// answer — it asks ([`is_ask`]), it is in the main conversation and the query names an agent, it was written
-/// outside the time the query names (a message without a time is not judged) — multiplied together; 1 for a message that may well be the answer. Rules in `off` are not applied (benchmarks only; see
-/// [`Rule`]). Two earlier rules — a hand-off to a subagent, and tool outputs under a why-question — gained nothing
+/// answer — it asks ([`is_ask`]), it is in the main conversation and the query names an agent — and
+/// [`OUTSIDE_NAMED_TIME`] when it was written outside the time the query names (a message without a time is not
+/// judged), multiplied together; 1 for a message that may well be the answer. Rules in `off` are not applied
+/// (benchmarks only; see [`Rule`]). Two earlier rules — a hand-off to a subagent, and tool outputs under a why-question — gained nothing
 /// on held-back questions and were removed (docs/search.md).
 pub fn prior(snap: &Snapshot, i: usize, intent: QueryIntent, off: &[Rule]) -> f32 {
     let text = snap.text_bytes(i);

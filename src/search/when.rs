@@ -46,6 +46,19 @@ impl Period {
         })
     }
 
+    /// Local day `d`.
+    fn one_day(d: NaiveDate) -> Option<Period> {
+        Period::days(d, d.succ_opt()?)
+    }
+
+    /// Day `d` of month `m` of `y`, or the whole month when no day is given.
+    fn day_or_month(y: i32, m: u32, d: Option<u32>) -> Option<Period> {
+        match d {
+            Some(d) => Period::one_day(NaiveDate::from_ymd_opt(y, m, d)?),
+            None => months_from(y, m, 1),
+        }
+    }
+
     /// The smallest span holding both.
     fn join(self, other: Period) -> Period {
         Period {
@@ -171,30 +184,20 @@ pub fn named_period(query: &str, now: DateTime<Utc>) -> Option<Period> {
         }
     };
     // "since March", "since 2024-03-04": from then until today.
-    let until_today = Period::days(today, today.succ_opt()?)?.end_ms;
+    let until_today = Period::one_day(today).map(|p| p.end_ms);
     let at = |j: usize| words.get(j).copied().unwrap_or("");
     let opened = |p: Option<Period>, first: usize| {
-        p.map(|p| {
-            if at(first.wrapping_sub(1)) == "since" {
-                Period {
-                    end_ms: p.end_ms.max(until_today),
-                    ..p
-                }
-            } else {
-                p
-            }
+        p.map(|p| match until_today {
+            Some(end) if at(first.wrapping_sub(1)) == "since" => Period {
+                end_ms: p.end_ms.max(end),
+                ..p
+            },
+            _ => p,
         })
     };
     for (k, w) in words.iter().enumerate() {
         if let Some((y, m, d)) = iso_date(w) {
-            add(opened(
-                match d {
-                    Some(d) => NaiveDate::from_ymd_opt(y, m, d)
-                        .and_then(|from| Period::days(from, from.succ_opt()?)),
-                    None => months_from(y, m, 1),
-                },
-                k,
-            ));
+            add(opened(Period::day_or_month(y, m, d), k));
             continue;
         }
         if let Some(m) = month(w) {
@@ -220,14 +223,7 @@ pub fn named_period(query: &str, now: DateTime<Utc>) -> Option<Period> {
             let y = y_next
                 .or(any_year)
                 .unwrap_or_else(|| latest_year(m, d.unwrap_or(1)));
-            add(opened(
-                match d {
-                    Some(d) => NaiveDate::from_ymd_opt(y, m, d)
-                        .and_then(|from| Period::days(from, from.succ_opt()?)),
-                    None => months_from(y, m, 1),
-                },
-                first,
-            ));
+            add(opened(Period::day_or_month(y, m, d), first));
             continue;
         }
         if let Some((m, n)) = season(w)
@@ -245,24 +241,29 @@ pub fn named_period(query: &str, now: DateTime<Utc>) -> Option<Period> {
             add(opened(months_from(y, 1, 12), k));
             continue;
         }
-        match (*w, at(k + 1)) {
-            ("today", _) => add(Period::days(today, today.succ_opt()?)),
-            ("yesterday", _) => add(Period::days(today.pred_opt()?, today)),
-            ("last", "week") => add(Period::days(today - Duration::days(7), today)),
-            ("this", "week") => add(Period::days(
-                today - Duration::days(today.weekday().num_days_from_monday() as i64),
-                today.succ_opt()?,
-            )),
-            ("last", "month") => {
-                let first = today.with_day(1)?;
-                let prev = first.pred_opt()?.with_day(1)?;
-                add(Period::days(prev, first))
-            }
-            ("this", "month") => add(Period::days(today.with_day(1)?, today.succ_opt()?)),
-            _ => {}
-        }
+        add(relative(w, at(k + 1), today));
     }
     found
+}
+
+/// The span a word (and the next one) names relative to local day `today`: "today", "yesterday", "this/last
+/// week", "this/last month".
+fn relative(word: &str, next: &str, today: NaiveDate) -> Option<Period> {
+    match (word, next) {
+        ("today", _) => Period::one_day(today),
+        ("yesterday", _) => Period::one_day(today.pred_opt()?),
+        ("last", "week") => Period::days(today - Duration::days(7), today),
+        ("this", "week") => Period::days(
+            today - Duration::days(today.weekday().num_days_from_monday() as i64),
+            today.succ_opt()?,
+        ),
+        ("last", "month") => {
+            let first = today.with_day(1)?;
+            Period::days(first.pred_opt()?.with_day(1)?, first)
+        }
+        ("this", "month") => Period::days(today.with_day(1)?, today.succ_opt()?),
+        _ => None,
+    }
 }
 
 /// An ISO 8601 date (`2026-03-02`) or month (`2026-03`): year, month and the day if given.
