@@ -200,57 +200,36 @@ fn the_browser_finds_a_hit_reads_its_session_and_strangers_are_refused() {
         "{word} not marked"
     );
     // Filters as on the command line: a date long past keeps the hit, a malformed one is a clear 400.
-    let (status, _, since) = get(
-        ui.addr,
-        &format!("/search?q={word}&since=2000-01-01"),
-        &host,
-        Some(&cookie),
-    );
-    assert_eq!(status, 200);
-    assert!(
-        since
-            .to_ascii_lowercase()
+    let filtered = |filters: &str| {
+        get(
+            ui.addr,
+            &format!("/search?q={word}&{filters}"),
+            &host,
+            Some(&cookie),
+        )
+    };
+    let marked = |page: &str| {
+        page.to_ascii_lowercase()
             .contains(&format!("<mark>{word}</mark>"))
-    );
+    };
+    let (status, _, since) = filtered("since=2000-01-01");
+    assert_eq!(status, 200);
+    assert!(marked(&since));
     assert!(
         since.contains("value=\"2000-01-01\""),
         "the form keeps the filter"
     );
     // Bounds as `--after` / `--before`: a window around the hit keeps it, one before the history has none.
-    let (_, _, within) = get(
-        ui.addr,
-        &format!("/search?q={word}&after=2000-01-01&before=2100-01-01"),
-        &host,
-        Some(&cookie),
-    );
-    assert!(
-        within
-            .to_ascii_lowercase()
-            .contains(&format!("<mark>{word}</mark>"))
-    );
-    let (_, _, none) = get(
-        ui.addr,
-        &format!("/search?q={word}&before=2000-01-01"),
-        &host,
-        Some(&cookie),
-    );
+    let (_, _, within) = filtered("after=2000-01-01&before=2100-01-01");
+    assert!(marked(&within));
+    let (_, _, none) = filtered("before=2000-01-01");
     assert!(
         none.contains("No messages match") && none.contains("value=\"2000-01-01\""),
         "before the history: nothing, and the form keeps the bound"
     );
-    let (status, _, _) = get(
-        ui.addr,
-        &format!("/search?q={word}&after=sometime"),
-        &host,
-        Some(&cookie),
-    );
+    let (status, _, _) = filtered("after=sometime");
     assert_eq!(status, 400);
-    let (status, _, bad) = get(
-        ui.addr,
-        &format!("/search?q={word}&since=someday"),
-        &host,
-        Some(&cookie),
-    );
+    let (status, _, bad) = filtered("since=someday");
     assert_eq!(status, 400);
     assert!(
         bad.contains("<p class=note>") && bad.contains("someday"),
