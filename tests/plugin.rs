@@ -319,9 +319,10 @@ const BROWSER: &str = "mcp__plugin_ghola_ghola__open_history_browser";
 fn browser_script(req: &Value) -> Reply {
     let turn = Turn::of(req);
     if !turn.called(BROWSER) {
-        if !Value::Array(turn.messages.clone())
-            .to_string()
-            .contains("open_history_browser")
+        if !turn
+            .messages
+            .iter()
+            .any(|m| m.to_string().contains("open_history_browser"))
         {
             return Reply::text("the command's text did not arrive");
         }
