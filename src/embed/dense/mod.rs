@@ -284,6 +284,14 @@ pub trait F32Lanes {
     /// # Safety
     /// The CPU has the kernel's instructions.
     unsafe fn mul_add(a: Self::V, b: Self::V, acc: Self::V) -> Self::V;
+    /// One step of the product, `rows` (1 to 12) rows: [`f32_tile_rows`] in a function compiled for the kernel's
+    /// instructions. It has to be one: the step is reached through closures of functions without the target
+    /// feature, where the operations above cannot inline and became one call per instruction (what the
+    /// AVX-512 kernels were, unnoticed, until `tests/kernel_code.rs` looked at their machine code).
+    ///
+    /// # Safety
+    /// The CPU has the kernel's instructions; `t` as [`f32_product`] builds it.
+    unsafe fn tile(rows: usize, t: &F32Tile);
 }
 
 /// The f32 product over any [`F32Lanes`]: panels `NR` (= 2 × lanes) wide, `MR` (≤ 12) rows per step.
@@ -310,28 +318,38 @@ pub unsafe fn f32_product<L: F32Lanes, const NR: usize, const MR: usize>(
             first,
         };
         // SAFETY: the caller checked the instructions; pointers are in bounds (`blocked`).
-        unsafe {
-            match rows {
-                12 => tile_f32::<L, 12>(&t),
-                11 => tile_f32::<L, 11>(&t),
-                10 => tile_f32::<L, 10>(&t),
-                9 => tile_f32::<L, 9>(&t),
-                8 => tile_f32::<L, 8>(&t),
-                7 => tile_f32::<L, 7>(&t),
-                6 => tile_f32::<L, 6>(&t),
-                5 => tile_f32::<L, 5>(&t),
-                4 => tile_f32::<L, 4>(&t),
-                3 => tile_f32::<L, 3>(&t),
-                2 => tile_f32::<L, 2>(&t),
-                _ => tile_f32::<L, 1>(&t),
-            }
-        }
+        unsafe { L::tile(rows, &t) }
     });
+}
+
+/// [`tile_f32`] for `rows` (1 to 12) rows: the body of each kernel's [`F32Lanes::tile`].
+///
+/// # Safety
+/// As [`F32Lanes::tile`].
+#[inline(always)]
+pub unsafe fn f32_tile_rows<L: F32Lanes>(rows: usize, t: &F32Tile) {
+    // SAFETY: passed on from the caller.
+    unsafe {
+        match rows {
+            12 => tile_f32::<L, 12>(t),
+            11 => tile_f32::<L, 11>(t),
+            10 => tile_f32::<L, 10>(t),
+            9 => tile_f32::<L, 9>(t),
+            8 => tile_f32::<L, 8>(t),
+            7 => tile_f32::<L, 7>(t),
+            6 => tile_f32::<L, 6>(t),
+            5 => tile_f32::<L, 5>(t),
+            4 => tile_f32::<L, 4>(t),
+            3 => tile_f32::<L, 3>(t),
+            2 => tile_f32::<L, 2>(t),
+            _ => tile_f32::<L, 1>(t),
+        }
+    }
 }
 
 /// One step of an f32 kernel: rows at `a` (stride `lda`) times a panel slice of `kc` inputs at `b`, into rows
 /// of outputs at `c` (stride `ldc`), starting from the bias when `first`.
-struct F32Tile {
+pub struct F32Tile {
     a: *const f32,
     lda: usize,
     b: *const f32,
@@ -394,6 +412,26 @@ pub trait Bf16Lanes {
     /// # Safety
     /// The CPU has the kernel's instructions.
     unsafe fn dot(acc: Self::F, a: Self::P, b: Self::P) -> Self::F;
+    /// One step of the product, `rows` (1 to 12) rows: [`bf16_tile_rows`] in a function compiled for the
+    /// kernel's instructions (why: [`F32Lanes::tile`]).
+    ///
+    /// # Safety
+    /// The CPU has the kernel's instructions; `t` as [`bf16_product`] builds it.
+    unsafe fn tile(rows: usize, t: &Bf16Tile);
+    /// The activations `x` (an even count) as bf16 pairs, rounded to nearest with ties to even, the even input
+    /// in the low half ([`to_bf16_pairs`] is the plain form).
+    ///
+    /// # Safety
+    /// The CPU has the kernel's instructions; `out` holds `x.len() / 2` pairs.
+    unsafe fn to_pairs(x: &[f32], out: &mut [u32]);
+}
+
+/// [`Bf16Lanes::to_pairs`] in plain Rust, for what a vector conversion leaves.
+#[inline(always)]
+pub fn to_bf16_pairs(x: &[f32], out: &mut [u32]) {
+    for (d, p) in out.iter_mut().zip(x.chunks_exact(2)) {
+        *d = bf16(p[0]) as u32 | (bf16(p[1]) as u32) << 16;
+    }
 }
 
 thread_local! {
@@ -405,10 +443,17 @@ thread_local! {
 }
 
 /// Rounds each row of `x` (`k` inputs) to 16-bit integer pairs, a scale per slice of [`KC`] inputs: the slice's
-/// largest magnitude is ±[`A_LEVELS`] steps. Inlined into its kernel, so that it is compiled for the kernel's
-/// instruction set (rounding is one instruction there, a library call below SSE4.1).
+/// largest magnitude is ±[`A_LEVELS`] steps. `round` turns one slice into pairs given the inverse of its scale
+/// (the kernel's vectorised conversion; [`round_to_pairs`] is the plain one). Inlined into its kernel, so that
+/// it is compiled for the kernel's instruction set.
 #[inline(always)]
-fn quantize_rows(x: &[f32], k: usize, pairs: &mut Vec<u32>, scales: &mut Vec<f32>) {
+fn quantize_rows(
+    x: &[f32],
+    k: usize,
+    pairs: &mut Vec<u32>,
+    scales: &mut Vec<f32>,
+    round: impl Fn(&[f32], f32, &mut [u32]),
+) {
     let m = x.len() / k;
     let slices = k.div_ceil(KC);
     pairs.clear();
@@ -421,13 +466,24 @@ fn quantize_rows(x: &[f32], k: usize, pairs: &mut Vec<u32>, scales: &mut Vec<f32
             let scale = top / A_LEVELS;
             scales[i * slices + t] = scale;
             let inv = if scale > 0.0 { 1.0 / scale } else { 0.0 };
-            let dst = &mut pairs[(i * k + t * KC) / 2..][..slice.len() / 2];
-            for (d, p) in dst.iter_mut().zip(slice.chunks_exact(2)) {
-                let lo = (p[0] * inv).round() as i16 as u16 as u32;
-                let hi = (p[1] * inv).round() as i16 as u16 as u32;
-                *d = lo | hi << 16;
-            }
+            round(
+                slice,
+                inv,
+                &mut pairs[(i * k + t * KC) / 2..][..slice.len() / 2],
+            );
         }
+    }
+}
+
+/// One slice of inputs times `inv`, rounded to the nearest integer (ties to even, as the vector conversions do)
+/// and held to ±[`A_LEVELS`], as pairs (the even input in the low half): the plain form of each kernel's
+/// vectorised conversion, which also does the tail it leaves.
+#[inline(always)]
+fn round_to_pairs(slice: &[f32], inv: f32, dst: &mut [u32]) {
+    let level =
+        |v: f32| (v * inv).round_ties_even().clamp(-A_LEVELS, A_LEVELS) as i16 as u16 as u32;
+    for (d, p) in dst.iter_mut().zip(slice.chunks_exact(2)) {
+        *d = level(p[0]) | level(p[1]) << 16;
     }
 }
 
@@ -444,41 +500,33 @@ pub unsafe fn bf16_product<L: Bf16Lanes>(w: &Packed, o: Operands) {
     PAIRS.with(|s| {
         let mut a = s.borrow_mut();
         a.clear();
-        a.extend(
-            o.x.chunks_exact(2)
-                .map(|p| bf16(p[0]) as u32 | (bf16(p[1]) as u32) << 16),
-        );
+        a.resize(m * kp, 0);
+        // SAFETY: the caller checked the instructions; `a` holds half as many pairs as `x` has inputs.
+        unsafe { L::to_pairs(o.x, &mut a) };
         let (ap, out) = (a.as_ptr(), o.out.as_mut_ptr());
         let pairs = w.bf16_pairs();
         for_each_step(kp, KC / 2, m, n / 32, MR, |s| {
-            let panel = pairs[(s.j * kp + s.p0) * 32..].as_ptr();
-            let bias = o.bias[s.j * 32..].as_ptr();
-            let (qc, first) = (s.pc, s.p0 == 0);
             // SAFETY: in bounds as in `blocked` (pairs are k/2 per row); the caller checked the instructions.
             unsafe {
-                let (a, c) = (ap.add(s.i * kp + s.p0), out.add(s.i * n + s.j * 32));
-                match s.rows {
-                    12 => tile_bf16::<L, 12>(a, kp, panel, qc, c, n, bias, first),
-                    11 => tile_bf16::<L, 11>(a, kp, panel, qc, c, n, bias, first),
-                    10 => tile_bf16::<L, 10>(a, kp, panel, qc, c, n, bias, first),
-                    9 => tile_bf16::<L, 9>(a, kp, panel, qc, c, n, bias, first),
-                    8 => tile_bf16::<L, 8>(a, kp, panel, qc, c, n, bias, first),
-                    7 => tile_bf16::<L, 7>(a, kp, panel, qc, c, n, bias, first),
-                    6 => tile_bf16::<L, 6>(a, kp, panel, qc, c, n, bias, first),
-                    5 => tile_bf16::<L, 5>(a, kp, panel, qc, c, n, bias, first),
-                    4 => tile_bf16::<L, 4>(a, kp, panel, qc, c, n, bias, first),
-                    3 => tile_bf16::<L, 3>(a, kp, panel, qc, c, n, bias, first),
-                    2 => tile_bf16::<L, 2>(a, kp, panel, qc, c, n, bias, first),
-                    _ => tile_bf16::<L, 1>(a, kp, panel, qc, c, n, bias, first),
-                }
+                let t = Bf16Tile {
+                    a: ap.add(s.i * kp + s.p0),
+                    lda: kp,
+                    b: pairs[(s.j * kp + s.p0) * 32..].as_ptr(),
+                    qc: s.pc,
+                    c: out.add(s.i * n + s.j * 32),
+                    ldc: n,
+                    bias: o.bias[s.j * 32..].as_ptr(),
+                    first: s.p0 == 0,
+                };
+                L::tile(s.rows, &t);
             }
         });
     });
 }
 
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn tile_bf16<L: Bf16Lanes, const R: usize>(
+/// One step of the bf16 kernel: rows of pairs at `a` (stride `lda`) times a panel slice of `qc` pairs at `b`,
+/// into rows of 32 outputs at `c` (stride `ldc`), starting from the bias when `first`.
+pub struct Bf16Tile {
     a: *const u32,
     lda: usize,
     b: *const u32,
@@ -487,29 +535,57 @@ unsafe fn tile_bf16<L: Bf16Lanes, const R: usize>(
     ldc: usize,
     bias: *const f32,
     first: bool,
-) {
+}
+
+/// [`tile_bf16`] for `rows` (1 to 12) rows: the body of each kernel's [`Bf16Lanes::tile`].
+///
+/// # Safety
+/// As [`Bf16Lanes::tile`].
+#[inline(always)]
+pub unsafe fn bf16_tile_rows<L: Bf16Lanes>(rows: usize, t: &Bf16Tile) {
+    // SAFETY: passed on from the caller.
+    unsafe {
+        match rows {
+            12 => tile_bf16::<L, 12>(t),
+            11 => tile_bf16::<L, 11>(t),
+            10 => tile_bf16::<L, 10>(t),
+            9 => tile_bf16::<L, 9>(t),
+            8 => tile_bf16::<L, 8>(t),
+            7 => tile_bf16::<L, 7>(t),
+            6 => tile_bf16::<L, 6>(t),
+            5 => tile_bf16::<L, 5>(t),
+            4 => tile_bf16::<L, 4>(t),
+            3 => tile_bf16::<L, 3>(t),
+            2 => tile_bf16::<L, 2>(t),
+            _ => tile_bf16::<L, 1>(t),
+        }
+    }
+}
+
+#[inline(always)]
+unsafe fn tile_bf16<L: Bf16Lanes, const R: usize>(t: &Bf16Tile) {
     // SAFETY: R rows of qc pairs at `a` (stride lda), a panel slice of qc × 32 pairs at `b`, R rows of 32
     // outputs at `c` (stride ldc); the caller checked the instructions.
     unsafe {
-        let zero = L::load_f(bias);
+        let zero = L::load_f(t.bias);
         let mut acc = [[zero; 2]; R];
         for (r, row) in acc.iter_mut().enumerate() {
-            let src = if first { bias } else { c.add(r * ldc) };
+            let src = if t.first { t.bias } else { t.c.add(r * t.ldc) };
             row[0] = L::load_f(src);
             row[1] = L::load_f(src.add(16));
         }
-        for q in 0..qc {
-            let b0 = L::load_pairs(b.add(q * 32));
-            let b1 = L::load_pairs(b.add(q * 32 + 16));
+        for q in 0..t.qc {
+            let b0 = L::load_pairs(t.b.add(q * 32));
+            let b1 = L::load_pairs(t.b.add(q * 32 + 16));
             for (r, row) in acc.iter_mut().enumerate() {
-                let av = L::splat_pair(*a.add(r * lda + q));
+                let av = L::splat_pair(*t.a.add(r * t.lda + q));
                 row[0] = L::dot(row[0], av, b0);
                 row[1] = L::dot(row[1], av, b1);
             }
         }
         for (r, row) in acc.iter().enumerate() {
-            L::store_f(c.add(r * ldc), row[0]);
-            L::store_f(c.add(r * ldc + 16), row[1]);
+            L::store_f(t.c.add(r * t.ldc), row[0]);
+            L::store_f(t.c.add(r * t.ldc + 16), row[1]);
         }
     }
 }

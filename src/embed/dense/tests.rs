@@ -34,6 +34,13 @@ impl Bf16Lanes for Emulated {
         }
         acc
     }
+    unsafe fn tile(rows: usize, t: &Bf16Tile) {
+        // SAFETY: passed on from the kernel; the emulation needs no instructions.
+        unsafe { bf16_tile_rows::<Self>(rows, t) }
+    }
+    unsafe fn to_pairs(x: &[f32], out: &mut [u32]) {
+        to_bf16_pairs(x, out)
+    }
 }
 
 /// Sixteen f32 lanes in plain Rust, as AVX-512F computes them.
@@ -58,6 +65,10 @@ impl F32Lanes for EmulatedF32 {
             acc[i] = a[i].mul_add(b[i], acc[i]);
         }
         acc
+    }
+    unsafe fn tile(rows: usize, t: &F32Tile) {
+        // SAFETY: passed on from the kernel; the emulation needs no instructions.
+        unsafe { f32_tile_rows::<Self>(rows, t) }
     }
 }
 
@@ -209,5 +220,31 @@ fn f32_kernels_match_f64_products() {
                 );
             }
         }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn the_vectorised_16_bit_rounding_is_the_plain_one() {
+    if !(is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")) {
+        eprintln!("no AVX2 here, skipped");
+        return;
+    }
+    let mut seed = 3u64;
+    for len in (0..=70).step_by(2) {
+        let mut x: Vec<f32> = (0..len).map(|_| lcg(&mut seed) * 4000.0).collect();
+        // Exact halves and values past the levels (held to ±A_LEVELS).
+        if len >= 4 {
+            x[0] = 0.625; // 2.5 steps: ties go to even either way
+            x[1] = -0.875;
+            x[2] = 1e9;
+            x[3] = -1e9;
+        }
+        let inv = 4.0;
+        let (mut plain, mut vector) = (vec![7u32; len / 2], vec![7u32; len / 2]);
+        round_to_pairs(&x, inv, &mut plain);
+        // SAFETY: AVX2 was just detected.
+        unsafe { x86::round_to_pairs_avx2(&x, inv, &mut vector) };
+        assert_eq!(plain, vector, "{len} inputs");
     }
 }

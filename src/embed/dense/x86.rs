@@ -1,6 +1,9 @@
 //! The x86-64 kernels; each `unsafe fn` needs its instruction set (checked by the caller).
 
-use super::{Bf16Lanes, F32Lanes, Operands, Packed, bf16_product, f32_product};
+use super::{
+    Bf16Lanes, Bf16Tile, F32Lanes, F32Tile, Operands, Packed, bf16_product, bf16_tile_rows,
+    f32_product, f32_tile_rows, to_bf16_pairs,
+};
 use std::arch::x86_64::*;
 
 /// `out = x · W + bias` on AVX2+FMA: 6 rows × 16 columns (12 accumulators) per step.
@@ -55,6 +58,12 @@ impl F32Lanes for Avx2F32 {
     unsafe fn mul_add(a: __m256, b: __m256, acc: __m256) -> __m256 {
         _mm256_fmadd_ps(a, b, acc)
     }
+
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn tile(rows: usize, t: &F32Tile) {
+        // SAFETY: passed on from the caller.
+        unsafe { f32_tile_rows::<Self>(rows, t) }
+    }
 }
 
 /// AVX-512F on 16 f32 lanes.
@@ -89,6 +98,12 @@ impl F32Lanes for Avx512F32 {
     unsafe fn mul_add(a: __m512, b: __m512, acc: __m512) -> __m512 {
         _mm512_fmadd_ps(a, b, acc)
     }
+
+    #[target_feature(enable = "avx512f")]
+    unsafe fn tile(rows: usize, t: &F32Tile) {
+        // SAFETY: passed on from the caller.
+        unsafe { f32_tile_rows::<Self>(rows, t) }
+    }
 }
 
 /// `out = x · W + bias` on AVX2 with 16-bit integers (`vpmaddwd`: two products summed into 32 bits per lane),
@@ -106,7 +121,9 @@ pub unsafe fn i16_avx2(w: &Packed, o: Operands) {
     super::I16_SCRATCH.with(|s| {
         let mut s = s.borrow_mut();
         let (a, row_scales) = &mut *s;
-        super::quantize_rows(o.x, k, a, row_scales);
+        super::quantize_rows(o.x, k, a, row_scales, |x, inv, dst| {
+            round_to_pairs_avx2(x, inv, dst)
+        });
         let (ap, out) = (a.as_ptr(), o.out.as_mut_ptr());
         let pairs = w.bf16_pairs();
         super::for_each_step(kp, super::KC / 2, m, n / 16, 6, |s| {
@@ -137,6 +154,37 @@ pub unsafe fn i16_avx2(w: &Packed, o: Operands) {
             }
         });
     });
+}
+
+/// [`super::round_to_pairs`] 16 inputs at a time: scaled, held to ±`A_LEVELS` (a NaN becomes -`A_LEVELS`, a
+/// finite number as the plain form makes it), converted with ties to even and packed to 16 bits in order.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+pub(super) fn round_to_pairs_avx2(x: &[f32], inv: f32, dst: &mut [u32]) {
+    let scale = _mm256_set1_ps(inv);
+    let (low, high) = (
+        _mm256_set1_ps(-super::A_LEVELS),
+        _mm256_set1_ps(super::A_LEVELS),
+    );
+    let mut src = x.chunks_exact(16);
+    let mut out = dst.chunks_exact_mut(8);
+    for (s, d) in (&mut src).zip(&mut out) {
+        // SAFETY: `s` holds 16 floats and `d` 8 pairs (32 bytes).
+        unsafe {
+            let level = |v: __m256| {
+                _mm256_cvtps_epi32(_mm256_min_ps(
+                    _mm256_max_ps(_mm256_mul_ps(v, scale), low),
+                    high,
+                ))
+            };
+            let lo = level(_mm256_loadu_ps(s.as_ptr()));
+            let hi = level(_mm256_loadu_ps(s.as_ptr().add(8)));
+            // `packs` interleaves the halves per 128-bit lane: lo0-3 hi0-3 | lo4-7 hi4-7; put them in order.
+            let packed = _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_packs_epi32(lo, hi));
+            _mm256_storeu_si256(d.as_mut_ptr().cast(), packed);
+        }
+    }
+    super::round_to_pairs(src.remainder(), inv, out.into_remainder());
 }
 
 /// One step of the 16-bit kernel: `R` rows × 16 columns over one slice.
@@ -228,6 +276,34 @@ impl Bf16Lanes for Avx512Bf16 {
             )
         };
         _mm512_dpbf16_ps(acc, a, b)
+    }
+
+    #[target_feature(enable = "avx512f,avx512bf16")]
+    unsafe fn tile(rows: usize, t: &Bf16Tile) {
+        // SAFETY: passed on from the caller.
+        unsafe { bf16_tile_rows::<Self>(rows, t) }
+    }
+
+    /// 32 inputs per `vcvtne2ps2bf16` (ties to even, as [`super::bf16`]).
+    #[target_feature(enable = "avx512f,avx512bf16")]
+    unsafe fn to_pairs(x: &[f32], out: &mut [u32]) {
+        let mut src = x.chunks_exact(32);
+        let mut dst = out.chunks_exact_mut(16);
+        for (s, d) in (&mut src).zip(&mut dst) {
+            // SAFETY: `s` holds 32 floats, `d` 16 pairs (64 bytes).
+            unsafe {
+                // The second operand fills the low half: inputs 0–15, then 16–31, in order.
+                let v = _mm512_cvtne2ps_pbh(
+                    _mm512_loadu_ps(s.as_ptr().add(16)),
+                    _mm512_loadu_ps(s.as_ptr()),
+                );
+                _mm512_storeu_si512(
+                    d.as_mut_ptr().cast(),
+                    std::mem::transmute::<__m512bh, __m512i>(v),
+                );
+            }
+        }
+        to_bf16_pairs(src.remainder(), dst.into_remainder());
     }
 }
 

@@ -1,0 +1,147 @@
+//! The machine code of the embedding kernels, read back from the built `ghola` with `objdump`.
+//!
+//! Most kernels cannot run on this project's machines (AVX-512 and AVX-512 BF16 are chosen on AMD Zen 4 and
+//! recent Intel Xeons; these machines have AVX2 only), so their speed cannot be measured here and their
+//! emulated tests say nothing about how they were compiled. Their shape can be checked: each kernel's step
+//! must be one function compiled for its instructions, with those instructions inline. The AVX-512 kernels
+//! once shipped with every `vdpbf16ps` and every FMA in a function of its own, called once per instruction
+//! (the step sat in a closure of a function without the target feature, where nothing could inline): correct
+//! vectors, a fraction of the speed, and nothing here noticed.
+#![cfg(all(target_arch = "x86_64", target_os = "linux"))]
+
+use std::process::Command;
+
+/// The disassembly of the `ghola` this test was built with, names demangled.
+fn disassembly() -> String {
+    let out = Command::new("objdump")
+        .args([
+            "-d",
+            "--no-show-raw-insn",
+            "-C",
+            env!("CARGO_BIN_EXE_ghola"),
+        ])
+        .output()
+        .expect("objdump (binutils) runs; .ci/run installs it");
+    assert!(
+        out.status.success(),
+        "objdump failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("objdump prints text")
+}
+
+/// Each function's name and its instructions.
+fn functions(asm: &str) -> Vec<(&str, Vec<&str>)> {
+    let mut all: Vec<(&str, Vec<&str>)> = Vec::new();
+    for line in asm.lines() {
+        if let Some(name) = line
+            .strip_suffix(">:")
+            .and_then(|l| l.split_once(" <"))
+            .map(|(_, n)| n)
+        {
+            all.push((name, Vec::new()));
+        } else if let (Some((_, body)), Some((_, instruction))) =
+            (all.last_mut(), line.split_once(":\t"))
+        {
+            body.push(instruction.trim());
+        }
+    }
+    all
+}
+
+/// How many instructions starting with `mnemonic` and naming a `register`-class register the functions whose
+/// name contains one of `names` (separated by `|`) hold, together.
+fn count(fns: &[(&str, Vec<&str>)], names: &str, mnemonic: &str, register: &str) -> usize {
+    fns.iter()
+        .filter(|(n, _)| names.split('|').any(|name| n.contains(name)))
+        .flat_map(|(_, body)| body)
+        .filter(|i| i.starts_with(mnemonic) && i.contains(register))
+        .count()
+}
+
+#[test]
+fn each_kernel_step_is_compiled_whole_for_its_instructions() {
+    let asm = disassembly();
+    let fns = functions(&asm);
+    assert!(
+        fns.iter().any(|(n, _)| n.contains("ghola::embed::")),
+        "no symbols in the binary: this test needs them (the release and dist profiles keep them)"
+    );
+
+    // No lane operation is ever called: they exist to be inlined into a step compiled for them.
+    let lane_ops = [
+        "::load",
+        "::store",
+        "::splat",
+        "::mul_add",
+        "::dot",
+        "::load_f",
+        "::store_f",
+        "::load_pairs",
+        "::splat_pair",
+    ];
+    let calls: Vec<&str> = fns
+        .iter()
+        .flat_map(|(_, body)| body)
+        .filter(|i| i.starts_with("call") && i.contains("Lanes>"))
+        .filter(|i| lane_ops.iter().any(|op| i.ends_with(&format!("{op}>"))))
+        .copied()
+        .collect();
+    assert!(
+        calls.is_empty(),
+        "{} calls of lane operations out of line, e.g. {:#?}",
+        calls.len(),
+        &calls[..calls.len().min(3)]
+    );
+
+    // Each step, for every row count it is built for, has its multiply-adds inline: two registers of outputs
+    // per row, so at least 2 · (1 + … + rows) of them.
+    let rows = |r: usize| 2 * r * (r + 1) / 2;
+    for (function, mnemonic, register, at_least) in [
+        (
+            "Avx512Bf16 as ghola::embed::dense::Bf16Lanes>::tile",
+            "vdpbf16ps",
+            "zmm",
+            rows(12),
+        ),
+        (
+            "Avx512F32 as ghola::embed::dense::F32Lanes>::tile",
+            "vfmadd",
+            "zmm",
+            rows(12),
+        ),
+        (
+            "Avx2F32 as ghola::embed::dense::F32Lanes>::tile",
+            "vfmadd",
+            "ymm",
+            rows(6),
+        ),
+        // The 16-bit step is a function with the feature itself, inlined or not into its caller.
+        (
+            "ghola::embed::dense::x86::tile_i16|ghola::embed::dense::x86::i16_avx2",
+            "vpmaddwd",
+            "ymm",
+            rows(6),
+        ),
+        (
+            "Bf16Lanes>::to_pairs|ghola::embed::dense::x86::bf16_avx512",
+            "vcvtne2ps2bf16",
+            "zmm",
+            1,
+        ),
+        (
+            "ghola::embed::attention::attend_avx512",
+            "vfmadd",
+            "zmm",
+            16,
+        ),
+        ("ghola::embed::attention::attend_avx2", "vfmadd", "ymm", 16),
+        ("ghola::embed::amx::imp::product", "tdpbf16ps", "tmm", 1),
+    ] {
+        let found = count(&fns, function, mnemonic, register);
+        assert!(
+            found >= at_least,
+            "{function}: {found} {mnemonic} on {register} registers, expected at least {at_least}"
+        );
+    }
+}
