@@ -136,6 +136,13 @@ fn each_kernel_step_is_compiled_whole_for_its_instructions() {
             16,
         ),
         ("ghola::embed::attention::attend_avx2", "vfmadd", "ymm", 16),
+        // Scores (4 queries × 2 + 1 key blocks) and weighted sums (4 queries × 2 or 4 registers), D = 32 and 64.
+        (
+            "ghola::embed::attention::attend_bf16_avx512",
+            "vdpbf16ps",
+            "zmm",
+            2 * 12 + 8 + 16,
+        ),
         ("ghola::embed::amx::imp::product", "tdpbf16ps", "tmm", 1),
     ] {
         let found = count(&fns, function, mnemonic, register);

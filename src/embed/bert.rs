@@ -230,12 +230,21 @@ impl Layer {
         })
     }
 
-    /// `x` is `[b*l, h]`: `b` sequences padded to `l` positions, `lens` real tokens in each.
-    fn forward(&self, x: &Tensor, lens: &[usize], l: usize, heads: usize) -> Result<Tensor> {
+    /// `x` is `[b*l, h]`: `b` sequences padded to `l` positions, `lens` real tokens in each; `bf16` asks for the
+    /// attention's bf16 dot products.
+    fn forward(
+        &self,
+        x: &Tensor,
+        lens: &[usize],
+        l: usize,
+        heads: usize,
+        bf16: bool,
+    ) -> Result<Tensor> {
         let ctx = self.qkv.forward(x)?.apply_op1_no_bwd(&SelfAttention {
             lens,
             seq_len: l,
             heads,
+            bf16,
         })?;
         let x = self
             .attn_norm
@@ -397,8 +406,11 @@ impl Bert {
             .broadcast_add(&self.position_and_type.narrow(0, 0, l)?)?
             .reshape((b * l, self.hidden))?;
         let mut x = self.embed_norm.forward(&x)?;
+        // The attention follows the dense layers into bf16 on `vdpbf16ps` (not on AMX tiles, whose CPUs were
+        // measured with f32 attention).
+        let bf16 = self.kernel == Kernel::Avx512Bf16;
         for layer in &self.layers {
-            x = layer.forward(&x, &lens, l, self.heads)?;
+            x = layer.forward(&x, &lens, l, self.heads, bf16)?;
         }
         let flat = x.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
         Ok(seqs

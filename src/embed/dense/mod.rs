@@ -591,4 +591,4 @@ unsafe fn tile_bf16<L: Bf16Lanes, const R: usize>(t: &Bf16Tile) {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

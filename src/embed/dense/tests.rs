@@ -3,7 +3,7 @@
 use super::*;
 
 /// `vdpbf16ps` in plain Rust: what the instruction computes, lane by lane.
-struct Emulated;
+pub(crate) struct Emulated;
 
 fn widen(h: u32) -> f32 {
     f32::from_bits(h << 16)

@@ -15,6 +15,9 @@ pub struct SelfAttention<'a> {
     pub lens: &'a [usize],
     pub seq_len: usize,
     pub heads: usize,
+    /// Dot products in bf16 where the CPU has `vdpbf16ps` ([`bf16`]): asked for when the dense layers run on
+    /// it, so that an f32 kernel keeps f32 attention (and its exact parity).
+    pub bf16: bool,
 }
 
 impl CustomOp1 for SelfAttention<'_> {
@@ -38,7 +41,7 @@ impl CustomOp1 for SelfAttention<'_> {
             candle_core::bail!("attention: head size {} is not 32 or 64", h / self.heads);
         }
         let mut out = vec![0f32; rows * h];
-        attend(input, self.lens, l, h, self.heads, &mut out);
+        attend(input, self.lens, l, h, self.heads, self.bf16, &mut out);
         Ok((CpuStorage::F32(out), Shape::from((rows, h))))
     }
 }
@@ -53,7 +56,17 @@ struct Batch<'a> {
     heads: usize,
 }
 
-fn attend(qkv: &[f32], lens: &[usize], l: usize, h: usize, heads: usize, out: &mut [f32]) {
+mod bf16;
+
+fn attend(
+    qkv: &[f32],
+    lens: &[usize],
+    l: usize,
+    h: usize,
+    heads: usize,
+    bf16: bool,
+    out: &mut [f32],
+) {
     let batch = Batch {
         qkv,
         lens,
@@ -62,8 +75,8 @@ fn attend(qkv: &[f32], lens: &[usize], l: usize, h: usize, heads: usize, out: &m
         heads,
     };
     match h / heads {
-        32 => dispatch::<32>(&batch, out),
-        64 => dispatch::<64>(&batch, out),
+        32 => dispatch::<32>(&batch, bf16, out),
+        64 => dispatch::<64>(&batch, bf16, out),
         d => unreachable!("head size {d} (checked at load)"),
     }
 }
@@ -73,9 +86,17 @@ pub fn supports_head_size(d: usize) -> bool {
     matches!(d, 32 | 64)
 }
 
-fn dispatch<const D: usize>(batch: &Batch, out: &mut [f32]) {
+fn dispatch<const D: usize>(batch: &Batch, bf16: bool, out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     {
+        if bf16
+            && std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bf16")
+        {
+            // SAFETY: the features the function was compiled for were just detected.
+            unsafe { attend_bf16_avx512::<D>(batch, out) };
+            return;
+        }
         if std::arch::is_x86_feature_detected!("avx512f") {
             // SAFETY: the feature the function was compiled for was just detected.
             unsafe { attend_avx512::<D>(batch, out) };
@@ -97,6 +118,14 @@ fn dispatch<const D: usize>(batch: &Batch, out: &mut [f32]) {
 #[target_feature(enable = "avx512f")]
 unsafe fn attend_avx512<const D: usize>(batch: &Batch, out: &mut [f32]) {
     attend_portable::<D, 16>(batch, out)
+}
+
+/// The bf16 kernel on `vdpbf16ps` ([`bf16`]), compiled whole for it.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bf16")]
+unsafe fn attend_bf16_avx512<const D: usize>(batch: &Batch, out: &mut [f32]) {
+    // SAFETY: the caller checked the features.
+    unsafe { bf16::attend::<crate::embed::dense::x86::Avx512Bf16, D>(batch, out) }
 }
 
 /// The kernel with 8 keys to a register.
@@ -296,6 +325,65 @@ mod tests {
         assert_eq!(exp(0.0), 1.0);
     }
 
+    /// The bf16 loop, through an emulation of `vdpbf16ps`, against the f32 loop: the same to within bf16's
+    /// rounding, on sequences that fill two key blocks, one and a half, part of one, one token, none.
+    #[test]
+    fn the_bf16_loop_attends_like_f32_through_an_emulation() {
+        fn case<const D: usize>() {
+            let heads = 3;
+            let h = heads * D;
+            let lens = [5usize, 1, 24, 0, 33, 32];
+            let l = 33;
+            let mut seed = 5u64;
+            let mut next = || {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                ((seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+            };
+            // Queries and keys of BERT's scale (the query already divided by √D), values of ±1.
+            let qkv: Vec<f32> = (0..lens.len() * l * 3 * h)
+                .map(|i| {
+                    if i % (3 * h) < 2 * h {
+                        next() * 0.6
+                    } else {
+                        next()
+                    }
+                })
+                .collect();
+            let batch = Batch {
+                qkv: &qkv,
+                lens: &lens,
+                l,
+                h,
+                heads,
+            };
+            let mut want = vec![f32::NAN; lens.len() * l * h];
+            attend_portable::<D, 8>(&batch, &mut want);
+            let mut got = vec![f32::NAN; want.len()];
+            // SAFETY: the emulation needs no instructions.
+            unsafe { bf16::attend::<crate::embed::dense::tests::Emulated, D>(&batch, &mut got) };
+            let worst = got.iter().zip(&want).fold(0f32, |m, (g, w)| {
+                if g.is_nan() {
+                    f32::INFINITY
+                } else {
+                    m.max((g - w).abs())
+                }
+            });
+            assert!(worst < 0.01, "D = {D}: largest difference {worst}");
+            for (s, &n) in lens.iter().enumerate() {
+                assert!(
+                    got[(s * l + n) * h..(s + 1) * l * h]
+                        .iter()
+                        .all(|&v| v == 0.0),
+                    "D = {D}: padding rows of sequence {s} not zero"
+                );
+            }
+        }
+        case::<32>();
+        case::<64>();
+    }
+
     /// The textbook computation over a padded batch with a mask, in f64.
     #[test]
     fn matches_masked_softmax_attention() {
@@ -312,7 +400,7 @@ mod tests {
         };
         let qkv: Vec<f32> = (0..lens.len() * l * 3 * h).map(|_| next()).collect();
         let mut out = vec![f32::NAN; lens.len() * l * h];
-        attend(&qkv, &lens, l, h, heads, &mut out);
+        attend(&qkv, &lens, l, h, heads, false, &mut out);
         // The 8-key build (AVX2 and portable) agrees with whichever build `attend` picked here.
         let batch = Batch {
             qkv: &qkv,
