@@ -260,6 +260,27 @@ fn blocked<const NR: usize, const MR: usize>(
     });
 }
 
+/// `$step::<R>($t)` with `R = $rows` (1 to 12): a kernel's step is built once per row count, the count a
+/// const generic.
+macro_rules! by_rows {
+    ($rows:expr, $step:ident, $t:expr) => {
+        match $rows {
+            12 => $step::<12>($t),
+            11 => $step::<11>($t),
+            10 => $step::<10>($t),
+            9 => $step::<9>($t),
+            8 => $step::<8>($t),
+            7 => $step::<7>($t),
+            6 => $step::<6>($t),
+            5 => $step::<5>($t),
+            4 => $step::<4>($t),
+            3 => $step::<3>($t),
+            2 => $step::<2>($t),
+            _ => $step::<1>($t),
+        }
+    };
+}
+
 #[cfg(target_arch = "x86_64")]
 pub mod x86;
 
@@ -284,10 +305,13 @@ pub trait F32Lanes {
     /// # Safety
     /// The CPU has the kernel's instructions.
     unsafe fn mul_add(a: Self::V, b: Self::V, acc: Self::V) -> Self::V;
-    /// One step of the product, `rows` (1 to 12) rows: [`f32_tile_rows`] in a function compiled for the kernel's
-    /// instructions. It has to be one: the step is reached through closures of functions without the target
-    /// feature, where the operations above cannot inline and became one call per instruction (what the
-    /// AVX-512 kernels were, unnoticed, until `tests/kernel_code.rs` looked at their machine code).
+    /// One step of the product for `rows` (1 to 12) rows: [`tile_f32`] with `R = rows` ([`by_rows`]), each row
+    /// count a function of its own compiled for the kernel's instructions. Compiled for them, because the step
+    /// is reached through closures of functions without the target feature, where the operations above cannot
+    /// inline and became one call per instruction (what the AVX-512 kernels were, unnoticed, until
+    /// `tests/kernel_code.rs` looked at their machine code); one function per row count, because the twelve
+    /// steps written as one function kept an accumulator of the 6-row AVX2 step on the stack (a load and a
+    /// store per multiply-add: 24 texts/s instead of 41). `tests/kernel_code.rs` checks both in the binary.
     ///
     /// # Safety
     /// The CPU has the kernel's instructions; `t` as [`f32_product`] builds it.
@@ -320,31 +344,6 @@ pub unsafe fn f32_product<L: F32Lanes, const NR: usize, const MR: usize>(
         // SAFETY: the caller checked the instructions; pointers are in bounds (`blocked`).
         unsafe { L::tile(rows, &t) }
     });
-}
-
-/// [`tile_f32`] for `rows` (1 to 12) rows: the body of each kernel's [`F32Lanes::tile`].
-///
-/// # Safety
-/// As [`F32Lanes::tile`].
-#[inline(always)]
-pub unsafe fn f32_tile_rows<L: F32Lanes>(rows: usize, t: &F32Tile) {
-    // SAFETY: passed on from the caller.
-    unsafe {
-        match rows {
-            12 => tile_f32::<L, 12>(t),
-            11 => tile_f32::<L, 11>(t),
-            10 => tile_f32::<L, 10>(t),
-            9 => tile_f32::<L, 9>(t),
-            8 => tile_f32::<L, 8>(t),
-            7 => tile_f32::<L, 7>(t),
-            6 => tile_f32::<L, 6>(t),
-            5 => tile_f32::<L, 5>(t),
-            4 => tile_f32::<L, 4>(t),
-            3 => tile_f32::<L, 3>(t),
-            2 => tile_f32::<L, 2>(t),
-            _ => tile_f32::<L, 1>(t),
-        }
-    }
 }
 
 /// One step of an f32 kernel: rows at `a` (stride `lda`) times a panel slice of `kc` inputs at `b`, into rows
@@ -412,8 +411,8 @@ pub trait Bf16Lanes {
     /// # Safety
     /// The CPU has the kernel's instructions.
     unsafe fn dot(acc: Self::F, a: Self::P, b: Self::P) -> Self::F;
-    /// One step of the product, `rows` (1 to 12) rows: [`bf16_tile_rows`] in a function compiled for the
-    /// kernel's instructions (why: [`F32Lanes::tile`]).
+    /// One step of the product for `rows` (1 to 12) rows: [`tile_bf16`] with `R = rows`, each row count a
+    /// function of its own compiled for the kernel's instructions (why: [`F32Lanes::tile`]).
     ///
     /// # Safety
     /// The CPU has the kernel's instructions; `t` as [`bf16_product`] builds it.
@@ -537,31 +536,7 @@ pub struct Bf16Tile {
     first: bool,
 }
 
-/// [`tile_bf16`] for `rows` (1 to 12) rows: the body of each kernel's [`Bf16Lanes::tile`].
-///
-/// # Safety
-/// As [`Bf16Lanes::tile`].
-#[inline(always)]
-pub unsafe fn bf16_tile_rows<L: Bf16Lanes>(rows: usize, t: &Bf16Tile) {
-    // SAFETY: passed on from the caller.
-    unsafe {
-        match rows {
-            12 => tile_bf16::<L, 12>(t),
-            11 => tile_bf16::<L, 11>(t),
-            10 => tile_bf16::<L, 10>(t),
-            9 => tile_bf16::<L, 9>(t),
-            8 => tile_bf16::<L, 8>(t),
-            7 => tile_bf16::<L, 7>(t),
-            6 => tile_bf16::<L, 6>(t),
-            5 => tile_bf16::<L, 5>(t),
-            4 => tile_bf16::<L, 4>(t),
-            3 => tile_bf16::<L, 3>(t),
-            2 => tile_bf16::<L, 2>(t),
-            _ => tile_bf16::<L, 1>(t),
-        }
-    }
-}
-
+/// One step of a bf16 kernel (see [`Bf16Tile`]).
 #[inline(always)]
 unsafe fn tile_bf16<L: Bf16Lanes, const R: usize>(t: &Bf16Tile) {
     // SAFETY: R rows of qc pairs at `a` (stride lda), a panel slice of qc × 32 pairs at `b`, R rows of 32

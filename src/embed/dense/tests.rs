@@ -36,11 +36,23 @@ impl Bf16Lanes for Emulated {
     }
     unsafe fn tile(rows: usize, t: &Bf16Tile) {
         // SAFETY: passed on from the kernel; the emulation needs no instructions.
-        unsafe { bf16_tile_rows::<Self>(rows, t) }
+        unsafe { by_rows!(rows, emulated_bf16_step, t) }
     }
     unsafe fn to_pairs(x: &[f32], out: &mut [u32]) {
         to_bf16_pairs(x, out)
     }
+}
+
+/// The bf16 step on the emulation, for `R` rows.
+unsafe fn emulated_bf16_step<const R: usize>(t: &Bf16Tile) {
+    // SAFETY: passed on from the kernel; the emulation needs no instructions.
+    unsafe { tile_bf16::<Emulated, R>(t) }
+}
+
+/// The f32 step on the emulation, for `R` rows.
+unsafe fn emulated_f32_step<const R: usize>(t: &F32Tile) {
+    // SAFETY: passed on from the kernel; the emulation needs no instructions.
+    unsafe { tile_f32::<EmulatedF32, R>(t) }
 }
 
 /// Sixteen f32 lanes in plain Rust, as AVX-512F computes them.
@@ -68,7 +80,7 @@ impl F32Lanes for EmulatedF32 {
     }
     unsafe fn tile(rows: usize, t: &F32Tile) {
         // SAFETY: passed on from the kernel; the emulation needs no instructions.
-        unsafe { f32_tile_rows::<Self>(rows, t) }
+        unsafe { by_rows!(rows, emulated_f32_step, t) }
     }
 }
 

@@ -1,8 +1,8 @@
 //! The x86-64 kernels; each `unsafe fn` needs its instruction set (checked by the caller).
 
 use super::{
-    Bf16Lanes, Bf16Tile, F32Lanes, F32Tile, Operands, Packed, bf16_product, bf16_tile_rows,
-    f32_product, f32_tile_rows, to_bf16_pairs,
+    Bf16Lanes, Bf16Tile, F32Lanes, F32Tile, Operands, Packed, bf16_product, f32_product, tile_bf16,
+    tile_f32, to_bf16_pairs,
 };
 use std::arch::x86_64::*;
 
@@ -24,6 +24,40 @@ pub unsafe fn f32_avx2(w: &Packed, o: Operands) {
 pub unsafe fn f32_avx512(w: &Packed, o: Operands) {
     // SAFETY: the feature was checked by the caller.
     unsafe { f32_product::<Avx512F32, 32, 12>(w, o) }
+}
+
+/// The AVX2 f32 step for `R` rows, compiled for its instructions, one function per row count (see
+/// [`F32Lanes::tile`]).
+///
+/// # Safety
+/// As [`F32Lanes::tile`].
+#[inline(never)]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn f32_step_avx2<const R: usize>(t: &F32Tile) {
+    // SAFETY: passed on from the caller.
+    unsafe { tile_f32::<Avx2F32, R>(t) }
+}
+
+/// The AVX-512F f32 step for `R` rows (see [`F32Lanes::tile`]).
+///
+/// # Safety
+/// As [`F32Lanes::tile`].
+#[inline(never)]
+#[target_feature(enable = "avx512f")]
+unsafe fn f32_step_avx512<const R: usize>(t: &F32Tile) {
+    // SAFETY: passed on from the caller.
+    unsafe { tile_f32::<Avx512F32, R>(t) }
+}
+
+/// The AVX-512 BF16 step for `R` rows (see [`F32Lanes::tile`]).
+///
+/// # Safety
+/// As [`Bf16Lanes::tile`].
+#[inline(never)]
+#[target_feature(enable = "avx512f,avx512bf16")]
+unsafe fn bf16_step_avx512<const R: usize>(t: &Bf16Tile) {
+    // SAFETY: passed on from the caller.
+    unsafe { tile_bf16::<Avx512Bf16, R>(t) }
 }
 
 /// AVX2 + FMA on 8 f32 lanes.
@@ -59,10 +93,9 @@ impl F32Lanes for Avx2F32 {
         _mm256_fmadd_ps(a, b, acc)
     }
 
-    #[target_feature(enable = "avx2,fma")]
     unsafe fn tile(rows: usize, t: &F32Tile) {
         // SAFETY: passed on from the caller.
-        unsafe { f32_tile_rows::<Self>(rows, t) }
+        unsafe { by_rows!(rows, f32_step_avx2, t) }
     }
 }
 
@@ -99,10 +132,9 @@ impl F32Lanes for Avx512F32 {
         _mm512_fmadd_ps(a, b, acc)
     }
 
-    #[target_feature(enable = "avx512f")]
     unsafe fn tile(rows: usize, t: &F32Tile) {
         // SAFETY: passed on from the caller.
-        unsafe { f32_tile_rows::<Self>(rows, t) }
+        unsafe { by_rows!(rows, f32_step_avx512, t) }
     }
 }
 
@@ -278,10 +310,9 @@ impl Bf16Lanes for Avx512Bf16 {
         _mm512_dpbf16_ps(acc, a, b)
     }
 
-    #[target_feature(enable = "avx512f,avx512bf16")]
     unsafe fn tile(rows: usize, t: &Bf16Tile) {
         // SAFETY: passed on from the caller.
-        unsafe { bf16_tile_rows::<Self>(rows, t) }
+        unsafe { by_rows!(rows, bf16_step_avx512, t) }
     }
 
     /// 32 inputs per `vcvtne2ps2bf16` (ties to even, as [`super::bf16`]).
