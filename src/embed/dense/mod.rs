@@ -261,7 +261,8 @@ fn blocked<const NR: usize, const MR: usize>(
 }
 
 /// `$step::<R>($t)` with `R = $rows` (1 to 12): a kernel's step is built once per row count, the count a
-/// const generic.
+/// const generic. (Off x86-64 only the emulations, in tests, use it.)
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_macros))]
 macro_rules! by_rows {
     ($rows:expr, $step:ident, $t:expr) => {
         match $rows {
@@ -416,7 +417,7 @@ pub trait Bf16Lanes {
     ///
     /// # Safety
     /// The CPU has the kernel's instructions; `t` as [`bf16_product`] builds it.
-    unsafe fn tile(rows: usize, t: &Bf16Tile);
+    unsafe fn tile(rows: usize, t: &PairTile);
     /// The activations `x` (an even count) as bf16 pairs, rounded to nearest with ties to even, the even input
     /// in the low half ([`to_bf16_pairs`] is the plain form).
     ///
@@ -507,25 +508,15 @@ pub unsafe fn bf16_product<L: Bf16Lanes>(w: &Packed, o: Operands) {
         for_each_step(kp, KC / 2, m, n / 32, MR, |s| {
             // SAFETY: in bounds as in `blocked` (pairs are k/2 per row); the caller checked the instructions.
             unsafe {
-                let t = Bf16Tile {
-                    a: ap.add(s.i * kp + s.p0),
-                    lda: kp,
-                    b: pairs[(s.j * kp + s.p0) * 32..].as_ptr(),
-                    qc: s.pc,
-                    c: out.add(s.i * n + s.j * 32),
-                    ldc: n,
-                    bias: o.bias[s.j * 32..].as_ptr(),
-                    first: s.p0 == 0,
-                };
-                L::tile(s.rows, &t);
+                L::tile(s.rows, &PairTile::at(&s, ap, kp, pairs, 32, out, n, o.bias));
             }
         });
     });
 }
 
-/// One step of the bf16 kernel: rows of pairs at `a` (stride `lda`) times a panel slice of `qc` pairs at `b`,
-/// into rows of 32 outputs at `c` (stride `ldc`), starting from the bias when `first`.
-pub struct Bf16Tile {
+/// One step of a kernel over pairs (bf16 or 16-bit integers): rows of pairs at `a` (stride `lda`) times a panel
+/// slice of `qc` pairs at `b`, into rows of outputs at `c` (stride `ldc`), starting from the bias when `first`.
+pub struct PairTile {
     a: *const u32,
     lda: usize,
     b: *const u32,
@@ -536,9 +527,43 @@ pub struct Bf16Tile {
     first: bool,
 }
 
-/// One step of a bf16 kernel (see [`Bf16Tile`]).
+impl PairTile {
+    /// The tile of step `s` of an `[m, 2·kp] · [2·kp, n]` product: activations as pairs at `a`, the weight's
+    /// panels `width` columns wide, outputs at `out`.
+    ///
+    /// # Safety
+    /// `a` holds m × kp pairs, `out` m × n floats, and `s` comes from [`for_each_step`] over them.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn at(
+        s: &Step,
+        a: *const u32,
+        kp: usize,
+        panels: &[u32],
+        width: usize,
+        out: *mut f32,
+        n: usize,
+        bias: &[f32],
+    ) -> Self {
+        // SAFETY: in bounds as the caller promised.
+        unsafe {
+            Self {
+                a: a.add(s.i * kp + s.p0),
+                lda: kp,
+                b: panels[(s.j * kp + s.p0) * width..].as_ptr(),
+                qc: s.pc,
+                c: out.add(s.i * n + s.j * width),
+                ldc: n,
+                bias: bias[s.j * width..].as_ptr(),
+                first: s.p0 == 0,
+            }
+        }
+    }
+}
+
+/// One step of a bf16 kernel (see [`PairTile`]).
 #[inline(always)]
-unsafe fn tile_bf16<L: Bf16Lanes, const R: usize>(t: &Bf16Tile) {
+unsafe fn tile_bf16<L: Bf16Lanes, const R: usize>(t: &PairTile) {
     // SAFETY: R rows of qc pairs at `a` (stride lda), a panel slice of qc × 32 pairs at `b`, R rows of 32
     // outputs at `c` (stride ldc); the caller checked the instructions.
     unsafe {

@@ -34,7 +34,7 @@ impl Bf16Lanes for Emulated {
         }
         acc
     }
-    unsafe fn tile(rows: usize, t: &Bf16Tile) {
+    unsafe fn tile(rows: usize, t: &PairTile) {
         // SAFETY: passed on from the kernel; the emulation needs no instructions.
         unsafe { by_rows!(rows, emulated_bf16_step, t) }
     }
@@ -44,7 +44,7 @@ impl Bf16Lanes for Emulated {
 }
 
 /// The bf16 step on the emulation, for `R` rows.
-unsafe fn emulated_bf16_step<const R: usize>(t: &Bf16Tile) {
+unsafe fn emulated_bf16_step<const R: usize>(t: &PairTile) {
     // SAFETY: passed on from the kernel; the emulation needs no instructions.
     unsafe { tile_bf16::<Emulated, R>(t) }
 }

@@ -1,7 +1,7 @@
 //! The x86-64 kernels; each `unsafe fn` needs its instruction set (checked by the caller).
 
 use super::{
-    Bf16Lanes, Bf16Tile, F32Lanes, F32Tile, Operands, Packed, bf16_product, f32_product, tile_bf16,
+    Bf16Lanes, F32Lanes, F32Tile, Operands, Packed, PairTile, bf16_product, f32_product, tile_bf16,
     tile_f32, to_bf16_pairs,
 };
 use std::arch::x86_64::*;
@@ -55,7 +55,7 @@ unsafe fn f32_step_avx512<const R: usize>(t: &F32Tile) {
 /// As [`Bf16Lanes::tile`].
 #[inline(never)]
 #[target_feature(enable = "avx512f,avx512bf16")]
-unsafe fn bf16_step_avx512<const R: usize>(t: &Bf16Tile) {
+unsafe fn bf16_step_avx512<const R: usize>(t: &PairTile) {
     // SAFETY: passed on from the caller.
     unsafe { tile_bf16::<Avx512Bf16, R>(t) }
 }
@@ -163,17 +163,10 @@ pub unsafe fn i16_avx2(w: &Packed, o: Operands) {
             // checked the features.
             unsafe {
                 let t = Tile {
-                    a: ap.add(s.i * kp + s.p0),
-                    lda: kp,
-                    b: pairs[(s.j * kp + s.p0) * 16..].as_ptr(),
-                    qc: s.pc,
-                    c: out.add(s.i * n + s.j * 16),
-                    ldc: n,
-                    bias: o.bias[s.j * 16..].as_ptr(),
+                    pairs: PairTile::at(&s, ap, kp, pairs, 16, out, n, o.bias),
                     col_scales: w.column_scales()[s.j * 16..].as_ptr(),
                     row_scales: row_scales[s.i * slices + s.slice..].as_ptr(),
                     rs_stride: slices,
-                    first: s.p0 == 0,
                 };
                 match s.rows {
                     6 => tile_i16::<6>(&t),
@@ -219,19 +212,13 @@ pub(super) fn round_to_pairs_avx2(x: &[f32], inv: f32, dst: &mut [u32]) {
     super::round_to_pairs(src.remainder(), inv, out.into_remainder());
 }
 
-/// One step of the 16-bit kernel: `R` rows × 16 columns over one slice.
+/// One step of the 16-bit kernel: `R` rows × 16 columns over one slice, with the scales that turn its integer
+/// sums into floats.
 struct Tile {
-    a: *const u32,
-    lda: usize,
-    b: *const u32,
-    qc: usize,
-    c: *mut f32,
-    ldc: usize,
-    bias: *const f32,
+    pairs: PairTile,
     col_scales: *const f32,
     row_scales: *const f32,
     rs_stride: usize,
-    first: bool,
 }
 
 #[target_feature(enable = "avx2,fma")]
@@ -239,12 +226,13 @@ unsafe fn tile_i16<const R: usize>(t: &Tile) {
     // SAFETY: `i16_avx2` passes R rows of qc pairs at `a`, a panel slice of qc × 16 pairs at `b`, R rows of
     // 16 outputs at `c`, 16 column scales and R row scales (stride rs_stride).
     unsafe {
+        let p = &t.pairs;
         let mut acc = [[_mm256_setzero_si256(); 2]; R];
-        for q in 0..t.qc {
-            let b0 = _mm256_loadu_si256(t.b.add(q * 16).cast());
-            let b1 = _mm256_loadu_si256(t.b.add(q * 16 + 8).cast());
+        for q in 0..p.qc {
+            let b0 = _mm256_loadu_si256(p.b.add(q * 16).cast());
+            let b1 = _mm256_loadu_si256(p.b.add(q * 16 + 8).cast());
             for (r, row) in acc.iter_mut().enumerate() {
-                let av = _mm256_set1_epi32(*t.a.add(r * t.lda + q) as i32);
+                let av = _mm256_set1_epi32(*p.a.add(r * p.lda + q) as i32);
                 row[0] = _mm256_add_epi32(row[0], _mm256_madd_epi16(av, b0));
                 row[1] = _mm256_add_epi32(row[1], _mm256_madd_epi16(av, b1));
             }
@@ -252,13 +240,13 @@ unsafe fn tile_i16<const R: usize>(t: &Tile) {
         let cs0 = _mm256_loadu_ps(t.col_scales);
         let cs1 = _mm256_loadu_ps(t.col_scales.add(8));
         for (r, row) in acc.iter().enumerate() {
-            let src = if t.first { t.bias } else { t.c.add(r * t.ldc) };
+            let src = if p.first { p.bias } else { p.c.add(r * p.ldc) };
             let rs = _mm256_set1_ps(*t.row_scales.add(r * t.rs_stride));
             let (s0, s1) = (_mm256_mul_ps(cs0, rs), _mm256_mul_ps(cs1, rs));
             let o0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(row[0]), s0, _mm256_loadu_ps(src));
             let o1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(row[1]), s1, _mm256_loadu_ps(src.add(8)));
-            _mm256_storeu_ps(t.c.add(r * t.ldc), o0);
-            _mm256_storeu_ps(t.c.add(r * t.ldc + 8), o1);
+            _mm256_storeu_ps(p.c.add(r * p.ldc), o0);
+            _mm256_storeu_ps(p.c.add(r * p.ldc + 8), o1);
         }
     }
 }
@@ -310,7 +298,7 @@ impl Bf16Lanes for Avx512Bf16 {
         _mm512_dpbf16_ps(acc, a, b)
     }
 
-    unsafe fn tile(rows: usize, t: &Bf16Tile) {
+    unsafe fn tile(rows: usize, t: &PairTile) {
         // SAFETY: passed on from the caller.
         unsafe { by_rows!(rows, bf16_step_avx512, t) }
     }
