@@ -33,11 +33,7 @@ fn pair(lo: f32, hi: f32) -> u32 {
 #[inline(always)]
 pub(super) unsafe fn attend<L: Bf16Lanes, const D: usize>(batch: &Batch, out: &mut [f32]) {
     let Batch {
-        qkv,
-        lens,
-        l,
-        h,
-        heads,
+        lens, l, h, heads, ..
     } = *batch;
     let w = 3 * h;
     let half = D / 2;
@@ -50,12 +46,8 @@ pub(super) unsafe fn attend<L: Bf16Lanes, const D: usize>(batch: &Batch, out: &m
     // Each query's scores, then their exponentials as bf16 pairs of positions.
     let mut scores = vec![0f32; QB * stride];
     let mut weights = vec![0u32; QB * stride / 2];
-    for (s, &n) in lens.iter().enumerate() {
-        out[(s * l + n) * h..(s + 1) * l * h].fill(0.0);
-        if n == 0 {
-            continue;
-        }
-        let seq = &qkv[s * l * w..(s * l + n) * w];
+    batch.zero_padding(out);
+    for (s, n, seq) in batch.sequences() {
         let row = |j: usize| &seq[j * w..(j + 1) * w];
         let blocks = n.div_ceil(KB);
         let n_pad = blocks * KB;

@@ -56,6 +56,27 @@ struct Batch<'a> {
     heads: usize,
 }
 
+impl Batch<'_> {
+    /// Zeroes the output rows past each sequence's length (no real token attends to them, and pooling skips
+    /// them).
+    fn zero_padding(&self, out: &mut [f32]) {
+        let (l, h) = (self.l, self.h);
+        for (s, &n) in self.lens.iter().enumerate() {
+            out[(s * l + n) * h..(s + 1) * l * h].fill(0.0);
+        }
+    }
+
+    /// Each sequence with tokens: its index, its length `n` and its `n` fused rows (`3h` columns each).
+    fn sequences(&self) -> impl Iterator<Item = (usize, usize, &[f32])> {
+        let (l, w) = (self.l, 3 * self.h);
+        self.lens
+            .iter()
+            .enumerate()
+            .filter(|&(_, &n)| n > 0)
+            .map(move |(s, &n)| (s, n, &self.qkv[s * l * w..(s * l + n) * w]))
+    }
+}
+
 // Off x86-64 no CPU runs it (NEON has no bf16 dot product in Rust's stable intrinsics); its emulated test runs
 // everywhere.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
@@ -149,11 +170,7 @@ const QB: usize = 4;
 #[inline(always)]
 fn attend_portable<const D: usize, const KB: usize>(batch: &Batch, out: &mut [f32]) {
     let Batch {
-        qkv,
-        lens,
-        l,
-        h,
-        heads,
+        lens, l, h, heads, ..
     } = *batch;
     let w = 3 * h;
     let longest = lens.iter().copied().max().unwrap_or(0);
@@ -164,12 +181,8 @@ fn attend_portable<const D: usize, const KB: usize>(batch: &Batch, out: &mut [f3
     let mut scores = vec![[0f32; KB]; QB * stride / KB];
     // Values of one head, contiguous (`[n, D]`).
     let mut values = vec![0f32; D * longest];
-    for (s, &n) in lens.iter().enumerate() {
-        out[(s * l + n) * h..(s + 1) * l * h].fill(0.0);
-        if n == 0 {
-            continue;
-        }
-        let seq = &qkv[s * l * w..(s * l + n) * w];
+    batch.zero_padding(out);
+    for (s, n, seq) in batch.sequences() {
         let row = |j: usize| &seq[j * w..(j + 1) * w];
         let blocks = n.div_ceil(KB);
         let n_pad = blocks * KB;
