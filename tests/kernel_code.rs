@@ -10,9 +10,16 @@
 #![cfg(all(target_arch = "x86_64", target_os = "linux"))]
 
 use std::process::Command;
+use std::sync::OnceLock;
 
-/// The disassembly of the `ghola` this test was built with, names demangled.
-fn disassembly() -> String {
+/// The disassembly of the `ghola` this test was built with, names demangled: made once for both tests (~8 s
+/// for a 170 MB binary).
+fn disassembly() -> &'static str {
+    static TEXT: OnceLock<String> = OnceLock::new();
+    TEXT.get_or_init(disassemble)
+}
+
+fn disassemble() -> String {
     let out = Command::new("objdump")
         .args([
             "-d",
@@ -81,8 +88,7 @@ fn count(fns: &[(&str, Vec<(u64, &str)>)], names: &str, mnemonic: &str, register
 
 #[test]
 fn each_kernel_step_is_compiled_whole_for_its_instructions() {
-    let asm = disassembly();
-    let fns = functions(&asm);
+    let fns = functions(disassembly());
     assert!(
         fns.iter().any(|(n, _)| n.contains("ghola::embed::")),
         "no symbols in the binary: this test needs them (the release and dist profiles keep them)"
@@ -179,8 +185,7 @@ fn each_kernel_step_is_compiled_whole_for_its_instructions() {
 /// accumulator of the 6-row AVX2 step on the stack: 24 texts/s instead of 41.)
 #[test]
 fn the_dense_steps_keep_their_sums_in_registers() {
-    let asm = disassembly();
-    let fns = functions(&asm);
+    let fns = functions(disassembly());
     let dense = ["dense::x86::", "Lanes>::tile"];
     let mut looked = 0;
     for (name, body) in fns
