@@ -168,6 +168,8 @@ pub unsafe fn i16_avx2(w: &Packed, o: Operands) {
                     row_scales: row_scales[s.i * slices + s.slice..].as_ptr(),
                     rs_stride: slices,
                 };
+                // Six arms, not `by_rows!`: a step of 7 to 12 rows would not fit its sums in AVX2's 16
+                // registers (and is never asked for here).
                 match s.rows {
                     6 => tile_i16::<6>(&t),
                     5 => tile_i16::<5>(&t),
