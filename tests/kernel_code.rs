@@ -222,3 +222,34 @@ fn the_dense_steps_keep_their_sums_in_registers() {
         "only {looked} multiplying loops found in the dense kernels"
     );
 }
+
+/// The softmax's exponential and GELU run lane-wide in every attention kernel: no float is converted to an
+/// integer one lane at a time. (`n as i32` in the exponential, whose saturating rule the compiler kept scalar,
+/// once cost a compare, two conditional moves and a `vcvttss2si` per score: a third of the attention's time.)
+#[test]
+fn the_softmax_and_gelu_convert_lane_wide() {
+    let fns = functions(disassembly());
+    let mut looked = 0;
+    for (name, body) in fns.iter().filter(|(n, _)| {
+        n.contains("ghola::embed::attention::attend")
+            || n.contains("ghola::embed::gelu::gelu_slice")
+    }) {
+        looked += 1;
+        let scalar: Vec<&str> = body
+            .iter()
+            .map(|(_, i)| *i)
+            .filter(|i| i.starts_with("vcvttss2si") || i.starts_with("vcvtss2si"))
+            .collect();
+        assert!(
+            scalar.is_empty(),
+            "{name}: {} scalar conversions of floats to integers, e.g. {:?}",
+            scalar.len(),
+            scalar.first()
+        );
+    }
+    // The f32 attention for AVX2 and AVX-512, the bf16 one, and GELU's AVX2 loop.
+    assert!(
+        looked >= 4,
+        "only {looked} attention and GELU functions found"
+    );
+}
