@@ -9,6 +9,7 @@ use super::amx::PackedWeight;
 use super::attention::SelfAttention;
 use super::dense::{Layout as DenseLayout, Operands, Packed};
 use super::gelu::Gelu;
+use super::norm::{AddNorm, Norm};
 use super::kernel::Kernel;
 use candle_core::{CpuStorage, CustomOp1, DType, Device, IndexOp, Layout, Result, Shape, Tensor};
 use candle_nn::VarBuilder;
@@ -172,33 +173,22 @@ fn dense_product(kernel: Kernel, w: &Packed, o: Operands) {
     }
 }
 
-struct LayerNorm {
-    weight: Tensor,
-    bias: Tensor,
-    eps: f32,
-}
-
-impl LayerNorm {
-    fn load(vb: VarBuilder, dim: usize, eps: f64) -> Result<Self> {
-        Ok(Self {
-            weight: vb.get(dim, "weight")?,
-            bias: vb.get(dim, "bias")?,
-            eps: eps as f32,
-        })
-    }
-
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        candle_nn::ops::layer_norm(x, &self.weight, &self.bias, self.eps)
-    }
+/// Loads a layer normalisation's weight and bias (`dim` each).
+fn load_norm(vb: VarBuilder, dim: usize, eps: f64) -> Result<Norm> {
+    Ok(Norm {
+        weight: vb.get(dim, "weight")?.to_vec1::<f32>()?,
+        bias: vb.get(dim, "bias")?.to_vec1::<f32>()?,
+        eps: eps as f32,
+    })
 }
 
 struct Layer {
     qkv: Linear,
     attn_out: Linear,
-    attn_norm: LayerNorm,
+    attn_norm: Norm,
     ffn_in: Linear,
     ffn_out: Linear,
-    ffn_norm: LayerNorm,
+    ffn_norm: Norm,
 }
 
 impl Layer {
@@ -223,10 +213,10 @@ impl Layer {
         Ok(Self {
             qkv: Linear::from_parts(w, b)?,
             attn_out: Linear::load(vb.pp("attention.output.dense"), h, h)?,
-            attn_norm: LayerNorm::load(vb.pp("attention.output.LayerNorm"), h, c.layer_norm_eps)?,
+            attn_norm: load_norm(vb.pp("attention.output.LayerNorm"), h, c.layer_norm_eps)?,
             ffn_in: Linear::load(vb.pp("intermediate.dense"), h, c.intermediate_size)?,
             ffn_out: Linear::load(vb.pp("output.dense"), c.intermediate_size, h)?,
-            ffn_norm: LayerNorm::load(vb.pp("output.LayerNorm"), h, c.layer_norm_eps)?,
+            ffn_norm: load_norm(vb.pp("output.LayerNorm"), h, c.layer_norm_eps)?,
         })
     }
 
@@ -246,12 +236,14 @@ impl Layer {
             heads,
             bf16,
         })?;
-        let x = self
-            .attn_norm
-            .forward(&(self.attn_out.forward(&ctx)? + x)?)?;
-        let inner = self.ffn_in.forward(&x)?;
+        // Each sublayer's output is a new tensor: the residual sum and its normalisation go into it.
+        let attended = self.attn_out.forward(&ctx)?;
+        attended.inplace_op2(x, &AddNorm(&self.attn_norm))?;
+        let inner = self.ffn_in.forward(&attended)?;
         inner.inplace_op1(&Gelu)?;
-        self.ffn_norm.forward(&(self.ffn_out.forward(&inner)? + x)?)
+        let out = self.ffn_out.forward(&inner)?;
+        out.inplace_op2(&attended, &AddNorm(&self.ffn_norm))?;
+        Ok(out)
     }
 }
 
@@ -260,7 +252,7 @@ pub struct Bert {
     word_embeddings: Tensor,
     /// Position embeddings plus the token-type-0 embedding, `[max_positions, h]`.
     position_and_type: Tensor,
-    embed_norm: LayerNorm,
+    embed_norm: Norm,
     layers: Vec<Layer>,
     heads: usize,
     hidden: usize,
@@ -296,7 +288,7 @@ impl Bert {
         Ok(Self {
             word_embeddings: emb.get((c.vocab_size, h), "word_embeddings.weight")?,
             position_and_type: position.broadcast_add(&token_type)?,
-            embed_norm: LayerNorm::load(emb.pp("LayerNorm"), h, c.layer_norm_eps)?,
+            embed_norm: load_norm(emb.pp("LayerNorm"), h, c.layer_norm_eps)?,
             layers,
             heads: c.num_attention_heads,
             hidden: h,
@@ -398,14 +390,12 @@ impl Bert {
         }
         let lens: Vec<usize> = seqs.iter().map(|s| s.len()).collect();
         let ids = Tensor::from_vec(ids, b * l, &self.device)?;
-        let x = self
-            .word_embeddings
-            .index_select(&ids, 0)?
-            .reshape((b, l, self.hidden))?;
-        let x = x
-            .broadcast_add(&self.position_and_type.narrow(0, 0, l)?)?
-            .reshape((b * l, self.hidden))?;
-        let mut x = self.embed_norm.forward(&x)?;
+        // `[b*l, h]`, a new tensor: each sequence's positions (the first `l` rows, repeated) are added into it.
+        let mut x = self.word_embeddings.index_select(&ids, 0)?;
+        x.inplace_op2(
+            &self.position_and_type.narrow(0, 0, l)?,
+            &AddNorm(&self.embed_norm),
+        )?;
         // The attention follows the dense layers into bf16 on `vdpbf16ps` (not on AMX tiles, whose CPUs were
         // measured with f32 attention).
         let bf16 = self.kernel == Kernel::Avx512Bf16;

@@ -13,6 +13,7 @@ mod dense;
 pub mod download;
 mod files;
 mod gelu;
+mod norm;
 pub mod kernel;
 
 pub use files::{
