@@ -9,8 +9,8 @@ use super::amx::PackedWeight;
 use super::attention::SelfAttention;
 use super::dense::{Layout as DenseLayout, Operands, Packed};
 use super::gelu::Gelu;
-use super::norm::{AddNorm, Norm};
 use super::kernel::Kernel;
+use super::norm::{AddNorm, Norm};
 use candle_core::{CpuStorage, CustomOp1, DType, Device, IndexOp, Layout, Result, Shape, Tensor};
 use candle_nn::VarBuilder;
 use serde::Deserialize;
@@ -139,16 +139,25 @@ impl CustomOp1 for PackedLinear {
         if k != inputs {
             candle_core::bail!("packed linear: {k} inputs, the layer has {inputs}");
         }
-        let mut out = vec![0f32; m * n];
-        match &self.weights {
-            Weights::Amx(w) => w.matmul_bias(input, &self.bias, &mut out),
+        let out = match &self.weights {
+            Weights::Amx(w) => {
+                let mut out = vec![0f32; m * n];
+                w.matmul_bias(input, &self.bias, &mut out);
+                out
+            }
             Weights::Dense(kernel, w) => {
-                let Some(o) = Operands::new(w, input, &self.bias, &mut out) else {
+                let mut out = Vec::with_capacity(m * n);
+                let Some(o) =
+                    Operands::new(w, input, &self.bias, &mut out.spare_capacity_mut()[..m * n])
+                else {
                     candle_core::bail!("packed linear: operands do not fit a {k}x{n} layer");
                 };
                 dense_product(*kernel, w, o);
+                // SAFETY: every kernel writes all m·n outputs (`Operands`).
+                unsafe { out.set_len(m * n) };
+                out
             }
-        }
+        };
         Ok((CpuStorage::F32(out), Shape::from((m, n))))
     }
 }

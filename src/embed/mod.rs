@@ -13,8 +13,8 @@ mod dense;
 pub mod download;
 mod files;
 mod gelu;
-mod norm;
 pub mod kernel;
+mod norm;
 
 pub use files::{
     MODEL_DIR_NAME, MODEL_ID, ModelFiles, WEIGHTS_SHA256, resolve, resolve_or_download,

@@ -23,7 +23,13 @@ impl InplaceOp2 for AddNorm<'_> {
         "add-layer-norm"
     }
 
-    fn cpu_fwd(&self, s1: &mut CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<()> {
+    fn cpu_fwd(
+        &self,
+        s1: &mut CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+    ) -> Result<()> {
         let residual = super::bert::contiguous_f32(s2, l2, "layer norm (residual)")?;
         let x = contiguous_f32_mut(s1, l1, "layer norm")?;
         let h = self.0.weight.len();
@@ -39,7 +45,10 @@ impl InplaceOp2 for AddNorm<'_> {
                 residual.len()
             );
         }
-        for (x, residual) in x.chunks_mut(residual.len()).zip(std::iter::repeat(residual)) {
+        for (x, residual) in x
+            .chunks_mut(residual.len())
+            .zip(std::iter::repeat(residual))
+        {
             self.0.apply(x, Some(residual));
         }
         Ok(())
@@ -170,9 +179,11 @@ mod tests {
                 let mean = row.iter().sum::<f64>() / h as f64;
                 let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / h as f64;
                 let inv = 1.0 / (var + norm.eps as f64).sqrt();
-                want.extend(row.iter().enumerate().map(|(t, v)| {
-                    (v - mean) * inv * norm.weight[t] as f64 + norm.bias[t] as f64
-                }));
+                want.extend(
+                    row.iter().enumerate().map(|(t, v)| {
+                        (v - mean) * inv * norm.weight[t] as f64 + norm.bias[t] as f64
+                    }),
+                );
             }
             x.inplace_op2(&residual, &AddNorm(&norm))?;
             let got = x.flatten_all()?.to_vec1::<f32>()?;
@@ -180,7 +191,10 @@ mod tests {
                 .iter()
                 .zip(&want)
                 .fold(0f64, |m, (g, w)| m.max((*g as f64 - w).abs()));
-            assert!(worst < 2e-4, "{rows}×{h} (offset {offset}): largest difference {worst}");
+            assert!(
+                worst < 2e-4,
+                "{rows}×{h} (offset {offset}): largest difference {worst}"
+            );
         }
         Ok(())
     }
@@ -219,7 +233,10 @@ mod tests {
         for row in alone.chunks_exact(h) {
             let mean = row.iter().sum::<f32>() / h as f32;
             let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / h as f32;
-            assert!(mean.abs() < 1e-5 && (var - 1.0).abs() < 1e-4, "mean {mean}, variance {var}");
+            assert!(
+                mean.abs() < 1e-5 && (var - 1.0).abs() < 1e-4,
+                "mean {mean}, variance {var}"
+            );
         }
         // A residual that does not fit is refused, not read out of bounds.
         let bad = Tensor::from_vec(vec![0f32; 3 * h], (3, h), &Device::Cpu)?;

@@ -18,6 +18,8 @@
 // still compiled and tested there.
 #![cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 
+use std::mem::MaybeUninit;
+
 /// Inputs per slice: a 16-column f32 panel slice is 16 KiB, a 32-column one 32 KiB. For 16-bit integers it is
 /// also the span of one activation scale, and what keeps the 32-bit sums from overflowing:
 /// `A_LEVELS · W_LEVELS · KC` = 2,047 · 4,095 · 256 < 2^31.
@@ -175,21 +177,47 @@ pub fn bf16(x: f32) -> u16 {
 }
 
 /// The slices of one product, checked: `x` is `[m, k]`, `bias` `[n]`, `out` `[m, n]`.
+///
+/// `out` may be uninitialised: every kernel writes each output before it reads it (the first slice of inputs
+/// starts from the bias), so a layer's output is never zeroed first (that memset was 2% of a pass).
 pub struct Operands<'a> {
     pub x: &'a [f32],
     pub bias: &'a [f32],
-    pub out: &'a mut [f32],
+    out: &'a mut [MaybeUninit<f32>],
     pub m: usize,
 }
 
 impl<'a> Operands<'a> {
     /// Checks the sizes against a packed weight (`None` when they do not fit it).
-    pub fn new(w: &Packed, x: &'a [f32], bias: &'a [f32], out: &'a mut [f32]) -> Option<Self> {
-        if !x.len().is_multiple_of(w.k) || bias.len() != w.n {
+    pub fn new(
+        w: &Packed,
+        x: &'a [f32],
+        bias: &'a [f32],
+        out: &'a mut [MaybeUninit<f32>],
+    ) -> Option<Self> {
+        if w.k == 0 || !x.len().is_multiple_of(w.k) || bias.len() != w.n {
             return None;
         }
         let m = x.len() / w.k;
         (out.len() == m * w.n).then_some(Self { x, bias, out, m })
+    }
+
+    /// As [`Operands::new`], into initialised floats (tests compare them with a reference).
+    #[cfg(test)]
+    pub fn into_floats(
+        w: &Packed,
+        x: &'a [f32],
+        bias: &'a [f32],
+        out: &'a mut [f32],
+    ) -> Option<Self> {
+        // SAFETY: same layout; the kernels only ever store initialised floats through it.
+        let out = unsafe { &mut *(out as *mut [f32] as *mut [MaybeUninit<f32>]) };
+        Self::new(w, x, bias, out)
+    }
+
+    /// Where the kernels write: `m × n` floats, each written (first from the bias) before it is read.
+    fn out_ptr(&mut self) -> *mut f32 {
+        self.out.as_mut_ptr().cast()
     }
 }
 
@@ -249,7 +277,7 @@ fn blocked<const NR: usize, const MR: usize>(
 ) {
     let (k, n) = (w.k, w.n);
     let panels = w.f32_panels();
-    let (x, out) = (o.x.as_ptr(), o.out.as_mut_ptr());
+    let (x, out) = (o.x.as_ptr(), o.out_ptr());
     for_each_step(k, KC, o.m, n / NR, MR, |s| {
         let panel = panels[(s.j * k + s.p0) * NR..].as_ptr();
         // SAFETY: `Operands::new` checked `x` is m×k and `out` m×n; rows < m, p0 + pc ≤ k, and columns
@@ -493,7 +521,7 @@ fn round_to_pairs(slice: &[f32], inv: f32, dst: &mut [u32]) {
 /// # Safety
 /// The CPU has `L`'s instructions; `w` packed with `Layout::Bf16Pairs`.
 #[inline(always)]
-pub unsafe fn bf16_product<L: Bf16Lanes>(w: &Packed, o: Operands) {
+pub unsafe fn bf16_product<L: Bf16Lanes>(w: &Packed, mut o: Operands) {
     const MR: usize = 12;
     let (k, n, m) = (w.k, w.n, o.m);
     let kp = k / 2;
@@ -503,7 +531,7 @@ pub unsafe fn bf16_product<L: Bf16Lanes>(w: &Packed, o: Operands) {
         a.resize(m * kp, 0);
         // SAFETY: the caller checked the instructions; `a` holds half as many pairs as `x` has inputs.
         unsafe { L::to_pairs(o.x, &mut a) };
-        let (ap, out) = (a.as_ptr(), o.out.as_mut_ptr());
+        let (ap, out) = (a.as_ptr(), o.out_ptr());
         let pairs = w.bf16_pairs();
         for_each_step(kp, KC / 2, m, n / 32, MR, |s| {
             // SAFETY: in bounds as in `blocked` (pairs are k/2 per row); the caller checked the instructions.

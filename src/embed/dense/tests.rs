@@ -90,7 +90,7 @@ fn the_avx512_f32_loop_multiplies_like_f64_through_an_emulation() {
         let (x, w, b) = case(m, k, n);
         let packed = Packed::pack(&w, k, n, Layout::F32 { nr: 32 }).unwrap();
         let mut out = vec![f32::NAN; m * n];
-        let o = Operands::new(&packed, &x, &b, &mut out).unwrap();
+        let o = Operands::into_floats(&packed, &x, &b, &mut out).unwrap();
         // SAFETY: the emulation needs no instructions.
         unsafe { f32_product::<EmulatedF32, 32, 12>(&packed, o) };
         let want = reference(&x, &w, &b, k, n);
@@ -145,7 +145,7 @@ fn bf16_pairs_multiply_like_f32_within_bf16_rounding() {
         let (x, w, b) = case(m, k, n);
         let packed = Packed::pack(&w, k, n, Layout::Bf16Pairs).unwrap();
         let mut out = vec![f32::NAN; m * n];
-        let o = Operands::new(&packed, &x, &b, &mut out).unwrap();
+        let o = Operands::into_floats(&packed, &x, &b, &mut out).unwrap();
         // SAFETY: the emulation needs no instructions.
         unsafe { bf16_product::<Emulated>(&packed, o) };
         let want = reference(&x, &w, &b, k, n);
@@ -172,7 +172,7 @@ fn i16_pairs_multiply_like_f32_within_their_rounding() {
             continue;
         };
         let mut out = vec![f32::NAN; m * n];
-        let o = Operands::new(&packed, &x, &b, &mut out).unwrap();
+        let o = Operands::into_floats(&packed, &x, &b, &mut out).unwrap();
         // SAFETY: the features were just detected.
         unsafe { x86::i16_avx2(&packed, o) };
         let want = reference(&x, &w, &b, k, n);
@@ -216,7 +216,7 @@ fn f32_kernels_match_f64_products() {
                 continue;
             };
             let mut out = vec![f32::NAN; m * n];
-            let o = Operands::new(&packed, &x, &b, &mut out).unwrap();
+            let o = Operands::into_floats(&packed, &x, &b, &mut out).unwrap();
             // SAFETY: the feature was just detected.
             unsafe {
                 match name {

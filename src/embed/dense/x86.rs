@@ -146,7 +146,7 @@ impl F32Lanes for Avx512F32 {
 /// # Safety
 /// The CPU must have AVX2 and FMA; `w` packed with `Layout::I16Pairs`.
 #[target_feature(enable = "avx2,fma")]
-pub unsafe fn i16_avx2(w: &Packed, o: Operands) {
+pub unsafe fn i16_avx2(w: &Packed, mut o: Operands) {
     let (k, n, m) = (w.k, w.n, o.m);
     let kp = k / 2;
     let slices = k.div_ceil(super::KC);
@@ -156,7 +156,7 @@ pub unsafe fn i16_avx2(w: &Packed, o: Operands) {
         super::quantize_rows(o.x, k, a, row_scales, |x, inv, dst| {
             round_to_pairs_avx2(x, inv, dst)
         });
-        let (ap, out) = (a.as_ptr(), o.out.as_mut_ptr());
+        let (ap, out) = (a.as_ptr(), o.out_ptr());
         let pairs = w.bf16_pairs();
         super::for_each_step(kp, super::KC / 2, m, n / 16, 6, |s| {
             // SAFETY: in bounds as in `blocked`: `a` is m × k/2 pairs, `row_scales` m × slices; the caller
