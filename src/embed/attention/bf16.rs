@@ -13,7 +13,7 @@
 //! pairs of positions (`[n/2][D]`), four queries at a time against two blocks of 16 keys, then their weighted
 //! sums four queries at a time over all `D` dimensions.
 
-use super::{Batch, QB, softmax_unnormalised};
+use super::{Batch, QB, softmax_unnormalised, transpose};
 use crate::embed::dense::{Bf16Lanes, bf16};
 
 /// Keys per register (16 f32 lanes).
@@ -43,6 +43,10 @@ pub(super) unsafe fn attend<L: Bf16Lanes, const D: usize>(batch: &Batch, out: &m
     // padding positions are zero.
     let mut keys = vec![0u32; half * stride];
     let mut values = vec![0u32; stride / 2 * D];
+    // A sequence's queries and keys (every head) as pairs of dimensions, `[n][h/2]` each, rounded with the
+    // kernel's conversion once per sequence.
+    let mut queries = vec![0u32; longest * h / 2];
+    let mut all_keys = vec![0u32; longest * h / 2];
     // Each query's scores, then their exponentials as bf16 pairs of positions.
     let mut scores = vec![0f32; QB * stride];
     let mut weights = vec![0u32; QB * stride / 2];
@@ -51,32 +55,39 @@ pub(super) unsafe fn attend<L: Bf16Lanes, const D: usize>(batch: &Batch, out: &m
         let row = |j: usize| &seq[j * w..(j + 1) * w];
         let blocks = n.div_ceil(KB);
         let n_pad = blocks * KB;
-        for head in 0..heads {
-            let (q_at, k_at, v_at) = (head * D, h + head * D, 2 * h + head * D);
-            for j in 0..n_pad {
-                for u in 0..half {
-                    keys[u * n_pad + j] = if j < n {
-                        pair(row(j)[k_at + 2 * u], row(j)[k_at + 2 * u + 1])
-                    } else {
-                        0
-                    };
-                }
+        for j in 0..n {
+            let pairs = j * h / 2..(j + 1) * h / 2;
+            // SAFETY: passed on from the caller; h/2 pairs for h values.
+            unsafe {
+                L::to_pairs(&row(j)[..h], &mut queries[pairs.clone()]);
+                L::to_pairs(&row(j)[h..2 * h], &mut all_keys[pairs]);
             }
-            let value = |j: usize, t: usize| if j < n { row(j)[v_at + t] } else { 0.0 };
+        }
+        for head in 0..heads {
+            let (q_at, v_at) = (head * D, 2 * h + head * D);
+            transpose::keys(&all_keys[q_at / 2..], h / 2, half, n, n_pad, &mut keys);
             for i in 0..n_pad / 2 {
-                for t in 0..D {
-                    values[i * D + t] = pair(value(2 * i, t), value(2 * i + 1, t));
+                let dst = &mut values[i * D..(i + 1) * D];
+                match (2 * i < n, 2 * i + 1 < n) {
+                    (true, true) => {
+                        let (a, b) = (&row(2 * i)[v_at..][..D], &row(2 * i + 1)[v_at..][..D]);
+                        for ((d, a), b) in dst.iter_mut().zip(a).zip(b) {
+                            *d = pair(*a, *b);
+                        }
+                    }
+                    (true, false) => {
+                        for (d, a) in dst.iter_mut().zip(&row(2 * i)[v_at..][..D]) {
+                            *d = pair(*a, 0.0);
+                        }
+                    }
+                    _ => dst.fill(0),
                 }
             }
             for i0 in (0..n).step_by(QB) {
                 let live = QB.min(n - i0);
-                let mut qs = [[0u32; 32]; QB];
-                for (a, q) in qs.iter_mut().enumerate() {
-                    let r = &row((i0 + a).min(n - 1))[q_at..q_at + D];
-                    for u in 0..half {
-                        q[u] = pair(r[2 * u], r[2 * u + 1]);
-                    }
-                }
+                // Each query's pairs in place.
+                let query = |a: usize| &queries[(i0 + a).min(n - 1) * h / 2 + q_at / 2..][..half];
+                let qs: [&[u32]; QB] = [query(0), query(1), query(2), query(3)];
                 let mut jb = 0;
                 while jb + 1 < blocks {
                     // SAFETY: passed on from the caller; blocks jb and jb + 1 are within n_pad.
@@ -117,7 +128,7 @@ unsafe fn score<L: Bf16Lanes, const B: usize>(
     n_pad: usize,
     jb: usize,
     half: usize,
-    qs: &[[u32; 32]; QB],
+    qs: &[&[u32]; QB],
     scores: &mut [f32],
 ) {
     let zero = [0f32; KB];

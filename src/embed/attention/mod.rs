@@ -81,6 +81,7 @@ impl Batch<'_> {
 // everywhere.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 mod bf16;
+mod transpose;
 
 fn attend(
     qkv: &[f32],
@@ -188,19 +189,17 @@ fn attend_portable<const D: usize, const KB: usize>(batch: &Batch, out: &mut [f3
         let n_pad = blocks * KB;
         for head in 0..heads {
             let (q_at, k_at, v_at) = (head * D, h + head * D, 2 * h + head * D);
-            for j in 0..n_pad {
-                for t in 0..D {
-                    keys_t[t * n_pad + j] = if j < n { row(j)[k_at + t] } else { 0.0 };
-                }
-            }
+            transpose::keys(&seq[k_at..], w, D, n, n_pad, &mut keys_t);
             for j in 0..n {
                 values[j * D..(j + 1) * D].copy_from_slice(&row(j)[v_at..v_at + D]);
             }
             for i0 in (0..n).step_by(QB) {
-                let qs: [[f32; D]; QB] = std::array::from_fn(|a| {
+                // The queries in place (a copy of them was a call and 1% of a pass).
+                let query = |a: usize| -> &[f32; D] {
                     let i = (i0 + a).min(n - 1);
                     row(i)[q_at..q_at + D].try_into().expect("D columns")
-                });
+                };
+                let qs: [&[f32; D]; QB] = [query(0), query(1), query(2), query(3)];
                 // Two key blocks at a time: eight independent sums in registers, enough to keep both FMA
                 // units busy through their latency (four, one block at a time, kept them half idle).
                 let mut jb = 0;
