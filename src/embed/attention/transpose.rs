@@ -122,7 +122,11 @@ mod tests {
                 for t in 0..cols {
                     for j in 0..n_pad {
                         let want = if j < n { src[j * stride + t] } else { 0 };
-                        assert_eq!(dst[t * n_pad + j], want, "n {n} cols {cols}: key {j} dim {t}");
+                        assert_eq!(
+                            dst[t * n_pad + j],
+                            want,
+                            "n {n} cols {cols}: key {j} dim {t}"
+                        );
                     }
                 }
                 let floats: Vec<f32> = src.iter().map(|&v| v as f32 * 0.5).collect();
