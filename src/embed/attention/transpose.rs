@@ -20,13 +20,17 @@ pub(super) fn keys<T: Copy + Default>(
             && dst.len() >= cols * n_pad,
         "transpose: {n} rows of {cols} (stride {stride}) into {n_pad} do not fit"
     );
-    let mut done = 0;
+    // Keys done by blocks of eight.
     #[cfg(target_arch = "x86_64")]
-    if cols.is_multiple_of(8) && std::arch::is_x86_feature_detected!("avx") {
+    let done = if cols.is_multiple_of(8) && std::arch::is_x86_feature_detected!("avx") {
         // SAFETY: AVX was just detected; the sizes were checked above.
         unsafe { blocks_avx(src, stride, cols, n, n_pad, dst) };
-        done = n / 8 * 8;
-    }
+        n / 8 * 8
+    } else {
+        0
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let done = 0;
     for j in done..n_pad {
         for t in 0..cols {
             dst[t * n_pad + j] = if j < n {
