@@ -112,6 +112,21 @@ pub(super) fn contiguous_f32<'a>(
     Ok(&data[start..end])
 }
 
+/// [`contiguous_f32`] for an op that writes in place.
+pub(super) fn contiguous_f32_mut<'a>(
+    storage: &'a mut CpuStorage,
+    layout: &Layout,
+    op: &str,
+) -> Result<&'a mut [f32]> {
+    let CpuStorage::F32(data) = storage else {
+        candle_core::bail!("{op}: only f32 is supported");
+    };
+    let Some((start, end)) = layout.contiguous_offsets() else {
+        candle_core::bail!("{op}: input must be contiguous");
+    };
+    Ok(&mut data[start..end])
+}
+
 /// A dense layer's weight packed for one kernel, and its bias, as a candle op (`[m, in]` → `[m, out]`).
 struct PackedLinear {
     weights: Weights,

@@ -57,13 +57,7 @@ impl InplaceOp1 for Gelu {
     }
 
     fn cpu_fwd(&self, storage: &mut CpuStorage, layout: &Layout) -> Result<()> {
-        let CpuStorage::F32(data) = storage else {
-            candle_core::bail!("gelu: only f32 is supported");
-        };
-        match layout.contiguous_offsets() {
-            Some((start, end)) => gelu_in_place(&mut data[start..end]),
-            None => candle_core::bail!("gelu: input must be contiguous"),
-        }
+        gelu_in_place(super::bert::contiguous_f32_mut(storage, layout, "gelu")?);
         Ok(())
     }
 }
