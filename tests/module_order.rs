@@ -17,6 +17,7 @@ const ORDER: &[&[&str]] = &[
     &["replay"],
     &["notes"],
     &["work"],
+    &["service"],
     &["ui"],
     &["mcp"],
 ];

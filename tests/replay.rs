@@ -536,10 +536,11 @@ fn every_corpus_window_rebuilds_into_a_valid_conversation() {
 }
 
 fn ctx<'a>(claude: &'a Path, idx: &'a Path, calling: Option<&'a str>) -> RouteContext<'a> {
+    // One cache per context, kept for the test's life (a test makes a handful).
+    let snapshots = Box::leak(Box::new(ghola::index::SnapshotCache::new(idx, u64::MAX)));
     RouteContext {
         claude_dir: claude,
-        index_dir: idx,
-        memory_limit: u64::MAX,
+        snapshots,
         embedder: None,
         calling_session: calling,
         current_project: Some("/w/app"),

@@ -74,6 +74,14 @@ pub fn listing_lines(n: usize, claude: &Path, idx: &Path) -> Result<()> {
         "{n:>9} messages: one session's detail (discovery, then its transcript read whole) {:.1} ms (median of 5)",
         detail[2] * 1e3
     );
+    let tools = mcp_tool_calls(claude, idx)?;
+    println!(
+        "{n:>9} messages: inside a real `ghola serve` (stdio round trip, median of 5 after the first pass): \
+         duncan_projects {:.1} ms, duncan_list_sessions {:.1} ms, get_session_detail {:.1} ms",
+        tools[0] * 1e3,
+        tools[1] * 1e3,
+        tools[2] * 1e3
+    );
     println!(
         "{n:>9} messages: listings: cold `ghola projects --json` {:.0} ms without the listing cache ({:.0} MiB), \
          {:.0} ms with it ({:.0} MiB); cold `ghola sessions --global --json` {:.0} ms ({:.0} MiB); a running \
@@ -87,4 +95,100 @@ pub fn listing_lines(n: usize, claude: &Path, idx: &Path) -> Result<()> {
         per_call[2] * 1e3
     );
     Ok(())
+}
+
+/// The listing tools as a model calls them: a real `ghola serve` on stdio, the handshake, then each tool called
+/// until the server's first pass is over, and five more calls timed; returns the median round trip of
+/// `duncan_projects`, `duncan_list_sessions` (global) and `get_session_detail` (around nothing, the first page of
+/// the newest session), in seconds.
+fn mcp_tool_calls(claude: &Path, idx: &Path) -> Result<[f64; 3]> {
+    use serde_json::{Value, json};
+    use std::io::{BufRead, BufReader, Write};
+    let mut child = std::process::Command::new(std::env::current_exe()?)
+        .args(["--claude-dir", claude.to_str().unwrap_or_default()])
+        .args(["--index-dir", idx.to_str().unwrap_or_default()])
+        .arg("serve")
+        .env_remove("CLAUDE_CODE_SESSION_ID")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    let mut stdin = child
+        .stdin
+        .take()
+        .ok_or_else(|| anyhow::anyhow!("no stdin"))?;
+    let mut stdout = BufReader::new(
+        child
+            .stdout
+            .take()
+            .ok_or_else(|| anyhow::anyhow!("no stdout"))?,
+    );
+    let mut id = 0u64;
+    let mut call = |method: &str, params: Value| -> Result<Value> {
+        id += 1;
+        writeln!(
+            stdin,
+            "{}",
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+        )?;
+        stdin.flush()?;
+        loop {
+            let mut line = String::new();
+            anyhow::ensure!(stdout.read_line(&mut line)? > 0, "the server closed stdout");
+            let v: Value = serde_json::from_str(&line)?;
+            if v.get("id") == Some(&json!(id)) {
+                return Ok(v);
+            }
+        }
+    };
+    call(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}),
+    )?;
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    )?;
+    // A search waits for the first pass: after it, the server's listing is warm and watched.
+    call(
+        "tools/call",
+        json!({"name": "search_global_history", "arguments": {"query": "warm up"}}),
+    )?;
+    let listed = call(
+        "tools/call",
+        json!({"name": "duncan_list_sessions", "arguments": {"mode": "global", "limit": 1}}),
+    )?;
+    let text = listed["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or("{}");
+    let first: Value = serde_json::from_str(text)?;
+    let session = first["sessions"][0]["session_id"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    let tools = [
+        ("duncan_projects", json!({})),
+        ("duncan_list_sessions", json!({"mode": "global"})),
+        (
+            "get_session_detail",
+            json!({"session_id": session, "limit": 20}),
+        ),
+    ];
+    let mut out = [0.0; 3];
+    for (i, (name, args)) in tools.iter().enumerate() {
+        call("tools/call", json!({"name": name, "arguments": args}))?;
+        let mut times = Vec::new();
+        for _ in 0..5 {
+            let t = Instant::now();
+            let r = call("tools/call", json!({"name": name, "arguments": args}))?;
+            times.push(t.elapsed().as_secs_f64());
+            anyhow::ensure!(r["result"]["isError"] != json!(true), "{name}: {r}");
+        }
+        times.sort_by(f64::total_cmp);
+        out[i] = times[2];
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    Ok(out)
 }

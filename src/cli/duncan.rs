@@ -107,10 +107,10 @@ pub fn query_cmd(
         .calling_session
         .or_else(|| ghola::config::non_empty_env("CLAUDE_CODE_SESSION_ID"));
     let sources = ghola::index::archive::sources(index_dir);
+    let snapshots = ghola::index::SnapshotCache::new(index_dir, knobs.memory_limit);
     let ctx = RouteContext {
         claude_dir,
-        index_dir,
-        memory_limit: knobs.memory_limit,
+        snapshots: &snapshots,
         embedder: embedder.as_ref(),
         calling_session: calling.as_deref(),
         current_project: req.project.as_deref(),

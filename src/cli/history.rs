@@ -19,13 +19,6 @@ fn listing(claude_dir: &Path, index_dir: &Path) -> Listing {
     listing
 }
 
-/// The full id of the session `given` names (a uuid or a unique prefix), from the listing.
-pub fn session_id(claude_dir: &Path, index_dir: &Path, given: &str) -> Result<String> {
-    let all = listing(claude_dir, index_dir);
-    let ids = all.sessions.iter().map(|l| l.summary.session_id.as_str());
-    Ok(transcript::resolve_session_id(given, ids)?.to_string())
-}
-
 pub fn projects(claude_dir: &Path, index_dir: &Path, json: bool) -> Result<()> {
     let list = listing(claude_dir, index_dir).projects();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());

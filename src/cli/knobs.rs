@@ -7,6 +7,10 @@ use ghola::index::UpdateOptions;
 use ghola::index::render::Neighbour;
 use ghola::settings::Settings;
 
+/// How often the freshness loop looks at the history where no file watcher can be had, unless `ghola serve
+/// --poll-seconds` says otherwise.
+pub const DEFAULT_POLL_SECONDS: u64 = 2;
+
 /// The knobs of one run.
 #[derive(Debug, Clone)]
 pub struct Knobs {
@@ -28,6 +32,25 @@ pub struct Knobs {
 }
 
 impl Knobs {
+    /// The history service's configuration for these knobs and places (`poll_seconds`: how often the freshness
+    /// loop looks where no watcher can be had).
+    pub fn history(
+        &self,
+        claude_dir: &std::path::Path,
+        index_dir: &std::path::Path,
+        model_dir: Option<&std::path::Path>,
+    ) -> ghola::service::ServiceConfig {
+        ghola::service::ServiceConfig {
+            claude_dir: claude_dir.to_path_buf(),
+            index_dir: index_dir.to_path_buf(),
+            model_dir: model_dir.map(std::path::Path::to_path_buf),
+            memory_limit: self.memory_limit,
+            embed_kernel: self.embed_kernel,
+            update: self.update,
+            poll_seconds: DEFAULT_POLL_SECONDS,
+        }
+    }
+
     /// Reads the settings file and the environment.
     pub fn read() -> Knobs {
         Self::from(ghola::settings::load_or_default(), &|name| {

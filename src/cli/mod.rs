@@ -113,7 +113,7 @@ pub enum Command {
     Serve {
         /// Seconds between freshness checks of the Claude dir when no file watcher is available (with one,
         /// changes are picked up as they happen, debounced by 300 ms).
-        #[arg(long, default_value_t = 2)]
+        #[arg(long, default_value_t = knobs::DEFAULT_POLL_SECONDS)]
         poll_seconds: u64,
     },
     /// A local web page to search and read your history: prints its address (with a token) on the first line
@@ -290,27 +290,20 @@ pub fn run(cli: Cli) -> Result<()> {
             let project = ghola::config::non_empty_env("CLAUDE_PROJECT_DIR")
                 .map(Ok)
                 .unwrap_or_else(|| history::project_dir(None))?;
+            let history = ghola::service::ServiceConfig {
+                poll_seconds,
+                ..knobs.history(&claude_dir, &index_dir, cli.model_dir.as_deref())
+            };
             ghola::mcp::serve(ghola::mcp::ServeConfig {
-                claude_dir,
-                index_dir,
-                model_dir: cli.model_dir,
+                history,
                 project,
                 session_id: ghola::config::non_empty_env("CLAUDE_CODE_SESSION_ID"),
-                poll_seconds,
                 notes_dir: ghola::config::notes_dir(),
-                update: knobs.update,
-                memory_limit: knobs.memory_limit,
-                response_chars: knobs.response_chars,
-                embed_kernel: knobs.embed_kernel,
             })
         }
         Command::Ui { port, open } => ui(
+            knobs.history(&claude_dir, &index_dir, cli.model_dir.as_deref()),
             ghola::ui::UiConfig {
-                claude_dir,
-                index_dir,
-                model_dir: cli.model_dir,
-                memory_limit: knobs.memory_limit,
-                embed_kernel: knobs.embed_kernel,
                 notes_dir: ghola::config::notes_dir(),
                 port,
             },
@@ -322,11 +315,15 @@ pub fn run(cli: Cli) -> Result<()> {
 }
 
 /// `ghola ui`: the address goes to stdout first (and to the browser with `--open`), then the server runs.
-fn ui(cfg: ghola::ui::UiConfig, open: bool) -> Result<()> {
+/// The model loads (or downloads) in the background meanwhile, and a file watcher keeps the listing fresh.
+fn ui(history: ghola::service::ServiceConfig, cfg: ghola::ui::UiConfig, open: bool) -> Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    rt.block_on(ghola::ui::serve(cfg, |url| {
+    let history = ghola::service::HistoryService::new(history);
+    history.load_model_in_background();
+    history.watch_history();
+    rt.block_on(ghola::ui::serve(history, cfg, |url| {
         use std::io::Write;
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{url}");

@@ -4,8 +4,10 @@ use super::knobs::Knobs;
 use anyhow::{Context, Result, anyhow};
 use ghola::embed::Embedder;
 use ghola::index::render::Neighbour;
-use ghola::index::{self, Snapshot, UpdateOptions, UpdateSummary};
-use ghola::search::{self, Fusion, SearchParams};
+use ghola::index::{self, UpdateOptions, UpdateSummary};
+use ghola::search::{self, Fusion};
+use ghola::service::request::{self, PERSON_CONTEXT, PERSON_RESULTS, THRESHOLD};
+use ghola::service::{Format, HistoryService, SearchRequest, SessionChoice, Tuning};
 use std::io::IsTerminal;
 use std::path::Path;
 
@@ -397,15 +399,15 @@ pub struct SearchArgs {
     /// Only this session (a uuid or unique prefix).
     #[arg(long, value_name = "SESSION")]
     pub session: Option<String>,
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = PERSON_RESULTS)]
     pub limit: usize,
     #[arg(long, default_value_t = 0)]
     pub offset: usize,
     /// Messages of context before and after each hit.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = PERSON_CONTEXT)]
     pub context: usize,
     /// Minimum cosine similarity for a hit with no lexical match.
-    #[arg(long, default_value_t = 0.2)]
+    #[arg(long, default_value_t = THRESHOLD)]
     pub threshold: f32,
     /// Leave subagent conversations out.
     #[arg(long)]
@@ -436,7 +438,8 @@ pub struct SearchArgs {
     pub json: bool,
 }
 
-/// `ghola search`.
+/// `ghola search`: the arguments as a person's [`SearchRequest`], the index brought up to date first (unless
+/// `--no-update`), then the history service's answer printed for a terminal (or as JSON).
 pub fn search_cmd(
     index_dir: &Path,
     claude_dir: &Path,
@@ -444,70 +447,60 @@ pub fn search_cmd(
     knobs: &Knobs,
     a: SearchArgs,
 ) -> Result<()> {
-    let mut p = SearchParams::new(&a.query);
-    p.project = if a.global {
+    let mut r = SearchRequest::for_person(&a.query);
+    r.project = if a.global {
         None
     } else {
         Some(super::history::project_dir(a.project)?)
     };
-    p.after = a
-        .after
-        .as_deref()
-        .map(|s| search::parse_bound(s, "after"))
-        .transpose()?;
-    p.before = a
-        .before
-        .as_deref()
-        .map(|s| search::parse_bound(s, "before"))
-        .transpose()?;
-    if let Some(s) = &a.since {
-        let since = search::parse_since(s, "since", chrono::Utc::now())?;
-        p.since(since);
-    }
-    if let Some(s) = &a.session {
-        p.only_session = Some(super::history::session_id(claude_dir, index_dir, s)?);
-    }
-    p.max_results = a.limit;
-    p.offset = a.offset;
-    p.context = a.context;
-    p.threshold = a.threshold;
-    p.include_subagents = !a.no_subagents;
-    p.exclude_session = a.exclude_session;
-    p.fusion = a.fusion;
-    p.lexical_weight = a.lexical_weight;
-    p.relative_floor = a.relative_floor;
-    p.exact_scan = a.exact_scan;
-    p.without_rules = a.without_rule.clone();
-    p.response_chars = knobs.response_chars;
-    p.validate()?;
+    (r.after, r.before, r.since) = (a.after, a.before, a.since);
+    r.session = a.session.as_deref().and_then(SessionChoice::parse);
+    r.max_results = a.limit;
+    r.offset = a.offset;
+    r.context = a.context;
+    r.threshold = a.threshold;
+    r.relative_floor = a.relative_floor;
+    r.include_subagents = !a.no_subagents;
+    r.calling_session = a.exclude_session;
+    r.tuning = Tuning {
+        fusion: a.fusion,
+        lexical_weight: a.lexical_weight,
+        exact_scan: a.exact_scan,
+        without_rules: a.without_rule,
+    };
+    r.format = if a.json { Format::Json } else { Format::Text };
+    r.max_chars = knobs
+        .response_chars
+        .clamp(request::MIN_MAX_CHARS, request::MAX_CHARS);
+    // Wrong arguments fail before the model loads.
+    r.params(None, chrono::Utc::now())?;
+    let history = HistoryService::new(knobs.history(claude_dir, index_dir, model_dir));
     // Without --no-update the index is updated first, with the model; without, the snapshot opens on another
     // core while the model loads and embeds the query (a cold process pays the longer of the two, not both).
     let early_open = a.no_update.then(|| {
-        std::thread::spawn({
-            let (dir, limit) = (index_dir.to_path_buf(), knobs.memory_limit);
-            move || Snapshot::open_with(&dir, limit, false)
-        })
+        history.report_pending_files();
+        let h = history.clone();
+        std::thread::spawn(move || h.snapshots().get().map(|_| ()))
     });
     // Without the model (offline, download refused), the search still answers, by words.
-    let embedder = match obtain_model(model_dir, knobs, a.json) {
-        Ok(e) => Some(e),
-        Err(e) if a.fusion != Fusion::Semantic => {
+    match obtain_model(model_dir, knobs, a.json) {
+        Ok(e) => history.model().set(e),
+        Err(e) if r.tuning.fusion != Fusion::Semantic => {
             eprintln!("ghola: {e:#}\nghola: searching by keywords only");
-            None
+            history.model().set_unavailable(format!("{e:#}"));
         }
         Err(e) => return Err(e),
-    };
-    let query_vec = search::query_vector(embedder.as_ref(), &p)?;
+    }
     if !a.no_update {
         run_update(
             index_dir,
             claude_dir,
-            embedder.as_ref(),
+            history.embedder(),
             knobs.update.before_query().words_first(),
             true,
         )
         .context("updating the index (use --no-update to skip)")?;
-        if let Some(e) = &embedder {
+        if let Some(e) = history.embedder() {
             run_embedding(
                 index_dir,
                 e,
@@ -518,23 +511,13 @@ pub fn search_cmd(
             .context("embedding the index (use --no-update to skip)")?;
         }
     }
-    let snap = match early_open {
-        Some(h) => h
-            .join()
-            .map_err(|_| anyhow!("opening the index failed"))??,
-        None => Snapshot::open_with(index_dir, knobs.memory_limit, false)?,
-    };
-    let mut resp = search::search_with_vector(&snap, query_vec.as_ref(), &p)?;
-    if a.no_update {
-        resp.index.pending_files = index::pending_files(&snap, claude_dir);
+    if let Some(h) = early_open {
+        h.join()
+            .map_err(|_| anyhow!("opening the index failed"))??;
     }
-    if embedder.is_none() {
-        resp.add_note("ranking is keyword-only: the embedding model is unavailable");
-    } else if resp.index.embedded_messages < resp.index.messages {
-        resp.add_note(format!(
-            "ranking is partly keyword-only: {} of {} messages are embedded; `ghola index` embeds the rest",
-            resp.index.embedded_messages, resp.index.messages
-        ));
+    let mut resp = history.search(&r)?.response;
+    if history.embedder().is_some() && resp.index.embedded_messages < resp.index.messages {
+        resp.add_note("`ghola index` embeds the rest");
     }
     if a.json {
         println!("{}", serde_json::to_string(&resp)?);
@@ -563,7 +546,7 @@ pub fn search_cmd(
         let m = &h.matched_message;
         println!(
             "{}. {}  {}  {}  window {}{}  score {:.3} (semantic {:.2}, lexical {:.1})",
-            p.offset + n + 1,
+            r.offset + n + 1,
             ghola::transcript::short_id(&m.session_id),
             m.timestamp.as_deref().unwrap_or("-"),
             m.project,

@@ -24,7 +24,7 @@ mod writer;
 
 pub use embed_pass::{EmbedProgress, EmbedSummary, embed_pending, messages_waiting};
 pub use records::{ChunkKind, FileState, Manifest, StoredMessage};
-pub use snapshot::{LiveChunk, MessageRow, NO_AGENT, Snapshot};
+pub use snapshot::{LiveChunk, MessageRow, NO_AGENT, Snapshot, SnapshotCache};
 pub use update::{
     DEFER_FROM, Progress, UpdateOptions, UpdateSummary, update, update_with, update_words_only,
 };

@@ -1,6 +1,10 @@
 //! The MCP tools' arguments, as the model sends them: every field optional but the one a tool cannot do
 //! without, integers signed so that a negative one is refused with a message instead of failing to parse.
 
+use crate::search::{MAX_CONTEXT, MAX_RESULTS, RELATIVE_FLOOR};
+use crate::service::request::{
+    MAX_CHARS, MIN_MAX_CHARS, MODEL_CONTEXT, MODEL_MAX_CHARS, MODEL_RESULTS, THRESHOLD,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -16,14 +20,24 @@ pub struct SearchArgs {
     pub after: Option<String>,
     /// Only messages before this time (ISO 8601, exclusive).
     pub before: Option<String>,
-    /// Messages of context before and after each hit (default 1, at most 20; read more around a hit with
-    /// get_session_detail).
+    #[schemars(description = format!(
+        "Messages of context before and after each hit (default {MODEL_CONTEXT}, at most {MAX_CONTEXT}; read \
+         more around a hit with get_session_detail)."
+    ))]
     pub context_before_after: Option<i64>,
-    /// Minimum semantic similarity (0..1) for a hit that matches no query word (default 0.2).
+    #[schemars(description = format!(
+        "Minimum semantic similarity (0..1) for a hit that matches no query word (default {THRESHOLD})."
+    ))]
     pub threshold: Option<f64>,
-    /// Leave out hits scoring under this fraction (0..1) of the best hit's score (default 0.55; 0 keeps every hit).
+    #[schemars(description = format!(
+        "Leave out hits scoring under this fraction (0..1) of the best hit's score (default {RELATIVE_FLOOR}; 0 \
+         keeps every hit)."
+    ))]
     pub relative_floor: Option<f64>,
-    /// Number of results (default 18, at most 100).
+    #[schemars(description = format!(
+        "Number of results (default {MODEL_RESULTS}, at most {MAX_RESULTS}); with group_by=\"session\", of \
+         sessions."
+    ))]
     pub max_results: Option<i64>,
     /// Results to skip, for paging (default 0).
     pub offset: Option<i64>,
@@ -35,10 +49,13 @@ pub struct SearchArgs {
     /// windows (what compaction took away).
     pub session_id: Option<String>,
     /// "session": one entry per session (title, time range, match count, best score, the best snippets) instead
-    /// of one per hit; page with max_results/offset over sessions.
+    /// of one per hit ("hit", the default); page with max_results/offset over sessions.
     pub group_by: Option<String>,
-    /// The most characters the answer may take (default 16000, about 4,000 tokens; at most 40000); what did not
-    /// fit is said, with how to get it.
+    #[schemars(description = format!(
+        "The most characters the answer may take (default {MODEL_MAX_CHARS}, about {} tokens; from \
+         {MIN_MAX_CHARS} to {MAX_CHARS}); what did not fit is said, with how to get it.",
+        MODEL_MAX_CHARS / 4
+    ))]
     pub max_chars: Option<i64>,
     /// "text" (default: compact, one header per hit and its lines) or "json" (every field, as `ghola search
     /// --json`).

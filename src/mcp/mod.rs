@@ -3,12 +3,11 @@
 //! published index meanwhile (lexical-only until the model is loaded), and a background loop keeps the index
 //! fresh. Logs go to stderr; stdout is the protocol.
 
-use crate::embed::Embedder;
-use crate::index::{self, UpdateOptions};
 use crate::notes;
 use crate::replay::{self, Mode, QueryRequest, route::RouteContext};
 use crate::search;
-use crate::transcript::{self, catalog};
+use crate::service::{HistoryService, ServiceConfig};
+use crate::transcript::catalog;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     CallToolResult, ContentBlock, Implementation, ProgressNotificationParam, ServerCapabilities,
@@ -17,92 +16,37 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Duration;
 
 mod args;
 mod page;
 mod recall;
-mod watch;
-
-use watch::{SAFETY_POLL, wait_for_change, watch};
 
 pub use args::{BrowserArgs, DuncanArgs, ListArgs, NotesArgs, PageArgs, SearchArgs, SessionArgs};
 
 /// Where the server finds things, and who is calling.
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
-    pub claude_dir: PathBuf,
-    pub index_dir: PathBuf,
-    pub model_dir: Option<PathBuf>,
+    /// The history, the index and the model, as the service keeps them.
+    pub history: ServiceConfig,
     /// The calling project: `CLAUDE_PROJECT_DIR`, else the server's cwd.
     pub project: String,
     /// The calling session (`CLAUDE_CODE_SESSION_ID`): its latest window is left out of results.
     pub session_id: Option<String>,
-    /// Seconds between freshness checks of the Claude dir.
-    pub poll_seconds: u64,
     /// Where the project notes are (the notes tool reads them).
     pub notes_dir: PathBuf,
-    /// The base of every update the server makes (archive kept or not, publish spacing, neighbour setting).
-    pub update: UpdateOptions,
-    /// Bytes the in-memory search set may use.
-    pub memory_limit: u64,
-    /// A search response's character bound.
-    pub response_chars: usize,
-    /// The embedding kernel to load the model on.
-    pub embed_kernel: crate::embed::KernelChoice,
 }
 
-/// Shared state of the server.
+/// Shared state of the server: who calls, and the history service every tool asks.
 #[derive(Clone)]
 pub struct GholaServer {
     cfg: Arc<ServeConfig>,
-    embedder: Arc<OnceLock<Embedder>>,
-    /// Why the model could not be had so far (download failed, files refused), for the search note.
-    model_error: Arc<Mutex<Option<String>>>,
-    /// Set when the keyword-first pass over the history has finished (or failed); searches wait for it.
-    first_pass: Arc<(Mutex<bool>, Condvar)>,
-    /// The history's listing, kept between calls: a listing tool re-reads only the sessions whose files changed.
-    listing: Arc<Mutex<Option<catalog::Listing>>>,
-    /// Transcripts from disk, else from the archive of the index dir.
-    sources: transcript::Sources,
+    history: Arc<HistoryService>,
     /// The address of the history browser once `open_history_browser` started it (it lives as long as the
     /// server).
     browser: Arc<tokio::sync::Mutex<Option<String>>>,
-}
-
-/// How long a search that arrives during the first, keyword-only pass waits for it before answering with what
-/// is published so far. The pass runs at tens of thousands of messages a second, so this covers histories of
-/// several hundred thousand messages.
-pub const FIRST_PASS_WAIT: Duration = Duration::from_secs(20);
-
-/// First pause before a failed model download is tried again; it doubles up to [`MODEL_RETRY_MAX`].
-const MODEL_RETRY_FIRST: Duration = Duration::from_secs(10);
-const MODEL_RETRY_MAX: Duration = Duration::from_secs(600);
-
-/// Logs the model download on stderr, a line per 10%.
-struct LogProgress {
-    file: String,
-    total: u64,
-    done: u64,
-    shown: u64,
-}
-
-impl crate::embed::download::DownloadProgress for LogProgress {
-    fn start(&mut self, file: &str, total: u64) {
-        (self.file, self.total, self.done, self.shown) = (file.to_string(), total, 0, 0);
-        tracing::info!("downloading {file} ({:.1} MB)", total as f64 / 1e6);
-    }
-    fn advance(&mut self, bytes: u64) {
-        self.done += bytes;
-        let tenth = (self.done * 10).checked_div(self.total).unwrap_or(0);
-        if tenth > self.shown {
-            self.shown = tenth;
-            tracing::info!("{}: {}%", self.file, tenth * 10);
-        }
-    }
-    fn finish(&mut self) {}
 }
 
 fn text_result(s: String) -> CallToolResult {
@@ -197,41 +141,26 @@ impl GholaServer {
 impl GholaServer {
     /// Creates the server and starts the background model load and index freshness loop.
     pub fn new(cfg: ServeConfig) -> Self {
-        let sources = index::archive::sources(&cfg.index_dir);
-        let server = Self {
+        let history = HistoryService::new(cfg.history.clone());
+        history.keep_fresh();
+        Self {
             cfg: Arc::new(cfg),
-            embedder: Arc::new(OnceLock::new()),
-            model_error: Arc::new(Mutex::new(None)),
-            first_pass: Arc::new((Mutex::new(false), Condvar::new())),
-            listing: Arc::new(Mutex::new(None)),
-            sources,
+            history,
             browser: Arc::new(tokio::sync::Mutex::new(None)),
-        };
-        let bg = server.clone();
-        std::thread::Builder::new()
-            .name("ghola-indexer".into())
-            .spawn(move || bg.keep_fresh())
-            .expect("spawning the indexer thread");
-        server
+        }
     }
 
-    /// Starts `ui::serve_with` on this server's runtime with its embedder; returns the address once the port
-    /// is bound.
+    /// Starts `ui::serve` on this server's runtime with its history service (its model, listing and open index);
+    /// returns the address once the port is bound.
     async fn start_browser(&self) -> Result<String, String> {
-        let c = &self.cfg;
         let cfg = crate::ui::UiConfig {
-            claude_dir: c.claude_dir.clone(),
-            index_dir: c.index_dir.clone(),
-            model_dir: c.model_dir.clone(),
-            memory_limit: c.memory_limit,
-            embed_kernel: c.embed_kernel,
-            notes_dir: c.notes_dir.clone(),
+            notes_dir: self.cfg.notes_dir.clone(),
             port: 0,
         };
         let (tx, rx) = tokio::sync::oneshot::channel::<String>();
-        let embedder = self.embedder.clone();
+        let history = self.history.clone();
         tokio::spawn(async move {
-            let served = crate::ui::serve_with(cfg, Some(embedder), move |url| {
+            let served = crate::ui::serve(history, cfg, move |url| {
                 let _ = tx.send(url.to_string());
             })
             .await;
@@ -243,152 +172,6 @@ impl GholaServer {
             Ok(Ok(url)) => Ok(url),
             Ok(Err(_)) => Err("it could not bind a port on 127.0.0.1".into()),
             Err(_) => Err("it did not answer within 10 s".into()),
-        }
-    }
-
-    /// Runs `f` on the history's listing, brought up to date first (a `stat` per transcript file; only changed
-    /// sessions are read again, and the cache in the index folder is kept for the next process).
-    fn with_listing<R>(&self, f: impl FnOnce(&catalog::Listing) -> R) -> R {
-        let mut kept = self.listing.lock().unwrap_or_else(|e| e.into_inner());
-        let fresh = catalog::Listing::refresh(
-            &self.sources,
-            &self.cfg.claude_dir,
-            Some(&self.cfg.index_dir.join(catalog::CACHE_FILE)),
-            kept.take(),
-        );
-        let out = f(&fresh);
-        *kept = Some(fresh);
-        out
-    }
-
-    /// Waits at most `limit` for the first pass; returns whether it is done.
-    fn wait_for_first_pass(&self, limit: Duration) -> bool {
-        let (done, cv) = &*self.first_pass;
-        let guard = done.lock().unwrap_or_else(|e| e.into_inner());
-        let (guard, _) = cv
-            .wait_timeout_while(guard, limit, |d| !*d)
-            .unwrap_or_else(|e| e.into_inner());
-        *guard
-    }
-
-    /// Finds (or downloads) and loads the model on its own thread, so that the history is searchable by its
-    /// words meanwhile. A failed download is tried again later (the network may come back, another server may
-    /// have held the download lock), with growing pauses; refused files are not fetched again by this process.
-    fn load_model(&self) {
-        let me = self.clone();
-        let spawned = std::thread::Builder::new()
-            .name("ghola-model".into())
-            .spawn(move || {
-                let mut pause = MODEL_RETRY_FIRST;
-                loop {
-                    let mut progress = LogProgress {
-                        file: String::new(),
-                        total: 0,
-                        done: 0,
-                        shown: 0,
-                    };
-                    let error = match Embedder::obtain(
-                        me.cfg.model_dir.as_deref(),
-                        me.cfg.embed_kernel,
-                        &mut progress,
-                    ) {
-                        Ok(e) => {
-                            let _ = me.embedder.set(e);
-                            *me.model_error.lock().unwrap_or_else(|e| e.into_inner()) = None;
-                            tracing::info!("embedding model loaded");
-                            return;
-                        }
-                        Err(e) => e,
-                    };
-                    tracing::error!("{error}");
-                    let retry = matches!(error, crate::embed::EmbedError::Download { .. });
-                    *me.model_error.lock().unwrap_or_else(|e| e.into_inner()) =
-                        Some(error.to_string());
-                    if !retry {
-                        return;
-                    }
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(MODEL_RETRY_MAX);
-                }
-            });
-        if let Err(e) = spawned {
-            *self.model_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.to_string());
-        }
-    }
-
-    /// One update with whatever model is loaded (`wait`: for another writer), keyword-first.
-    fn update_once(&self, wait: bool) {
-        let opts = UpdateOptions {
-            wait,
-            ..self.cfg.update
-        }
-        .words_first();
-        let embedder = self.embedder.get().map(|e| e as &dyn index::ChunkEmbedder);
-        match index::update_with(
-            &self.cfg.index_dir,
-            &self.cfg.claude_dir,
-            embedder,
-            opts,
-            &mut |_| {},
-        ) {
-            Ok(s) if s.messages_added > 0 => tracing::info!(
-                "indexed {} new messages ({} of them keyword-only for now)",
-                s.messages_added,
-                s.messages_deferred
-            ),
-            Ok(_) | Err(index::IndexError::Busy) => {}
-            Err(e) => tracing::warn!("index update failed: {e}"),
-        }
-    }
-
-    /// Keeps the index fresh: the keyword-first pass over everything new (searches wait for it), then, forever,
-    /// appends as transcripts change and, between them, one keyword-only segment at a time through the embedding
-    /// pass once the model is loaded.
-    fn keep_fresh(&self) {
-        self.load_model();
-        self.update_once(true);
-        {
-            let (done, cv) = &*self.first_pass;
-            *done.lock().unwrap_or_else(|e| e.into_inner()) = true;
-            cv.notify_all();
-        }
-        // The listing tools answer from memory from now on.
-        self.with_listing(|_| ());
-        let changes = watch(&self.cfg.claude_dir);
-        loop {
-            let mut more = false;
-            if let Some(e) = self.embedder.get() {
-                match index::embed_pending(
-                    &self.cfg.index_dir,
-                    e,
-                    self.cfg.update.neighbour,
-                    Some(1),
-                    &|| false,
-                    &mut |_| {},
-                ) {
-                    Ok(s) => {
-                        if s.segments > 0 {
-                            tracing::info!("embedded {} messages", s.messages);
-                        }
-                        more = s.messages_waiting > 0;
-                    }
-                    Err(e) => tracing::warn!("embedding pass failed: {e}"),
-                }
-            }
-            if !more {
-                // Until the model is in memory, look for it often (it is loading) or now and then (its download
-                // failed and is retried): its arrival starts the embedding pass.
-                let most = match (
-                    self.embedder.get(),
-                    self.model_error.lock().map(|e| e.is_some()),
-                ) {
-                    (Some(_), _) => SAFETY_POLL,
-                    (None, Ok(false)) => Duration::from_millis(500),
-                    (None, _) => Duration::from_secs(5),
-                };
-                wait_for_change(changes.as_ref(), self.cfg.poll_seconds, most);
-            }
-            self.update_once(false);
         }
     }
 
@@ -445,10 +228,11 @@ impl GholaServer {
             Ok(r) => r,
             Err(e) => return error_result(e),
         };
-        let backend = match replay::backend::choose(Default::default(), &self.cfg.claude_dir) {
-            Ok(b) => b,
-            Err(e) => return error_result(e.to_string()),
-        };
+        let backend =
+            match replay::backend::choose(Default::default(), &self.history.config().claude_dir) {
+                Ok(b) => b,
+                Err(e) => return error_result(e.to_string()),
+            };
         let cancel = Arc::new(AtomicBool::new(false));
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, usize, String)>();
         // One progress notification per finished window, when the client asked for progress.
@@ -466,15 +250,15 @@ impl GholaServer {
         let (me, flag) = (self.clone(), cancel.clone());
         let work = tokio::task::spawn_blocking(move || {
             // Mode "search" routes through the index: like a search, it waits for the first pass.
-            me.wait_for_first_pass(FIRST_PASS_WAIT);
+            let h = &me.history;
+            h.wait_for_first_pass(crate::service::FIRST_PASS_WAIT);
             let ctx = RouteContext {
-                claude_dir: &me.cfg.claude_dir,
-                index_dir: &me.cfg.index_dir,
-                memory_limit: me.cfg.memory_limit,
-                embedder: me.embedder.get(),
+                claude_dir: &h.config().claude_dir,
+                snapshots: h.snapshots(),
+                embedder: h.embedder(),
                 calling_session: me.cfg.session_id.as_deref(),
                 current_project: Some(&me.cfg.project),
-                sources: &me.sources,
+                sources: h.sources(),
             };
             replay::query(
                 &req,
@@ -603,7 +387,7 @@ impl GholaServer {
         let r = tokio::task::spawn_blocking(move || -> Result<String, String> {
             let offset = non_negative(a.offset, "offset", 0)?;
             let limit = non_negative(a.limit, "limit", 100)?.clamp(1, 500);
-            let all = me.with_listing(|l| l.projects());
+            let all = me.history.listing().projects();
             let total = all.len();
             let page: Vec<_> = all.into_iter().skip(offset).take(limit).collect();
             let v = serde_json::json!({"projects": page, "total": total, "offset": offset,
@@ -639,7 +423,8 @@ impl GholaServer {
                 .map(|s| search::parse_since(s, "since", chrono::Utc::now()))
                 .transpose()
                 .map_err(|e| e.to_string())?;
-            let (page, total) = me.with_listing(|l| {
+            let (page, total) = {
+                let l = me.history.listing();
                 let mut list = l.sessions_in(project.as_deref());
                 if let Some(since) = since {
                     list.retain(|s| s.active_since(since));
@@ -651,7 +436,7 @@ impl GholaServer {
                     .map(|s| (*s).clone())
                     .collect();
                 (page, list.len())
-            });
+            };
             let v = serde_json::json!({"sessions": page, "total": total, "offset": offset,
                 "has_more": offset + limit < total});
             Ok(bounded(v, "sessions", offset))

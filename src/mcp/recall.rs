@@ -2,217 +2,96 @@
 //! set, or grouped by session), and a session read around one hit. The tool declarations are in `mod.rs`.
 
 use super::args::{SearchArgs, SessionArgs};
-use super::{FIRST_PASS_WAIT, GholaServer, bounded, error_result, non_negative, text_result};
-use crate::index::{self, Snapshot};
-use crate::search::{self, SearchParams, grouped};
+use super::{GholaServer, bounded, error_result, non_negative, text_result};
+use crate::search;
+use crate::service::{Format, Grouping, SearchRequest, SessionChoice};
 use crate::transcript;
 use rmcp::model::CallToolResult;
 
-/// A search answer's default size for a model, in characters (about 4,000 tokens): the smallest budget that lost no
-/// evidence on the LoCoMo dev set's tuning part, confirmed on its held-back part (docs/benchmarks.md, "Recall in
-/// the context window"). Most answers are smaller (median 8,700 characters); it bounds the long ones.
-pub const DEFAULT_MAX_CHARS: usize = 16_000;
-/// Messages of context each side of a hit, for a model. With [`DEFAULT_RESULTS`]: a first page of many short
-/// hits, each read further on demand (`get_session_detail` around it), brought the evidence after one expansion
-/// from .906 to .924 on the LoCoMo dev tuning part at the same median size (held back: .920 → .923); the coding
-/// set's evidence after one expansion is the same (docs/benchmarks.md). The CLI keeps 3 for a person at a
-/// terminal.
-pub const DEFAULT_CONTEXT: usize = 1;
-/// Hits on a model's first page (see [`DEFAULT_CONTEXT`]); the CLI shows 10.
-pub const DEFAULT_RESULTS: usize = 18;
-/// The smallest budget a caller may set: a header and one hit.
-const MIN_MAX_CHARS: usize = 1_000;
-/// Results a grouped search reads before folding them by session.
-const GROUPED_RESULTS: usize = 100;
-
-/// How a search answer is shaped.
-struct Shape {
-    json: bool,
-    by_session: bool,
-    max_chars: usize,
-    /// Sessions (when grouped) or results per page, and the offset into them.
-    limit: usize,
-    offset: usize,
-}
-
-/// The shape `a` asks for; the page (`limit`, `offset`) is the one `p` was read with.
-fn shape(a: &SearchArgs, p: &SearchParams) -> Result<Shape, String> {
-    let json = match a.format.as_deref().unwrap_or("text") {
-        "text" => false,
-        "json" => true,
-        other => {
-            return Err(format!(
-                "format must be \"text\" or \"json\" (got {other:?})"
-            ));
-        }
-    };
-    let by_session = match a.group_by.as_deref() {
-        None | Some("") | Some("hit") => false,
-        Some("session") => true,
-        Some(other) => {
-            return Err(format!(
-                "group_by must be \"session\" (or left out for one entry per hit), got {other:?}"
-            ));
-        }
-    };
-    let max_chars = non_negative(a.max_chars, "max_chars", DEFAULT_MAX_CHARS)?;
-    if !(MIN_MAX_CHARS..=search::response::RESPONSE_CHARS).contains(&max_chars) {
-        return Err(format!(
-            "max_chars must be between {MIN_MAX_CHARS} and {} (got {max_chars})",
-            search::response::RESPONSE_CHARS
-        ));
-    }
-    Ok(Shape {
-        json,
-        by_session,
-        max_chars,
-        limit: p.max_results,
-        offset: p.offset,
-    })
-}
-
 impl GholaServer {
-    /// The search parameters of a tool call (`global`: every project).
-    fn search_params(&self, a: &SearchArgs, global: bool) -> Result<SearchParams, String> {
-        let mut p = SearchParams::new(&a.query);
-        p.project = if global {
+    /// The search request of a tool call (`global`: every project): the arguments as given, the calling
+    /// project and session filled in. The service checks it.
+    fn search_request(&self, a: SearchArgs, global: bool) -> Result<SearchRequest, String> {
+        let mut r = SearchRequest::for_model(&a.query);
+        r.project = if global {
             None
         } else {
-            Some(
-                a.project
-                    .clone()
-                    .unwrap_or_else(|| self.cfg.project.clone()),
-            )
+            Some(a.project.unwrap_or_else(|| self.cfg.project.clone()))
         };
-        let bound = |v: &Option<String>, name| {
-            v.as_deref()
-                .map(|s| search::parse_bound(s, name))
-                .transpose()
-                .map_err(|e| e.to_string())
-        };
-        p.after = bound(&a.after, "after")?;
-        p.before = bound(&a.before, "before")?;
-        if let Some(s) = &a.since {
-            let since =
-                search::parse_since(s, "since", chrono::Utc::now()).map_err(|e| e.to_string())?;
-            p.since(since);
-        }
-        p.context = non_negative(
-            a.context_before_after,
-            "context_before_after",
-            DEFAULT_CONTEXT,
-        )?;
-        p.max_results = non_negative(a.max_results, "max_results", DEFAULT_RESULTS)?;
-        p.offset = non_negative(a.offset, "offset", 0)?;
+        (r.after, r.before, r.since) = (a.after, a.before, a.since);
+        r.context = non_negative(a.context_before_after, "context_before_after", r.context)?;
+        r.max_results = non_negative(a.max_results, "max_results", r.max_results)?;
+        r.offset = non_negative(a.offset, "offset", 0)?;
+        r.max_chars = non_negative(a.max_chars, "max_chars", r.max_chars)?;
         if let Some(t) = a.threshold {
-            p.threshold = t as f32;
+            r.threshold = t as f32;
         }
         if let Some(f) = a.relative_floor {
-            p.relative_floor = f as f32;
+            r.relative_floor = f as f32;
         }
-        p.include_subagents = a.include_subagents.unwrap_or(true);
-        p.exclude_session = self.cfg.session_id.clone();
-        p.only_session = match a.session_id.as_deref() {
-            None | Some("") => None,
-            Some("current") => Some(self.cfg.session_id.clone().ok_or(
-                "session_id \"current\" needs the calling session (CLAUDE_CODE_SESSION_ID), which is not set",
-            )?),
-            Some(id) => Some(self.with_listing(|l| {
-                transcript::resolve_session_id(id, l.sessions.iter().map(|s| s.summary.session_id.as_str()))
-                    .map(str::to_owned)
-                    .map_err(|e| e.to_string())
-            })?),
-        };
-        // The answer is bounded by the caller's budget below, in the form it is sent in.
-        p.response_chars = search::response::RESPONSE_CHARS;
-        p.validate().map_err(|e| e.to_string())?;
-        Ok(p)
+        r.include_subagents = a.include_subagents.unwrap_or(true);
+        r.calling_session = self.cfg.session_id.clone();
+        r.session = a.session_id.as_deref().and_then(SessionChoice::parse);
+        r.format = a
+            .format
+            .as_deref()
+            .map(str::parse)
+            .transpose()
+            .map_err(|e: search::SearchError| e.to_string())?
+            .unwrap_or_default();
+        r.grouping = a
+            .group_by
+            .as_deref()
+            .map(str::parse)
+            .transpose()
+            .map_err(|e: search::SearchError| e.to_string())?
+            .unwrap_or_default();
+        Ok(r)
     }
 
-    /// `search_project_history` and `search_global_history`.
+    /// `search_project_history` and `search_global_history`: the service's answer as compact text or JSON under
+    /// the caller's budget, or its sessions paged.
     pub(super) async fn run_search(&self, a: SearchArgs, global: bool) -> CallToolResult {
-        let (shape, mut p) = match self
-            .search_params(&a, global)
-            .and_then(|p| Ok((shape(&a, &p)?, p)))
-        {
-            Ok(x) => x,
+        let req = match self.search_request(a, global) {
+            Ok(r) => r,
             Err(e) => return error_result(e),
         };
-        if shape.by_session {
-            p.max_results = GROUPED_RESULTS;
-            p.offset = 0;
-        }
-        let me = self.clone();
+        let history = self.history.clone();
         let out = tokio::task::spawn_blocking(move || -> Result<String, String> {
-            let first_pass_done = me.wait_for_first_pass(FIRST_PASS_WAIT);
-            let snap = Snapshot::shared(&me.cfg.index_dir, me.cfg.memory_limit)
-                .map_err(|e| e.to_string())?;
-            let embedder = me.embedder.get();
-            let mut resp = search::search(&snap, embedder, &p).map_err(|e| e.to_string())?;
-            resp.index.pending_files = index::pending_files(&snap, &me.cfg.claude_dir);
-            for n in me.search_notes(first_pass_done, &resp) {
-                resp.add_note(n);
-            }
-            let terms = search::query_terms(&p.query);
-            if shape.by_session {
-                // The listing is brought up to date once, for every session among the hits.
-                let hit_sessions: std::collections::HashSet<&str> = resp
-                    .results
-                    .iter()
-                    .map(|h| h.matched_message.session_id.as_str())
-                    .collect();
-                let known: std::collections::HashMap<String, grouped::SessionFacts> = me
-                    .with_listing(|l| {
-                        l.sessions
-                            .iter()
-                            .filter(|s| hit_sessions.contains(s.summary.session_id.as_str()))
-                            .map(|s| {
-                                let facts = grouped::SessionFacts {
-                                    title: s.summary.title.clone(),
-                                    first_timestamp: s
-                                        .summary
-                                        .first_timestamp
-                                        .map(|t| t.to_rfc3339()),
-                                    last_timestamp: s
-                                        .summary
-                                        .last_timestamp
-                                        .map(|t| t.to_rfc3339()),
-                                };
-                                (s.summary.session_id.clone(), facts)
-                            })
-                            .collect()
-                    });
-                let groups = grouped::by_session(&resp, &terms, &|id| known.get(id).cloned());
-                return Ok(if shape.json {
-                    let v = serde_json::json!({"query": resp.query, "total_sessions": groups.len(),
-                        "offset": shape.offset, "sessions": groups.iter().skip(shape.offset)
-                            .take(shape.limit).collect::<Vec<_>>(), "note": resp.note});
-                    bounded(v, "sessions", shape.offset)
-                } else {
+            let found = history.search(&req).map_err(|e| {
+                if !e.is_user_error() {
+                    tracing::warn!("search failed: {e}");
+                }
+                e.to_string()
+            })?;
+            let resp = found.response;
+            Ok(match (req.grouping, req.format) {
+                (Grouping::Session, Format::Json) => {
+                    let v = serde_json::json!({"query": resp.query, "total_sessions": found.groups.len(),
+                        "offset": req.offset, "sessions": found.groups.iter().skip(req.offset)
+                            .take(req.max_results).collect::<Vec<_>>(), "note": resp.note});
+                    bounded(v, "sessions", req.offset)
+                }
+                (Grouping::Session, Format::Text) => {
                     // The page shortened until it fits the budget (its header then says where to go on).
                     let note = resp
                         .note
                         .as_ref()
                         .map(|n| format!("note: {n}\n"))
                         .unwrap_or_default();
-                    let mut limit = shape.limit.max(1);
+                    let mut limit = req.max_results.max(1);
                     loop {
                         let text =
-                            grouped::render(&resp.query, &groups, shape.offset, limit) + &note;
-                        if limit == 1 || text.chars().count() <= shape.max_chars {
+                            search::grouped::render(&resp.query, &found.groups, req.offset, limit) + &note;
+                        if limit == 1 || text.chars().count() <= req.max_chars {
                             break super::bounded_text(text);
                         }
                         limit -= 1;
                     }
-                });
-            }
-            if shape.json {
-                resp.bound(&terms, shape.max_chars);
-                serde_json::to_string(&resp).map_err(|e| e.to_string())
-            } else {
-                resp.bound_by(&terms, shape.max_chars, &search::compact::size);
-                Ok(search::compact::render(&resp))
-            }
+                }
+                (Grouping::Hit, Format::Json) => serde_json::to_string(&resp).map_err(|e| e.to_string())?,
+                (Grouping::Hit, Format::Text) => search::compact::render(&resp),
+            })
         })
         .await;
         match out {
@@ -220,42 +99,6 @@ impl GholaServer {
             Ok(Err(e)) => error_result(e),
             Err(e) => error_result(format!("search failed: {e}")),
         }
-    }
-
-    /// What a search result should say about the server's own state (first pass, model, pending files).
-    fn search_notes(&self, first_pass_done: bool, resp: &search::SearchResponse) -> Vec<String> {
-        let mut notes = Vec::new();
-        if !first_pass_done {
-            notes.push(
-                "the first indexing pass is still running: results cover what is indexed so far"
-                    .to_string(),
-            );
-        }
-        let model_error = self
-            .model_error
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        match (self.embedder.get(), model_error) {
-            (None, Some(e)) => notes.push(format!(
-                "ranking is keyword-only: the embedding model is unavailable ({e})"
-            )),
-            (None, None) => notes.push(
-                "ranking is keyword-only: the embedding model is still downloading or loading".to_string(),
-            ),
-            (Some(_), _) if resp.index.embedded_messages < resp.index.messages => notes.push(format!(
-                "ranking is partly keyword-only: {} of {} messages are embedded so far (newest first)",
-                resp.index.embedded_messages, resp.index.messages
-            )),
-            _ => {}
-        }
-        if resp.index.pending_files > 0 {
-            notes.push(format!(
-                "{} transcript files are still being indexed",
-                resp.index.pending_files
-            ));
-        }
-        notes
     }
 
     /// `get_session_detail`: a page of a session (JSON, every part), or the messages around one (text).
@@ -274,15 +117,12 @@ impl GholaServer {
                 ));
             }
         };
-        let found = self.sources.discover_all(&self.cfg.claude_dir);
-        let ids = found.sessions.iter().map(|s| s.session_id.as_str());
-        let id = transcript::resolve_session_id(&a.session_id, ids).map_err(|e| e.to_string())?;
-        let files = found
-            .sessions
-            .iter()
-            .find(|s| s.session_id == id)
-            .ok_or("session vanished")?;
-        let s = transcript::load_session(&self.sources, files);
+        let files = self
+            .history
+            .session_files(&a.session_id)
+            .map_err(|e| e.to_string())?;
+        let id = files.session_id.clone();
+        let s = transcript::load_session(self.history.sources(), &files);
         // With `around`: its window (unless another is asked for), from `before` messages before it.
         let (window, start, count, hit) = match a.around.as_deref() {
             None => (a.window, offset, limit, None),

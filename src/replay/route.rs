@@ -3,7 +3,7 @@
 use super::conversation::{Source, window_count};
 use super::run::QueryRequest;
 use crate::embed::Embedder;
-use crate::index::Snapshot;
+use crate::index::SnapshotCache;
 use crate::search::{self, SearchParams};
 use crate::transcript::{self, SessionFiles, Sources, is_within, resolve_session_id};
 use serde::{Deserialize, Serialize};
@@ -137,9 +137,8 @@ pub struct Target {
 /// What routing may look at.
 pub struct RouteContext<'a> {
     pub claude_dir: &'a Path,
-    pub index_dir: &'a Path,
-    /// Bytes the in-memory search set may use.
-    pub memory_limit: u64,
+    /// The index `search` mode reads, kept open by the caller between calls.
+    pub snapshots: &'a SnapshotCache,
     /// Needed for the semantic half of `search` mode; without it the search is lexical.
     pub embedder: Option<&'a Embedder>,
     /// The calling session (`CLAUDE_CODE_SESSION_ID`).
@@ -238,8 +237,7 @@ pub fn route(
     };
     let targets = match req.mode {
         super::Mode::Search => {
-            let snap =
-                Snapshot::shared(ctx.index_dir, ctx.memory_limit).map_err(ReplayError::Index)?;
+            let snap = ctx.snapshots.get().map_err(ReplayError::Index)?;
             let mut p = SearchParams::new(&req.question);
             p.project = project_scope();
             p.context = 0;
@@ -349,7 +347,7 @@ pub fn route(
             let listing = transcript::catalog::Listing::of_discovery(
                 ctx.sources,
                 found.clone(),
-                Some(&ctx.index_dir.join(transcript::catalog::CACHE_FILE)),
+                Some(&ctx.snapshots.dir().join(transcript::catalog::CACHE_FILE)),
                 None,
             );
             let sessions: Vec<&transcript::catalog::SessionSummary> =

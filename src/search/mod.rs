@@ -10,8 +10,8 @@ pub mod scan;
 pub mod when;
 
 pub use params::{
-    Fusion, MAX_RESULTS, SearchError, SearchParams, default_lexical_weight, parse_bound,
-    parse_since,
+    Fusion, MAX_CONTEXT, MAX_RESULTS, RELATIVE_FLOOR, SearchError, SearchParams,
+    default_lexical_weight, parse_bound, parse_since,
 };
 pub use prior::{QUESTION_PRIOR, QueryIntent, Rule};
 pub use response::{SearchHit, SearchResponse};
@@ -681,6 +681,6 @@ pub fn search_with_vector(
             "{why}: these results come from the semantic ranking alone"
         ));
     }
-    resp.bound(&raw_terms, p.response_chars);
+    resp.bound(&raw_terms, p.response_chars, "");
     Ok(resp)
 }

@@ -37,6 +37,9 @@ pub const RELATIVE_FLOOR: f32 = 0.55;
 /// Longest query accepted: the response echoes the query, and must stay under the output bound.
 pub const MAX_QUERY_CHARS: usize = 2_000;
 
+/// The most messages of context each side of a hit.
+pub const MAX_CONTEXT: usize = 20;
+
 /// The most results one search returns (callers page past it with `offset`).
 pub const MAX_RESULTS: usize = 100;
 
@@ -155,10 +158,10 @@ impl SearchParams {
                 format!("max_results must be between 1 and {MAX_RESULTS}"),
             );
         }
-        if self.context > 20 {
+        if self.context > MAX_CONTEXT {
             return bad(
                 "context_before_after",
-                "context_before_after must be at most 20".into(),
+                format!("context_before_after must be at most {MAX_CONTEXT}"),
             );
         }
         if !(0.0..=1.0).contains(&self.relative_floor) {

@@ -137,6 +137,10 @@ pub fn cut_around(text: &str, terms: &[String], max: usize) -> String {
     out
 }
 
+/// How a model gets back what a bound cut: the words [`SearchResponse::bound_by`] adds for a model's answer.
+pub const MORE_FOR_A_MODEL: &str =
+    "get_session_detail with a hit's session and around=<hit> shows its messages whole";
+
 impl SearchResponse {
     /// Adds a note for the reader (notes are joined with "; ").
     pub fn add_note(&mut self, note: impl Into<String>) {
@@ -156,17 +160,19 @@ impl SearchResponse {
     /// hit bodies (down to 200 characters), and last whole results from the end of the page (`has_more` then
     /// says so). The fields that identify a hit are never dropped.
     /// `target_chars` lowers the bound (an experiment knob; never above [`RESPONSE_CHARS`]).
-    pub fn bound(&mut self, terms: &[String], target_chars: usize) {
-        self.bound_by(terms, target_chars, &|r: &SearchResponse| r.size());
+    pub fn bound(&mut self, terms: &[String], target_chars: usize, more: &str) {
+        self.bound_by(terms, target_chars, &|r: &SearchResponse| r.size(), more);
     }
 
     /// [`SearchResponse::bound`] with the size measured by `size` (the text form's, for a model: see
-    /// [`super::compact`]). Says in the note what it cut and how to get it back.
+    /// [`super::compact`]). Says in the note what it cut, and `more` (the reader's way to get it back, such as
+    /// [`MORE_FOR_A_MODEL`]; empty: nothing) after it.
     pub fn bound_by(
         &mut self,
         terms: &[String],
         target_chars: usize,
         size: &dyn Fn(&SearchResponse) -> usize,
+        more: &str,
     ) {
         let limit_chars = target_chars.min(RESPONSE_CHARS);
         if size(self) <= limit_chars {
@@ -183,9 +189,9 @@ impl SearchResponse {
                 if dropped == 1 { "" } else { "s" }
             ));
         }
-        said.push_str(
-            " (get_session_detail with a hit's session and around=<hit> shows its messages whole)",
-        );
+        if !more.is_empty() {
+            said.push_str(&format!(" ({more})"));
+        }
         self.add_note(said);
     }
 
@@ -330,7 +336,7 @@ mod bound_tests {
             note: None,
         };
         assert!(resp.size() > RESPONSE_CHARS);
-        resp.bound(&["word".to_string()], RESPONSE_CHARS);
+        resp.bound(&["word".to_string()], RESPONSE_CHARS, "");
         assert!(resp.size() <= RESPONSE_CHARS, "{}", resp.size());
         for h in &resp.results {
             assert_eq!(h.context.iter().filter(|c| c.is_match).count(), 3);

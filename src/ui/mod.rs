@@ -12,6 +12,7 @@
 //! - [`results`], [`conversation`], [`sessions`], [`manage`] the bodies of the pages.
 
 pub mod conversation;
+mod csrf;
 pub mod guard;
 pub mod html;
 pub mod manage;
@@ -20,22 +21,15 @@ pub mod results;
 mod routes;
 pub mod sessions;
 
-use crate::embed::{Embedder, KernelChoice};
+use crate::service::HistoryService;
 use axum::Router;
-use axum::routing::{get, post};
+use axum::routing::get;
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-/// Where the history and the index are, and how to serve them.
+/// How to serve the history (what it is comes from the [`HistoryService`]).
 #[derive(Debug, Clone)]
 pub struct UiConfig {
-    pub claude_dir: PathBuf,
-    pub index_dir: PathBuf,
-    pub model_dir: Option<PathBuf>,
-    /// Bytes the in-memory search set may use.
-    pub memory_limit: u64,
-    /// The embedding kernel to load the model on.
-    pub embed_kernel: KernelChoice,
     /// Where the notes are (`ghola notes`' store).
     pub notes_dir: PathBuf,
     /// The port on 127.0.0.1 (0: a free one).
@@ -44,26 +38,19 @@ pub struct UiConfig {
 
 /// What the pages share.
 struct App {
+    /// The history: its listing, open index and model, shared with the MCP server when it started this one.
+    history: Arc<HistoryService>,
     cfg: UiConfig,
-    /// Loaded in the background; searches go by words until it is here.
-    embedder: Arc<OnceLock<Embedder>>,
     /// The CSRF token every state-changing form carries (made at start, like the guard's token).
     csrf: String,
-    /// The last listing, so that the next one reads only the sessions that changed.
-    listing: std::sync::Mutex<Option<crate::transcript::catalog::Listing>>,
 }
 
-/// Binds 127.0.0.1, calls `ready` with the address to open (token included), then serves until the process
-/// ends. The model loads on a thread of its own meanwhile.
-pub async fn serve(cfg: UiConfig, ready: impl FnOnce(&str)) -> std::io::Result<()> {
-    serve_with(cfg, None, ready).await
-}
-
-/// [`serve`] with the embedder of a process that already loads one (the MCP server's): pages search by meaning
-/// as soon as it has loaded, and the model is not held twice. `None`: load our own.
-pub async fn serve_with(
+/// Binds 127.0.0.1, calls `ready` with the address to open (token included), then serves `history` until the
+/// process ends. The caller has started what the service should do in the background (the model load, the
+/// watcher): pages search by words until the model is there, then by words and meaning.
+pub async fn serve(
+    history: Arc<HistoryService>,
     cfg: UiConfig,
-    shared: Option<Arc<OnceLock<Embedder>>>,
     ready: impl FnOnce(&str),
 ) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", cfg.port)).await?;
@@ -73,26 +60,11 @@ pub async fn serve_with(
         port,
     });
     ready(&format!("http://127.0.0.1:{port}/?token={}", guard.token));
-    let loads_own = shared.is_none();
     let app = Arc::new(App {
+        history,
         cfg,
-        embedder: shared.unwrap_or_default(),
         csrf: guard::new_token(),
-        listing: Default::default(),
     });
-    if loads_own {
-        let app = app.clone();
-        std::thread::spawn(move || {
-            match crate::embed::resolve(app.cfg.model_dir.as_deref())
-                .and_then(|f| Embedder::load_with(&f, app.cfg.embed_kernel))
-            {
-                Ok(e) => {
-                    let _ = app.embedder.set(e);
-                }
-                Err(e) => tracing::warn!("searching by words only: {e}"),
-            }
-        });
-    }
     let router = Router::new()
         .route("/", get(routes::home))
         .route("/app.js", get(routes::script))
@@ -100,10 +72,10 @@ pub async fn serve_with(
         .route("/projects", get(routes::projects))
         .route("/session/{id}", get(routes::session))
         .route("/notes", get(routes::notes))
-        .route("/notes/edit", post(routes::notes_edit))
-        .route("/notes/forget", post(routes::notes_forget))
+        .route("/notes/edit", csrf::post(routes::notes_edit))
+        .route("/notes/forget", csrf::post(routes::notes_forget))
         .route("/archive", get(routes::archive))
-        .route("/forget", post(routes::forget))
+        .route("/forget", csrf::post(routes::forget))
         .with_state(app)
         .layer(axum::middleware::from_fn_with_state(guard, guard::check));
     axum::serve(listener, router).await

@@ -5,24 +5,22 @@
 //! Work that reads files or the index runs on tokio's blocking threads, so a slow disk never holds the
 //! server's other answers.
 
+use super::csrf::{Checked, CsrfField};
 use super::html::{self, Filters};
 use super::{App, conversation, manage, results, sessions};
 use crate::index::forget;
-use crate::index::snapshot::Snapshot;
 use crate::notes::Store;
-use crate::search::{self, SearchParams, grouped};
-use crate::transcript::catalog::{self, Listing};
-use axum::Form;
+use crate::service::{Grouping, SearchRequest};
 use axum::extract::{Path as UrlPath, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 /// Results per search page.
 const RESULTS: usize = 20;
-/// Hits read to fold into sessions (the grouped view shows the sessions they fall in).
-const GROUPED_HITS: usize = 60;
+/// Sessions a search by session shows (of the hits the service folds).
+const GROUPED_SESSIONS: usize = 100;
 
 /// A page's body or why it could not be made (status and message).
 type Made = Result<String, (StatusCode, String)>;
@@ -51,30 +49,12 @@ fn bad(e: impl std::fmt::Display) -> (StatusCode, String) {
     (StatusCode::BAD_REQUEST, e.to_string())
 }
 
-/// Whether a form's CSRF field is the server's.
-fn csrf_ok(app: &App, given: &str) -> bool {
-    super::guard::same_secret(given, &app.csrf)
-}
-
-fn refused() -> Response {
+/// The answer to a form whose CSRF token is not the pages' (see [`super::csrf`]).
+pub(super) fn refused() -> Response {
     error(
         StatusCode::FORBIDDEN,
         "this form is stale or came from elsewhere: reload the page and try again",
     )
-}
-
-/// The listing, brought up to date through the copy kept in memory and the cache file (as the MCP server
-/// does); forgotten sessions are not in it (`Sources::discover_all` leaves them out).
-fn listing(app: &App) -> Listing {
-    let mut kept = app.listing.lock().unwrap_or_else(|e| e.into_inner());
-    let fresh = Listing::refresh(
-        &crate::index::archive::sources(&app.cfg.index_dir),
-        &app.cfg.claude_dir,
-        Some(&app.cfg.index_dir.join(catalog::CACHE_FILE)),
-        kept.take(),
-    );
-    *kept = Some(fresh.clone());
-    fresh
 }
 
 pub(super) async fn home() -> Response {
@@ -128,52 +108,35 @@ pub(super) async fn search(State(app): State<Arc<App>>, Query(q): Query<SearchQu
             if query.is_empty() {
                 return Ok("<p>Search every session ghola keeps: type above.</p>".into());
             }
-            let mut p = SearchParams::new(&query);
-            p.max_results = if grouped { GROUPED_HITS } else { RESULTS };
-            p.context = if grouped { 0 } else { 2 };
-            p.project = q.project.filter(|p| !p.trim().is_empty());
-            p.include_subagents = !no_subagents;
-            let given = |v: &Option<String>| v.clone().filter(|s| !s.trim().is_empty());
-            if let Some(s) = given(&q.after) {
-                p.after = Some(search::parse_bound(&s, "after").map_err(bad)?);
-            }
-            if let Some(s) = given(&q.before) {
-                p.before = Some(search::parse_bound(&s, "before").map_err(bad)?);
-            }
-            if let Some(s) = given(&q.since) {
-                p.since(search::parse_since(&s, "since", chrono::Utc::now()).map_err(bad)?);
-            }
-            let snap = Snapshot::shared(&app.cfg.index_dir, app.cfg.memory_limit).map_err(|e| {
-                bad(format!(
-                    "the index could not be opened: {e}. Run `ghola index`."
-                ))
+            let mut r = SearchRequest::for_person(&query);
+            (r.max_results, r.context) = if grouped {
+                (GROUPED_SESSIONS, 0)
+            } else {
+                (RESULTS, 2)
+            };
+            r.grouping = if grouped {
+                Grouping::Session
+            } else {
+                Grouping::Hit
+            };
+            (r.project, r.after, r.before, r.since) = (q.project, q.after, q.before, q.since);
+            r.include_subagents = !no_subagents;
+            let found = app.history.search(&r).map_err(|e| {
+                if e.is_user_error() {
+                    bad(e)
+                } else {
+                    tracing::warn!("search failed: {e}");
+                    (StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+                }
             })?;
-            let resp = search::search(&snap, app.embedder.get(), &p).map_err(bad)?;
-            let terms = search::query_terms(&query);
             if !grouped {
-                return Ok(results::flat(&resp, &terms));
+                return Ok(results::flat(&found.response, &found.terms));
             }
-            let hit: HashSet<&str> = resp
-                .results
-                .iter()
-                .map(|h| h.matched_message.session_id.as_str())
-                .collect();
-            let known: HashMap<String, grouped::SessionFacts> = listing(&app)
-                .sessions
-                .iter()
-                .filter(|l| hit.contains(l.summary.session_id.as_str()))
-                .map(|l| {
-                    let s = &l.summary;
-                    let facts = grouped::SessionFacts {
-                        title: s.title.clone(),
-                        first_timestamp: s.first_timestamp.map(|t| t.to_rfc3339()),
-                        last_timestamp: s.last_timestamp.map(|t| t.to_rfc3339()),
-                    };
-                    (s.session_id.clone(), facts)
-                })
-                .collect();
-            let groups = grouped::by_session(&resp, &terms, &|id| known.get(id).cloned());
-            Ok(results::grouped(&resp, &groups, &terms))
+            Ok(results::grouped(
+                &found.response,
+                &found.groups,
+                &found.terms,
+            ))
         }
     };
     let made = match tokio::task::spawn_blocking(run).await {
@@ -202,7 +165,7 @@ pub(super) async fn search(State(app): State<Arc<App>>, Query(q): Query<SearchQu
 
 pub(super) async fn projects(State(app): State<Arc<App>>) -> Response {
     page("sessions".into(), move || {
-        let l = listing(&app);
+        let l = app.history.listing();
         Ok(sessions::page(&l.sessions.iter().collect::<Vec<_>>()))
     })
     .await
@@ -221,20 +184,11 @@ pub(super) async fn session(
 ) -> Response {
     let run = move || -> Result<(String, String), (StatusCode, String)> {
         let not_found = |e: String| (StatusCode::NOT_FOUND, e);
-        let sources = crate::index::archive::sources(&app.cfg.index_dir);
-        let found = sources.discover_all(&app.cfg.claude_dir);
-        let full = crate::transcript::resolve_session_id(
-            &id,
-            found.sessions.iter().map(|s| s.session_id.as_str()),
-        )
-        .map_err(|e| not_found(e.to_string()))?
-        .to_string();
-        let files = found
-            .sessions
-            .iter()
-            .find(|s| s.session_id == full)
-            .ok_or_else(|| not_found("the session vanished while it was read".into()))?;
-        let s = crate::transcript::load_session(&sources, files);
+        let files = app
+            .history
+            .session_files(&id)
+            .map_err(|e| not_found(e.to_string()))?;
+        let s = crate::transcript::load_session(app.history.sources(), &files);
         let title = s.title.clone().unwrap_or_else(|| s.session_id.clone());
         Ok((title, conversation::page(&s, q.at.as_deref(), &app.csrf)))
     };
@@ -288,10 +242,16 @@ fn notes_address(project: &str, id: &str) -> String {
     format!("/notes?project={}#n-{}", html::url_part(project), id)
 }
 
-pub(super) async fn notes_edit(State(app): State<Arc<App>>, Form(f): Form<NoteForm>) -> Response {
-    if !csrf_ok(&app, &f.csrf) {
-        return refused();
+impl CsrfField for NoteForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
     }
+}
+
+pub(super) async fn notes_edit(
+    State(app): State<Arc<App>>,
+    Checked(f): Checked<NoteForm>,
+) -> Response {
     let run = move || {
         let store = Store::new(&app.cfg.notes_dir);
         crate::notes::edit(&store, &f.project, &f.id, &f.text)
@@ -304,10 +264,10 @@ pub(super) async fn notes_edit(State(app): State<Arc<App>>, Form(f): Form<NoteFo
     }
 }
 
-pub(super) async fn notes_forget(State(app): State<Arc<App>>, Form(f): Form<NoteForm>) -> Response {
-    if !csrf_ok(&app, &f.csrf) {
-        return refused();
-    }
+pub(super) async fn notes_forget(
+    State(app): State<Arc<App>>,
+    Checked(f): Checked<NoteForm>,
+) -> Response {
     let confirmed = f.confirm.as_deref() == Some("yes");
     let run = move || -> Result<Result<String, String>, (StatusCode, String)> {
         let store = Store::new(&app.cfg.notes_dir);
@@ -336,18 +296,19 @@ pub(super) async fn notes_forget(State(app): State<Arc<App>>, Form(f): Form<Note
 
 pub(super) async fn archive(State(app): State<Arc<App>>) -> Response {
     page("archive".into(), move || {
-        let archive = crate::index::archive::Archive::open(&app.cfg.index_dir).map_err(|e| {
-            (
-                StatusCode::INTERNAL_SERVER_ERROR,
-                format!("the archive could not be read: {e}"),
-            )
-        })?;
+        let archive = crate::index::archive::Archive::open(&app.history.config().index_dir)
+            .map_err(|e| {
+                (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("the archive could not be read: {e}"),
+                )
+            })?;
         let mut by_session: HashMap<&str, u64> = HashMap::new();
         for f in archive.files() {
             *by_session.entry(f.session_id.as_str()).or_default() +=
                 archive.len_of(&f.path).unwrap_or(0);
         }
-        let l = listing(&app);
+        let l = app.history.listing();
         let mut projects: BTreeMap<&str, manage::ProjectKeep> = BTreeMap::new();
         for s in l.sessions.iter().map(|l| &l.summary) {
             let p = projects
@@ -378,10 +339,16 @@ pub(super) struct ForgetForm {
     confirm: Option<String>,
 }
 
-pub(super) async fn forget(State(app): State<Arc<App>>, Form(f): Form<ForgetForm>) -> Response {
-    if !csrf_ok(&app, &f.csrf) {
-        return refused();
+impl CsrfField for ForgetForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
     }
+}
+
+pub(super) async fn forget(
+    State(app): State<Arc<App>>,
+    Checked(f): Checked<ForgetForm>,
+) -> Response {
     let run = move || -> Made {
         let session = f.session.filter(|s| !s.trim().is_empty());
         let project = f.project.filter(|p| !p.trim().is_empty());
@@ -393,7 +360,8 @@ pub(super) async fn forget(State(app): State<Arc<App>>, Form(f): Form<ForgetForm
             project: project.clone(),
             before_ms: None,
         };
-        let chosen = forget::select(&app.cfg.index_dir, &sel, false).map_err(bad)?;
+        let index_dir = &app.history.config().index_dir;
+        let chosen = forget::select(index_dir, &sel, false).map_err(bad)?;
         if chosen.is_empty() {
             return Ok("<h1>Nothing to forget</h1><p>No indexed session matches.</p>".into());
         }
@@ -411,12 +379,13 @@ pub(super) async fn forget(State(app): State<Arc<App>>, Form(f): Form<ForgetForm
             let fields = hidden("session", &session) + &hidden("project", &project);
             return Ok(manage::confirm_forget(&chosen, &fields, &app.csrf));
         }
-        let done = forget::forget(&app.cfg.index_dir, &chosen, false).map_err(|e| {
+        let done = forget::forget(index_dir, &chosen, false).map_err(|e| {
             (
                 StatusCode::INTERNAL_SERVER_ERROR,
                 format!("forgetting failed: {e}"),
             )
         })?;
+        app.history.invalidate_listing();
         Ok(manage::forgotten(&done))
     };
     page("forget".into(), run).await

@@ -5,6 +5,7 @@
 pub mod files;
 pub mod mcp_client;
 pub mod standin;
+pub mod transcript;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

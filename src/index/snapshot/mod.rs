@@ -105,6 +105,55 @@ fn manifest_header(dir: &Path) -> Option<[u8; format::HEADER_LEN]> {
         .map(|_| h)
 }
 
+/// The published index of one folder, kept open between calls: a long-lived process (the MCP server, `ghola ui`)
+/// reopens it only when a writer has published since (the manifest file's header tells), instead of decoding
+/// every segment's metadata on every call. An owned value — one per index folder, holding one snapshot at a
+/// time, with the memory limit it was made with — so that two callers in one process never share a limit by
+/// accident and nothing outlives its owner.
+pub struct SnapshotCache {
+    dir: PathBuf,
+    memory_limit: u64,
+    /// The manifest header the snapshot was opened at, and the snapshot.
+    held: std::sync::Mutex<Option<([u8; format::HEADER_LEN], std::sync::Arc<Snapshot>)>>,
+}
+
+impl SnapshotCache {
+    /// A cache of `dir`'s published index whose search set may use `memory_limit` bytes; opens nothing yet.
+    pub fn new(dir: &Path, memory_limit: u64) -> Self {
+        Self {
+            dir: dir.to_path_buf(),
+            memory_limit,
+            held: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// The index folder this cache reads.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The index as published now: the held snapshot while the manifest is unchanged, else a reopen that reuses
+    /// the held snapshot's segments still published (only new ones are read).
+    pub fn get(&self) -> Result<std::sync::Arc<Snapshot>, IndexError> {
+        let key = manifest_header(&self.dir);
+        let previous = {
+            let held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+            match (&*held, key) {
+                (Some((k, snap)), Some(key)) if *k == key => return Ok(snap.clone()),
+                (held, _) => held.as_ref().map(|(_, s)| s.clone()),
+            }
+        };
+        let snap = std::sync::Arc::new(match previous {
+            Some(p) => p.reopen()?,
+            None => Snapshot::open_with(&self.dir, self.memory_limit, false)?,
+        });
+        if let Some(key) = key {
+            *self.held.lock().unwrap_or_else(|e| e.into_inner()) = Some((key, snap.clone()));
+        }
+        Ok(snap)
+    }
+}
+
 /// Interns the string tables of `segments` after the symbols already `known` (which keep their numbers): the
 /// strings not known yet, in order of first use, and per segment its string-table index → symbol.
 fn intern(
@@ -270,41 +319,6 @@ impl Snapshot {
     /// [`default_memory_limit`].
     pub fn open(dir: &Path) -> Result<Self, IndexError> {
         Self::open_with(dir, default_memory_limit(), false)
-    }
-
-    /// The published index of `dir`, shared: a long-lived process (the MCP server) reopens it only when a writer
-    /// has published since (the manifest file's inode, size and mtime tell), instead of decoding every segment's
-    /// metadata on every call. The search set may use `memory_limit` bytes.
-    pub fn shared(dir: &Path, memory_limit: u64) -> Result<std::sync::Arc<Self>, IndexError> {
-        type Cache = std::sync::Mutex<
-            FxHashMap<PathBuf, ([u8; format::HEADER_LEN], std::sync::Arc<Snapshot>)>,
-        >;
-        static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
-        let key = manifest_header(dir);
-        let cache = CACHE.get_or_init(Default::default);
-        if let Some(key) = key
-            && let Some((k, snap)) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(dir)
-            && *k == key
-        {
-            return Ok(snap.clone());
-        }
-        // Reopened after a publish: the segments this process already has are reused, only new ones are read.
-        let previous = cache
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(dir)
-            .map(|(_, s)| s.clone());
-        let snap = std::sync::Arc::new(match previous {
-            Some(p) => p.reopen()?,
-            None => Self::open_with(dir, memory_limit, false)?,
-        });
-        if let Some(key) = key {
-            cache
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(dir.to_path_buf(), (key, snap.clone()));
-        }
-        Ok(snap)
     }
 
     /// [`Snapshot::open`] with an explicit memory limit for the search set, checksumming every file when

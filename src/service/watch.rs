@@ -1,13 +1,15 @@
 //! Noticing that transcripts changed: a `notify` watcher on the Claude dir's `projects/` (debounced), a full check
-//! now and then in case an event was lost, and polling where no watcher can be had.
+//! now and then in case an event was lost, and polling where no watcher can be had. Every event also counts in
+//! the service's change counter, which tells the listing it is stale.
 
 use std::sync::mpsc;
 use std::time::Duration;
 
-/// A file watcher on the Claude dir's `projects/` (recursive) that signals each change; `None` when the platform
-/// or the directory does not allow one (then the loop polls).
+/// A file watcher on the Claude dir's `projects/` (recursive) that counts each change in `seen` and signals it;
+/// `None` when the platform or the directory does not allow one (then the loop polls).
 pub(super) fn watch(
     claude_dir: &std::path::Path,
+    seen: std::sync::Arc<std::sync::atomic::AtomicU64>,
 ) -> Option<(notify::RecommendedWatcher, mpsc::Receiver<()>)> {
     use notify::{RecursiveMode, Watcher};
     let projects = claude_dir.join("projects");
@@ -23,6 +25,8 @@ pub(super) fn watch(
         if let Ok(e) = event
             && !matches!(e.kind, notify::EventKind::Access(_))
         {
+            // Counted at once (the listing is stale from now on), signalled for the freshness loop.
+            seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             let _ = tx.send(());
         }
     })
@@ -42,11 +46,11 @@ pub(super) const SAFETY_POLL: Duration = Duration::from_secs(60);
 
 /// Blocks until the watched tree changed (then debounces), or until the polling interval (or `most`) passes.
 pub(super) fn wait_for_change(
-    watch: Option<&(notify::RecommendedWatcher, mpsc::Receiver<()>)>,
+    signals: Option<&mpsc::Receiver<()>>,
     poll_seconds: u64,
     most: Duration,
 ) {
-    let Some((_, rx)) = watch else {
+    let Some(rx) = signals else {
         std::thread::sleep(Duration::from_secs(poll_seconds.max(1)).min(most));
         return;
     };

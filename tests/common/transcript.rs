@@ -1,0 +1,88 @@
+//! A typed builder of Claude Code transcripts for tests: messages in order, each with a uuid derived from the
+//! session and its position, a timestamp a minute apart, written where Claude Code writes them
+//! (`projects/<escaped cwd>/<session>.jsonl`).
+
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+
+/// One session's transcript, built line by line.
+pub struct Transcript {
+    session: String,
+    cwd: String,
+    /// The first message's time; each next one is a minute later.
+    start: chrono::DateTime<chrono::Utc>,
+    lines: Vec<Value>,
+}
+
+impl Transcript {
+    /// An empty transcript of `session` recorded in `cwd`, starting on 2025-03-01 at 10:00 UTC.
+    pub fn new(session: &str, cwd: &str) -> Self {
+        Self {
+            session: session.to_string(),
+            cwd: cwd.to_string(),
+            start: "2025-03-01T10:00:00Z".parse().unwrap(),
+            lines: Vec::new(),
+        }
+    }
+
+    /// The same, its first message at `start` (RFC 3339).
+    pub fn starting(mut self, start: &str) -> Self {
+        self.start = start.parse().unwrap();
+        self
+    }
+
+    fn next(&self) -> (String, String) {
+        let i = self.lines.len();
+        let at = self.start + chrono::Duration::minutes(i as i64);
+        (format!("{}-{i}", self.session), at.to_rfc3339())
+    }
+
+    fn message(mut self, role: &str, content: Value) -> Self {
+        let (uuid, ts) = self.next();
+        self.lines.push(json!({"type": role, "uuid": uuid, "sessionId": self.session, "cwd": self.cwd,
+            "timestamp": ts, "message": {"id": format!("m-{uuid}"), "role": role, "content": content}}));
+        self
+    }
+
+    /// A user message of plain text.
+    pub fn user(self, text: &str) -> Self {
+        self.message("user", json!([{"type": "text", "text": text}]))
+    }
+
+    /// An assistant message of plain text.
+    pub fn assistant(self, text: &str) -> Self {
+        self.message("assistant", json!([{"type": "text", "text": text}]))
+    }
+
+    /// A compaction boundary: what follows is the next window.
+    pub fn compaction(mut self) -> Self {
+        let (uuid, ts) = self.next();
+        self.lines.push(
+            json!({"type": "system", "subtype": "compact_boundary", "uuid": uuid,
+            "sessionId": self.session, "timestamp": ts}),
+        );
+        self
+    }
+
+    /// Where Claude Code keeps this transcript under `claude` (its config dir).
+    pub fn path(&self, claude: &Path) -> PathBuf {
+        let folder: String = self
+            .cwd
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect();
+        claude
+            .join("projects")
+            .join(folder)
+            .join(format!("{}.jsonl", self.session))
+    }
+
+    /// Writes the transcript (one JSON object per line) under `claude`; returns its path.
+    pub fn write(&self, claude: &Path) -> PathBuf {
+        let path = self.path(claude);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let body: String = self.lines.iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(&path, body).unwrap();
+        path
+    }
+}
