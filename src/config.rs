@@ -1,7 +1,9 @@
-//! Where things live: the Claude Code config dir, ghola's index dir, the model dir.
+//! Where things live (the Claude Code config dir, ghola's index and notes dirs) and everything else ghola takes
+//! from the environment ([`Environment`]).
 //!
-//! Every other module asks this one instead of reading the environment itself, so the precedence rules
-//! (flag, then environment, then default) are written down exactly once.
+//! This module and the binary are the only places that read environment variables: the binary reads them once,
+//! at the start, and hands the values down (`tests/module_order.rs::only_the_top_reads_the_environment` fails on a
+//! read anywhere else). The precedence rules (flag, then environment, then default) are written down here once.
 
 use std::path::{Path, PathBuf};
 
@@ -63,6 +65,92 @@ pub fn notes_dir() -> PathBuf {
         .join("share")
         .join("ghola")
         .join("notes")
+}
+
+/// The variable set on every `claude` ghola starts: hooks that see it do nothing.
+pub const HOOKS_OFF_ENV: &str = "GHOLA_HOOKS_OFF";
+
+/// Everything ghola takes from the environment besides where its own folders are, read once at the top
+/// ([`Environment::read`], by the binary) and handed down as data.
+#[derive(Debug, Clone)]
+pub struct Environment {
+    /// `ANTHROPIC_API_KEY`: the Messages API backend's key.
+    pub api_key: Option<String>,
+    /// `ANTHROPIC_BASE_URL`: where that API is (default `https://api.anthropic.com`).
+    pub api_base_url: Option<String>,
+    /// `GHOLA_CLAUDE_BIN`, else `claude` on `PATH`: the Claude Code CLI every `claude` ghola runs is (replay,
+    /// notes extraction, `ghola start`).
+    pub claude_bin: Option<PathBuf>,
+    /// `CLAUDE_PROJECT_DIR`: the calling project, as Claude Code gives it to hooks and servers.
+    pub project_dir: Option<String>,
+    /// `CLAUDE_CODE_SESSION_ID`: the calling session.
+    pub session_id: Option<String>,
+    /// [`HOOKS_OFF_ENV`] is set (to anything): this process runs under a `claude` ghola started.
+    pub hooks_off: bool,
+    /// `DUNCAN_LOG`: where duncan's query log goes (default: `duncan.jsonl` in the Claude dir).
+    pub duncan_log: Option<PathBuf>,
+    /// `GHOLA_MODEL_DIR`: a folder holding the model's files.
+    pub model_dir: Option<PathBuf>,
+    /// `HF_HUB_CACHE`, else `$HF_HOME/hub`, else `~/.cache/huggingface/hub` (the rules of the Python
+    /// `huggingface_hub`, which hf-hub follows only in part).
+    pub hf_hub_cache: PathBuf,
+    /// `HF_HUB_OFFLINE` (anything but `0` or `false`): no network, as for every Hugging Face tool.
+    pub hf_offline: bool,
+    /// `HF_ENDPOINT`, else `https://huggingface.co`: where the Hub is.
+    pub hf_endpoint: String,
+    /// `VISUAL`, else `EDITOR`: the editor notes are opened in when the settings name none.
+    pub editor: Option<String>,
+    /// `GHOLA_CONFIG`, else `$XDG_CONFIG_HOME/ghola/config.toml`, else `~/.config/ghola/config.toml`.
+    pub settings_file: PathBuf,
+}
+
+impl Environment {
+    /// Reads this process's environment.
+    pub fn read() -> Self {
+        let mut env = Self::from_vars(&non_empty_env);
+        env.hooks_off = std::env::var_os(HOOKS_OFF_ENV).is_some();
+        env.claude_bin = env.claude_bin.or_else(|| {
+            std::env::split_paths(&std::env::var_os("PATH")?)
+                .map(|d| d.join("claude"))
+                .find(|p| p.is_file())
+        });
+        env
+    }
+
+    /// The environment `var` gives (an unset or empty variable is `None`); `claude` is not looked for on `PATH`.
+    pub fn from_vars(var: &dyn Fn(&str) -> Option<String>) -> Self {
+        let home = || {
+            var("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("."))
+        };
+        Self {
+            api_key: var("ANTHROPIC_API_KEY"),
+            api_base_url: var("ANTHROPIC_BASE_URL"),
+            claude_bin: var("GHOLA_CLAUDE_BIN").map(PathBuf::from),
+            project_dir: var("CLAUDE_PROJECT_DIR"),
+            session_id: var("CLAUDE_CODE_SESSION_ID"),
+            hooks_off: var(HOOKS_OFF_ENV).is_some(),
+            duncan_log: var("DUNCAN_LOG").map(PathBuf::from),
+            model_dir: var("GHOLA_MODEL_DIR").map(PathBuf::from),
+            hf_hub_cache: var("HF_HUB_CACHE")
+                .map(PathBuf::from)
+                .or_else(|| var("HF_HOME").map(|h| PathBuf::from(h).join("hub")))
+                .unwrap_or_else(|| home().join(".cache/huggingface/hub")),
+            hf_offline: var("HF_HUB_OFFLINE").is_some_and(|v| v != "0" && v != "false"),
+            hf_endpoint: var("HF_ENDPOINT")
+                .map(|e| e.trim_end_matches('/').to_string())
+                .unwrap_or_else(|| "https://huggingface.co".to_string()),
+            editor: var("VISUAL").or_else(|| var("EDITOR")),
+            settings_file: var("GHOLA_CONFIG").map(PathBuf::from).unwrap_or_else(|| {
+                var("XDG_CONFIG_HOME")
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| home().join(".config"))
+                    .join("ghola")
+                    .join("config.toml")
+            }),
+        }
+    }
 }
 
 /// A name that is not one of the choices (a mode, a backend, a hook event), from a flag, a setting or a tool

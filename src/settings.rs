@@ -118,20 +118,6 @@ impl Default for Settings {
     }
 }
 
-/// Where the settings file is.
-pub fn path() -> PathBuf {
-    if let Some(p) = crate::config::non_empty_env("GHOLA_CONFIG") {
-        return PathBuf::from(p);
-    }
-    if let Some(p) = crate::config::non_empty_env("XDG_CONFIG_HOME") {
-        return PathBuf::from(p).join("ghola").join("config.toml");
-    }
-    crate::config::home_dir()
-        .join(".config")
-        .join("ghola")
-        .join("config.toml")
-}
-
 /// The file's text as a document (empty when absent).
 fn document(path: &Path) -> Result<DocumentMut, SettingsError> {
     match std::fs::read_to_string(path) {
@@ -149,20 +135,16 @@ fn document(path: &Path) -> Result<DocumentMut, SettingsError> {
     }
 }
 
-/// Reads the settings file (defaults where it is silent).
-pub fn load() -> Result<Settings, SettingsError> {
-    load_from(&path())
-}
-
-/// Reads the settings, or logs why not and uses the defaults (for hooks and background work).
-pub fn load_or_default() -> Settings {
-    load().unwrap_or_else(|e| {
+/// Reads the settings file (`Environment::settings_file`), or logs why not and uses the defaults (for hooks
+/// and background work).
+pub fn load_or_default(path: &Path) -> Settings {
+    load_from(path).unwrap_or_else(|e| {
         tracing::warn!("{e}; using the default settings");
         Settings::default()
     })
 }
 
-/// Reads a settings file.
+/// Reads a settings file (defaults where it is silent).
 pub fn load_from(path: &Path) -> Result<Settings, SettingsError> {
     let doc = document(path)?;
     let mut s = Settings::default();
@@ -232,9 +214,9 @@ pub enum Value<'a> {
     Int(i64),
 }
 
-/// Sets `table.key` in the settings file, keeping everything else as the user wrote it.
-pub fn set(table: &str, key: &str, v: Value) -> Result<(), SettingsError> {
-    let path = path();
+/// Sets `table.key` in the settings file at `path`, keeping everything else as the user wrote it.
+pub fn set(path: &Path, table: &str, key: &str, v: Value) -> Result<(), SettingsError> {
+    let path = path.to_path_buf();
     let mut doc = document(&path)?;
     if !doc.contains_table(table) {
         doc[table] = Item::Table(toml_edit::Table::new());
@@ -247,12 +229,11 @@ pub fn set(table: &str, key: &str, v: Value) -> Result<(), SettingsError> {
         .map_err(|source| SettingsError::Write { path, source })
 }
 
-/// The editor to open notes with: the setting, `$VISUAL`, `$EDITOR`, else `vi`.
-pub fn editor(s: &Settings) -> String {
+/// The editor to open notes with: the setting, the environment's (`$VISUAL`, `$EDITOR`), else `vi`.
+pub fn editor(s: &Settings, env: &crate::config::Environment) -> String {
     s.editor
         .clone()
-        .or_else(|| crate::config::non_empty_env("VISUAL"))
-        .or_else(|| crate::config::non_empty_env("EDITOR"))
+        .or_else(|| env.editor.clone())
         .unwrap_or_else(|| "vi".into())
 }
 

@@ -19,7 +19,13 @@ use std::sync::OnceLock;
 
 fn embedder() -> &'static Embedder {
     static E: OnceLock<Embedder> = OnceLock::new();
-    E.get_or_init(|| Embedder::from_default_location(None).expect("run models/fetch"))
+    E.get_or_init(|| {
+        Embedder::from_places(&ghola::embed::ModelPlaces::new(
+            None,
+            &ghola::config::Environment::read(),
+        ))
+        .expect("run models/fetch")
+    })
 }
 
 /// `sessions` sessions of `per` messages each; message 3 of session 1 names a rare word.

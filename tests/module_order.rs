@@ -1,6 +1,7 @@
 //! The library's top-level modules form one order, lowest first, and a module names only modules below it
 //! (ARCHITECTURE.md, "Module order"). This test reads `src/` and fails on any `crate::<module>` that names a
-//! module at its own level or above: a cycle cannot come back unnoticed.
+//! module at its own level or above: a cycle cannot come back unnoticed. It also fails on an environment variable
+//! read below the top (`config` and the binary read them; everything else gets them as data).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -121,4 +122,77 @@ fn the_reader_of_paths_sees_grouped_imports_and_skips_comments() {
         .map(|s| s.to_string())
         .collect();
     assert_eq!(names, want);
+}
+
+/// The places in a source text that read an environment variable (`env::var`, `env::var_os`, `env::vars`,
+/// `non_empty_env(`), outside comments and outside `#[cfg(test)]` items (skipped by their braces): line numbers,
+/// 1-based.
+fn environment_reads(text: &str) -> Vec<usize> {
+    let mut out = Vec::new();
+    // Inside a test item: the brace depth once its first `{` is seen.
+    let mut test_depth: Option<i64> = None;
+    for (i, line) in text.lines().enumerate() {
+        let code = line.split("//").next().unwrap_or("");
+        if code.trim_start().starts_with("#[cfg(test)]") {
+            test_depth = Some(0);
+            continue;
+        }
+        if let Some(depth) = test_depth.as_mut() {
+            let opened = code.contains('{');
+            *depth += code.matches('{').count() as i64 - code.matches('}').count() as i64;
+            if *depth <= 0 && (opened || code.contains('}') || code.trim_end().ends_with(';')) {
+                test_depth = None;
+            }
+            continue;
+        }
+        if [
+            "env::var(",
+            "env::var_os(",
+            "env::vars(",
+            "env::vars_os(",
+            "non_empty_env(",
+        ]
+        .iter()
+        .any(|p| code.contains(p))
+        {
+            out.push(i + 1);
+        }
+    }
+    out
+}
+
+/// The library takes the environment as data: only `config` (which reads it into `config::Environment`) and
+/// the binary (`src/main.rs`, `src/cli/`, which reads it once at the start) read a variable.
+#[test]
+fn only_the_top_reads_the_environment() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut reads = Vec::new();
+    for f in files {
+        let rel = f.strip_prefix(&src).unwrap();
+        if rel == Path::new("config.rs") || rel == Path::new("main.rs") || rel.starts_with("cli") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).unwrap();
+        reads.extend(
+            environment_reads(&text)
+                .into_iter()
+                .map(|n| format!("{}:{n}", rel.display())),
+        );
+    }
+    assert!(
+        reads.is_empty(),
+        "the environment is read below the top (read it in config::Environment or the CLI and pass it \
+         down): {}",
+        reads.join(", ")
+    );
+}
+
+#[test]
+fn the_reader_of_environment_reads_skips_comments_and_tests() {
+    let text = "let a = std::env::var(\"X\");\n// std::env::var(\"Y\")\nlet b = crate::config::non_empty_env(\"Z\");\n\
+                #[cfg(test)]\nmod tests {\n    fn f() {\n        std::env::var_os(\"W\");\n    }\n}\n\
+                fn after() { std::env::vars(); }\n#[cfg(test)]\nmod more;\nlet c = std::env::var(\"V\");\n";
+    assert_eq!(environment_reads(text), vec![1, 3, 10, 13]);
 }

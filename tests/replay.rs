@@ -541,6 +541,7 @@ fn ctx<'a>(claude: &'a Path, idx: &'a Path, calling: Option<&'a str>) -> RouteCo
     RouteContext {
         claude_dir: claude,
         snapshots,
+        log: None,
         embedder: None,
         calling_session: calling,
         current_project: Some("/w/app"),

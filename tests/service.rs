@@ -18,7 +18,7 @@ fn config(claude: &Path, idx: &Path) -> ServiceConfig {
     ServiceConfig {
         claude_dir: claude.to_path_buf(),
         index_dir: idx.to_path_buf(),
-        model_dir: None,
+        model: ghola::embed::ModelPlaces::only(&claude.join("no-model")),
         memory_limit: u64::MAX,
         embed_kernel: Default::default(),
         update: UpdateOptions::default(),

@@ -125,6 +125,12 @@ fn mcp_tool_calls(claude: &Path, idx: &Path) -> Result<[f64; 3]> {
     );
     let mut id = 0u64;
     let mut call = |method: &str, params: Value| -> Result<Value> {
+        if method.starts_with("notifications/") {
+            // A notification has no id and no answer.
+            writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "method": method}))?;
+            stdin.flush()?;
+            return Ok(Value::Null);
+        }
         id += 1;
         writeln!(
             stdin,
@@ -145,11 +151,7 @@ fn mcp_tool_calls(claude: &Path, idx: &Path) -> Result<[f64; 3]> {
         "initialize",
         json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}),
     )?;
-    writeln!(
-        stdin,
-        "{}",
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    )?;
+    call("notifications/initialized", Value::Null)?;
     // A search waits for the first pass: after it, the server's listing is warm and watched.
     call(
         "tools/call",

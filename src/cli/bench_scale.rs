@@ -357,7 +357,10 @@ pub fn history_bench(
     let (embedder, label): (&dyn ChunkEmbedder, &str) = if hash {
         (&HashEmbedder, "hash vectors")
     } else {
-        real = ghola::embed::Embedder::from_default_location(model_dir)?;
+        real = ghola::embed::Embedder::from_places(&ghola::embed::ModelPlaces::new(
+            model_dir,
+            &ghola::config::Environment::read(),
+        ))?;
         (&real, "real model")
     };
     let f = first_pass(claude, &work.join("index-history"), embedder)?;
@@ -468,7 +471,10 @@ pub fn search_bench(work: &Path, messages: usize, model_dir: Option<&Path>) -> R
         "command: ghola bench search --messages {messages} --work {}",
         work.display()
     );
-    let embedder = ghola::embed::Embedder::from_default_location(model_dir)?;
+    let embedder = ghola::embed::Embedder::from_places(&ghola::embed::ModelPlaces::new(
+        model_dir,
+        &ghola::config::Environment::read(),
+    ))?;
     let mut rng = Rng(42);
     let queries: Vec<String> = (0..40)
         .map(|_| {

@@ -87,7 +87,7 @@ pub fn query_cmd(
     req.include_subagents = !a.no_subagents;
     req.model = a.model;
     req.validate()?;
-    let backend = backend::choose(a.backend, claude_dir)?;
+    let backend = backend::choose(a.backend, claude_dir, &knobs.env)?;
     let embedder = if req.mode == Mode::Search {
         let e = super::recall::obtain_model(model_dir, knobs, true)?;
         if !a.no_update {
@@ -103,14 +103,13 @@ pub fn query_cmd(
     } else {
         None
     };
-    let calling = a
-        .calling_session
-        .or_else(|| ghola::config::non_empty_env("CLAUDE_CODE_SESSION_ID"));
+    let calling = a.calling_session.or_else(|| knobs.env.session_id.clone());
     let sources = ghola::index::archive::sources(index_dir);
     let snapshots = ghola::index::SnapshotCache::new(index_dir, knobs.memory_limit);
     let ctx = RouteContext {
         claude_dir,
         snapshots: &snapshots,
+        log: knobs.env.duncan_log.as_deref(),
         embedder: embedder.as_ref(),
         calling_session: calling.as_deref(),
         current_project: req.project.as_deref(),

@@ -29,6 +29,9 @@ pub struct Knobs {
     /// The embedding kernel (`GHOLA_EMBED_KERNEL`: a kernel's name or `auto`; `GHOLA_EMBED_PRECISION=f32`, the
     /// older spelling, asks for the fastest f32 one): for measuring a slower path on a faster machine.
     pub embed_kernel: KernelChoice,
+    /// Everything else the environment says (credentials' variables, the `claude` CLI, the calling project and
+    /// session, the Hugging Face places, the settings file), read once.
+    pub env: ghola::config::Environment,
 }
 
 impl Knobs {
@@ -43,7 +46,7 @@ impl Knobs {
         ghola::service::ServiceConfig {
             claude_dir: claude_dir.to_path_buf(),
             index_dir: index_dir.to_path_buf(),
-            model_dir: model_dir.map(std::path::Path::to_path_buf),
+            model: self.model(model_dir),
             memory_limit: self.memory_limit,
             embed_kernel: self.embed_kernel,
             update: self.update,
@@ -51,11 +54,19 @@ impl Knobs {
         }
     }
 
-    /// Reads the settings file and the environment.
+    /// Reads the environment, then the settings file it names.
     pub fn read() -> Knobs {
-        Self::from(ghola::settings::load_or_default(), &|name| {
-            ghola::config::non_empty_env(name)
-        })
+        let env = ghola::config::Environment::read();
+        let settings = ghola::settings::load_or_default(&env.settings_file);
+        Knobs {
+            env,
+            ..Self::from(settings, &|name| ghola::config::non_empty_env(name))
+        }
+    }
+
+    /// Where the model is for this run: `flag` (`--model-dir`), else the environment's places.
+    pub fn model(&self, flag: Option<&std::path::Path>) -> ghola::embed::ModelPlaces {
+        ghola::embed::ModelPlaces::new(flag, &self.env)
     }
 
     /// The knobs from `settings` and the variables `var` gives (tests pass their own).
@@ -112,6 +123,7 @@ impl Knobs {
             None => KernelChoice::Fastest,
         };
         Knobs {
+            env: ghola::config::Environment::from_vars(var),
             embed_kernel,
             settings,
             update,

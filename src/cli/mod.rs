@@ -283,11 +283,18 @@ pub fn run(cli: Cli) -> Result<()> {
             &knobs,
             args,
         ),
-        Command::Hook { event } => {
-            notes::hook_cmd(&index_dir, &claude_dir, cli.model_dir.as_deref(), &event)
-        }
+        Command::Hook { event } => notes::hook_cmd(
+            &index_dir,
+            &claude_dir,
+            cli.model_dir.as_deref(),
+            &knobs.env,
+            &event,
+        ),
         Command::Serve { poll_seconds } => {
-            let project = ghola::config::non_empty_env("CLAUDE_PROJECT_DIR")
+            let project = knobs
+                .env
+                .project_dir
+                .clone()
                 .map(Ok)
                 .unwrap_or_else(|| history::project_dir(None))?;
             let history = ghola::service::ServiceConfig {
@@ -297,8 +304,9 @@ pub fn run(cli: Cli) -> Result<()> {
             ghola::mcp::serve(ghola::mcp::ServeConfig {
                 history,
                 project,
-                session_id: ghola::config::non_empty_env("CLAUDE_CODE_SESSION_ID"),
+                session_id: knobs.env.session_id.clone(),
                 notes_dir: ghola::config::notes_dir(),
+                env: knobs.env.clone(),
             })
         }
         Command::Ui { port, open } => ui(
@@ -309,7 +317,7 @@ pub fn run(cli: Cli) -> Result<()> {
             },
             open,
         ),
-        Command::Embed => embed_stdin(cli.model_dir.as_deref(), knobs.embed_kernel),
+        Command::Embed => embed_stdin(&knobs.model(cli.model_dir.as_deref()), knobs.embed_kernel),
         Command::Bench { what } => run_bench(what, &claude_dir, cli.model_dir.as_deref()),
     }
 }
@@ -387,12 +395,12 @@ const EMBED_GROUP: usize = 2048;
 
 /// `ghola embed`: reads texts in groups of [`EMBED_GROUP`] lines.
 fn embed_stdin(
-    model_dir: Option<&std::path::Path>,
+    model: &ghola::embed::ModelPlaces,
     kernel: ghola::embed::KernelChoice,
 ) -> Result<()> {
     use anyhow::Context;
     use std::io::{BufRead, Write};
-    let files = ghola::embed::resolve(model_dir)?;
+    let files = ghola::embed::resolve(model)?;
     let embedder = ghola::embed::Embedder::load_with(&files, kernel)?;
     let stdin = std::io::stdin().lock();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());

@@ -154,7 +154,12 @@ pub fn notes_cmd(
             let only = category(c.as_deref().or(args.category.as_deref()))?;
             show(&store, &project, only, json, &mut out)
         }
-        NotesCmd::Edit { category: c } => edit(&store, &project, category(c.as_deref())?),
+        NotesCmd::Edit { category: c } => edit(
+            &store,
+            &project,
+            category(c.as_deref())?,
+            &ghola::settings::editor(&knobs.settings, &knobs.env),
+        ),
         NotesCmd::Forget { item, yes } => forget(&store, &project, &item, yes, &mut out),
         NotesCmd::Extract {
             session,
@@ -199,11 +204,16 @@ pub fn notes_cmd(
             )
         }
         NotesCmd::Status => {
-            let s = ghola::notes::status(&store, std::slice::from_ref(&project), &knobs.settings);
+            let s = ghola::notes::status(
+                &store,
+                std::slice::from_ref(&project),
+                &knobs.settings,
+                &knobs.env.settings_file,
+            );
             print_status(&s, json, &mut out)
         }
         NotesCmd::List => {
-            let s = ghola::notes::status(&store, &[], &knobs.settings);
+            let s = ghola::notes::status(&store, &[], &knobs.settings, &knobs.env.settings_file);
             print_status(&s, json, &mut out)
         }
         NotesCmd::Link {
@@ -252,7 +262,9 @@ pub fn notes_cmd(
                 b.parse::<ghola::replay::backend::BackendChoice>()?;
             }
             ghola::notes::set_enabled(&store, (!global).then_some(project.as_str()), true)?;
-            use ghola::settings::{Value, set};
+            use ghola::settings::Value;
+            let file = &knobs.env.settings_file;
+            let set = |table: &str, key: &str, v: Value| ghola::settings::set(file, table, key, v);
             if let Some(b) = budget {
                 set(
                     "notes",
@@ -267,7 +279,7 @@ pub fn notes_cmd(
                 set("notes", "backend", Value::Str(b))?;
             }
             // Read again: the file just changed (the variables still override it).
-            let s = Knobs::from(ghola::settings::load()?, &|n| {
+            let s = Knobs::from(ghola::settings::load_from(file)?, &|n| {
                 ghola::config::non_empty_env(n)
             })
             .settings;
@@ -278,7 +290,7 @@ pub fn notes_cmd(
                  are extracted only with `ghola notes extract`. Turn off with `ghola notes off{}`.",
                 if global { "every project" } else { &project },
                 s.notes_model,
-                ghola::notes::worker::backend_description(&s),
+                ghola::notes::worker::backend_description(&s, &knobs.env),
                 s.daily_token_budget,
                 if global { " --global" } else { "" }
             )?;
@@ -325,7 +337,8 @@ pub fn notes_cmd(
                 store,
                 index_dir: index_dir.to_path_buf(),
                 claude_dir: claude_dir.to_path_buf(),
-                model_dir: model_dir.map(Path::to_path_buf),
+                model: knobs.model(model_dir),
+                env: knobs.env.clone(),
                 settings: knobs.settings.clone(),
                 update: knobs.update,
             };
@@ -385,7 +398,8 @@ fn show(
     Ok(())
 }
 
-pub fn edit(store: &Store, project: &str, only: Option<Category>) -> Result<()> {
+/// `ghola notes edit`: opens the project's notes files (one category, or all four) in `editor`.
+pub fn edit(store: &Store, project: &str, only: Option<Category>, editor: &str) -> Result<()> {
     let n = store.open(project);
     std::fs::create_dir_all(&n.dir)?;
     let cats: Vec<Category> = only.map_or_else(|| Category::ALL.to_vec(), |c| vec![c]);
@@ -403,7 +417,6 @@ pub fn edit(store: &Store, project: &str, only: Option<Category>) -> Result<()> 
     if !n.dir.join("meta.json").exists() {
         n.save_meta()?;
     }
-    let editor = ghola::settings::editor(&ghola::settings::load_or_default());
     // The editor may carry arguments (`code --wait`): let the shell split them.
     let status = std::process::Command::new("sh")
         .arg("-c")
@@ -481,12 +494,13 @@ fn extract(
             Some(b) => b.parse()?,
             None => knobs.settings.notes_backend,
         };
-        ghola::replay::backend::choose(choice, claude_dir).map_err(|e| anyhow::anyhow!("{e}"))?
+        ghola::replay::backend::choose(choice, claude_dir, &knobs.env)
+            .map_err(|e| anyhow::anyhow!("{e}"))?
     };
     let sim: Box<dyn Similarity> = if dry_run {
         Box::new(WordsOnly)
     } else {
-        similarity(model_dir)
+        similarity(&knobs.model(model_dir))
     };
     let ex = Extractor {
         dry_run,
@@ -663,6 +677,7 @@ pub fn hook_cmd(
     index_dir: &Path,
     claude_dir: &Path,
     model_dir: Option<&Path>,
+    env: &ghola::config::Environment,
     event: &str,
 ) -> Result<()> {
     let event: Event = event.parse()?;
@@ -671,6 +686,8 @@ pub fn hook_cmd(
     let input: serde_json::Value = serde_json::from_str(&input).unwrap_or_default();
     let env = HookEnv {
         store: Store::new(&ghola::config::notes_dir()),
+        project_dir: env.project_dir.clone(),
+        hooks_off: env.hooks_off,
         index_dir: index_dir.to_path_buf(),
         exe: std::env::current_exe().context("cannot find the ghola executable")?,
         worker_args: worker_args(claude_dir, index_dir, model_dir),

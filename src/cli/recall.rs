@@ -65,7 +65,7 @@ pub fn obtain_model(model_dir: Option<&Path>, knobs: &Knobs, quiet: bool) -> Res
         ),
         quiet,
     };
-    let e = Embedder::obtain(model_dir, knobs.embed_kernel, &mut progress);
+    let e = Embedder::obtain(&knobs.model(model_dir), knobs.embed_kernel, &mut progress);
     if let Some(b) = progress.bar {
         b.finish_and_clear();
     }

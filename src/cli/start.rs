@@ -59,7 +59,10 @@ struct Sitting {
     update: ghola::index::UpdateOptions,
     index_dir: PathBuf,
     claude_dir: PathBuf,
-    model_dir: Option<PathBuf>,
+    /// Where the model is (duplicates by meaning).
+    model: ghola::embed::ModelPlaces,
+    /// The environment read at the top (the backend's key, the `claude` CLI).
+    env: ghola::config::Environment,
     claude: PathBuf,
     earlier: Vec<Earlier>,
     /// (log path, log) of this sitting's tasks.
@@ -80,9 +83,10 @@ pub fn start_cmd(
     args: StartArgs,
 ) -> Result<()> {
     // Strictly here (a malformed file is an error before a sitting starts), with the variables applied.
-    let mut settings = super::knobs::Knobs::from(ghola::settings::load()?, &|n| {
-        ghola::config::non_empty_env(n)
-    })
+    let mut settings = super::knobs::Knobs::from(
+        ghola::settings::load_from(&knobs.env.settings_file)?,
+        &|n| ghola::config::non_empty_env(n),
+    )
     .settings;
     if let Some(m) = &args.mode {
         settings.mode = m.parse()?;
@@ -96,7 +100,7 @@ pub fn start_cmd(
     if let Some(p) = &args.permission_mode {
         settings.permission_mode = p.clone();
     }
-    let Some(claude) = ghola::replay::backend::headless::claude_bin() else {
+    let Some(claude) = knobs.env.claude_bin.clone() else {
         bail!(
             "Claude Code is not installed (no `claude` on PATH, GHOLA_CLAUDE_BIN unset): install it with \
              `npm install -g @anthropic-ai/claude-code`, run `claude` once to log in, then `ghola start` again"
@@ -125,7 +129,8 @@ pub fn start_cmd(
         update: knobs.update,
         index_dir: index_dir.to_path_buf(),
         claude_dir: claude_dir.to_path_buf(),
-        model_dir: model_dir.map(Path::to_path_buf),
+        model: knobs.model(model_dir),
+        env: knobs.env.clone(),
         claude,
         earlier: Vec::new(),
         tasks: Vec::new(),
@@ -236,7 +241,7 @@ impl Sitting {
              day — starting this prompt is that request; `ghola notes off` does not apply here. /help for commands.",
             self.settings.mode.name(),
             self.settings.notes_model,
-            ghola::notes::worker::backend_description(&self.settings),
+            ghola::notes::worker::backend_description(&self.settings, &self.env),
             self.settings.daily_token_budget
         );
     }
@@ -334,7 +339,12 @@ impl Sitting {
             None => None,
         };
         if edit {
-            if let Err(e) = super::notes::edit(&self.store, &self.line.key(), cat) {
+            if let Err(e) = super::notes::edit(
+                &self.store,
+                &self.line.key(),
+                cat,
+                &ghola::settings::editor(&self.settings, &self.env),
+            ) {
                 println!("{e:#}");
             }
             return;
@@ -494,7 +504,11 @@ impl Sitting {
 
     fn extract_session(&mut self, session: &str, k: Option<usize>) {
         if self.backend.is_none() {
-            match ghola::replay::backend::choose(self.settings.notes_backend, &self.claude_dir) {
+            match ghola::replay::backend::choose(
+                self.settings.notes_backend,
+                &self.claude_dir,
+                &self.env,
+            ) {
                 Ok(b) => self.backend = Some(b),
                 Err(e) => {
                     println!(
@@ -505,7 +519,7 @@ impl Sitting {
             }
         }
         if self.sim.is_none() {
-            self.sim = Some(similarity(self.model_dir.as_deref()));
+            self.sim = Some(similarity(&self.model));
         }
         let Some(snap) = self.snapshot(true) else {
             println!("notes: the index cannot be opened; /extract retries.");

@@ -2,11 +2,12 @@
 //! cache (once per machine, shared with every other tool that uses that cache, and outside the plugin folder,
 //! which Claude Code replaces on every update), and verifies each against its pinned sha256.
 //!
-//! `HF_ENDPOINT` (a mirror, or a loopback stand-in in tests), `HF_HUB_CACHE` and `HF_HOME` are honoured, as the
-//! Python `huggingface_hub` honours them, so a machine configured for one is configured for the other.
+//! `HF_ENDPOINT` (a mirror, or a loopback stand-in in tests), `HF_HUB_CACHE` and `HF_HOME` are honoured (read at
+//! the top into [`ModelPlaces`]), as the Python `huggingface_hub` honours them, so a machine configured for one is
+//! configured for the other.
 
 use super::EmbedError;
-use super::files::{MODEL_ID, ModelFiles, WEIGHTS_SHA256, hf_hub_cache};
+use super::files::{MODEL_ID, ModelFiles, ModelPlaces, WEIGHTS_SHA256};
 use std::path::{Path, PathBuf};
 
 /// The files ghola needs from the model repository, each with the sha256 it must have. A file with another hash
@@ -22,13 +23,6 @@ pub const PINNED_FILES: [(&str, &str); 3] = [
     ),
     ("model.safetensors", WEIGHTS_SHA256),
 ];
-
-/// Where the Hub is: `$HF_ENDPOINT`, else huggingface.co.
-pub fn endpoint() -> String {
-    crate::config::non_empty_env("HF_ENDPOINT")
-        .map(|e| e.trim_end_matches('/').to_string())
-        .unwrap_or_else(|| "https://huggingface.co".to_string())
-}
 
 /// Receives download progress: `start(file, total_bytes)`, then `advance(bytes)` as they arrive, then `finish()`.
 /// Implemented by the command line's progress bar and by the server's log lines.
@@ -71,9 +65,12 @@ pub fn sha256_file(path: &Path) -> std::io::Result<String> {
 
 /// Downloads whatever of the model's files the Hugging Face cache lacks, verifies every file it downloaded, and
 /// returns the files. Files already in the cache are not downloaded again (hf-hub looks there first).
-pub fn download(progress: &mut dyn DownloadProgress) -> Result<ModelFiles, EmbedError> {
-    let cache = hf_hub_cache();
-    let endpoint = endpoint();
+pub fn download(
+    places: &ModelPlaces,
+    progress: &mut dyn DownloadProgress,
+) -> Result<ModelFiles, EmbedError> {
+    let cache = places.hub_cache.clone();
+    let endpoint = places.endpoint.clone();
     let fail = |file: &str, reason: String| EmbedError::Download {
         file: file.to_string(),
         endpoint: endpoint.clone(),

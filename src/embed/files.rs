@@ -32,18 +32,56 @@ impl ModelFiles {
     }
 }
 
-/// Finds the model files, trying in order: `flag`, `$GHOLA_MODEL_DIR`, `models/all-MiniLM-L6-v2` beside the
-/// executable or up to four folders above it (`target/release/ghola` in a checkout), and the Hugging Face cache
-/// (`$HF_HUB_CACHE`, `$HF_HOME/hub`, `~/.cache/huggingface/hub`). The error lists every place tried. (Not the
-/// folder the binary was compiled in: a release binary must behave the same on every machine.)
-pub fn resolve(flag: Option<&Path>) -> Result<ModelFiles, EmbedError> {
+/// Where the model may be and where it may come from: a folder named by the caller (a flag or
+/// `GHOLA_MODEL_DIR`), the Hugging Face cache, and whether and from where it may be downloaded. Built at the top
+/// from [`crate::config::Environment`] and handed down.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelPlaces {
+    /// A folder holding the three files; when named, nothing else is tried and nothing downloaded.
+    pub dir: Option<PathBuf>,
+    /// The Hugging Face cache (`HF_HUB_CACHE`, `HF_HOME/hub`, `~/.cache/huggingface/hub`).
+    pub hub_cache: PathBuf,
+    /// No network (`HF_HUB_OFFLINE`).
+    pub offline: bool,
+    /// Where the Hub is (`HF_ENDPOINT`).
+    pub endpoint: String,
+}
+
+impl ModelPlaces {
+    /// The places of `env`, with `flag` (`--model-dir`) before its `GHOLA_MODEL_DIR`.
+    pub fn new(flag: Option<&Path>, env: &crate::config::Environment) -> Self {
+        Self {
+            dir: flag
+                .map(Path::to_path_buf)
+                .or_else(|| env.model_dir.clone()),
+            hub_cache: env.hf_hub_cache.clone(),
+            offline: env.hf_offline,
+            endpoint: env.hf_endpoint.clone(),
+        }
+    }
+
+    /// Only `dir` (a test's or a benchmark's model folder): nothing else is tried, nothing downloaded.
+    pub fn only(dir: &Path) -> Self {
+        Self {
+            dir: Some(dir.to_path_buf()),
+            hub_cache: dir.join("hub"),
+            offline: true,
+            endpoint: String::new(),
+        }
+    }
+}
+
+/// Finds the model files, trying in order: the named folder, `models/all-MiniLM-L6-v2` beside the executable or
+/// up to four folders above it (`target/release/ghola` in a checkout), and the Hugging Face cache. The error
+/// lists every place tried. (Not the folder the binary was compiled in: a release binary must behave the same on
+/// every machine.)
+pub fn resolve(places: &ModelPlaces) -> Result<ModelFiles, EmbedError> {
     let mut tried = Vec::new();
-    let explicit = flag
-        .map(Path::to_path_buf)
-        .or_else(|| crate::config::non_empty_env("GHOLA_MODEL_DIR").map(PathBuf::from));
-    if let Some(dir) = explicit {
+    if let Some(dir) = &places.dir {
         // An explicit choice is not second-guessed by falling back elsewhere.
-        return ModelFiles::in_dir(&dir).ok_or(EmbedError::ModelNotFound { tried: vec![dir] });
+        return ModelFiles::in_dir(dir).ok_or(EmbedError::ModelNotFound {
+            tried: vec![dir.clone()],
+        });
     }
     let mut candidates = Vec::new();
     if let Ok(exe) = std::env::current_exe() {
@@ -52,7 +90,7 @@ pub fn resolve(flag: Option<&Path>) -> Result<ModelFiles, EmbedError> {
             candidates.push(dir.join("models").join(MODEL_DIR_NAME));
         }
     }
-    candidates.extend(hf_cache_snapshot());
+    candidates.extend(hf_cache_snapshot(&places.hub_cache));
     for dir in candidates {
         if let Some(files) = ModelFiles::in_dir(&dir) {
             return Ok(files);
@@ -64,18 +102,8 @@ pub fn resolve(flag: Option<&Path>) -> Result<ModelFiles, EmbedError> {
     Err(EmbedError::ModelNotFound { tried })
 }
 
-/// The Hugging Face cache: `$HF_HUB_CACHE`, else `$HF_HOME/hub`, else `~/.cache/huggingface/hub` (the rules of
-/// the Python `huggingface_hub`, which hf-hub follows only in part, so they are applied here for both).
-pub fn hf_hub_cache() -> PathBuf {
-    crate::config::non_empty_env("HF_HUB_CACHE")
-        .map(PathBuf::from)
-        .or_else(|| crate::config::non_empty_env("HF_HOME").map(|h| PathBuf::from(h).join("hub")))
-        .unwrap_or_else(|| crate::config::home_dir().join(".cache/huggingface/hub"))
-}
-
-/// The snapshot `refs/main` points at in the Hugging Face cache, if the model was ever downloaded there.
-fn hf_cache_snapshot() -> Option<PathBuf> {
-    let hub = hf_hub_cache();
+/// The snapshot `refs/main` points at in the Hugging Face cache `hub`, if the model was ever downloaded there.
+fn hf_cache_snapshot(hub: &Path) -> Option<PathBuf> {
     let repo = hub.join(format!("models--{}", MODEL_ID.replace('/', "--")));
     let rev = std::fs::read_to_string(repo.join("refs/main")).ok()?;
     let rev = rev.trim();
@@ -85,25 +113,16 @@ fn hf_cache_snapshot() -> Option<PathBuf> {
         .then(|| repo.join("snapshots").join(rev))
 }
 
-/// Whether the user asked for no network use (`HF_HUB_OFFLINE=1`, as for every Hugging Face tool).
-pub fn offline() -> bool {
-    crate::config::non_empty_env("HF_HUB_OFFLINE").is_some_and(|v| v != "0" && v != "false")
-}
-
-/// [`resolve`], and when the files are nowhere (and no folder was named explicitly, and `HF_HUB_OFFLINE` is not
-/// set), downloads them into the Hugging Face cache with [`super::download::download`].
+/// [`resolve`], and when the files are nowhere (and no folder was named, and the places are not offline),
+/// downloads them into the Hugging Face cache with [`super::download::download`].
 pub fn resolve_or_download(
-    flag: Option<&Path>,
+    places: &ModelPlaces,
     progress: &mut dyn super::download::DownloadProgress,
 ) -> Result<ModelFiles, EmbedError> {
-    match resolve(flag) {
-        Err(EmbedError::ModelNotFound { tried })
-            if flag.is_none()
-                && crate::config::non_empty_env("GHOLA_MODEL_DIR").is_none()
-                && !offline() =>
-        {
+    match resolve(places) {
+        Err(EmbedError::ModelNotFound { tried }) if places.dir.is_none() && !places.offline => {
             tracing::debug!("model not found in {tried:?}; downloading");
-            super::download::download(progress)
+            super::download::download(places, progress)
         }
         other => other,
     }

@@ -17,7 +17,7 @@ pub mod kernel;
 mod norm;
 
 pub use files::{
-    MODEL_DIR_NAME, MODEL_ID, ModelFiles, WEIGHTS_SHA256, resolve, resolve_or_download,
+    MODEL_DIR_NAME, MODEL_ID, ModelFiles, ModelPlaces, WEIGHTS_SHA256, resolve, resolve_or_download,
 };
 
 use bert::{Bert, BertConfig};
@@ -46,26 +46,6 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     } else {
         dot / (na * nb)
     }
-}
-
-/// Makes candle's matrix products single-threaded, so that parallelism comes from running one batch per core
-/// ([`BatchPolicy::parallel_batches`]): measured by `ghola bench embed`, splitting each small product across
-/// cores loses ~10% to waking and parking threads. candle reads `RAYON_NUM_THREADS` for every product, so this
-/// builds rayon's global pool with one thread per core first (other parallel work keeps every core), then sets
-/// that variable to 1, unless the user set it.
-///
-/// # Safety
-/// Changes the process environment: call it at the start of `main`, before any other thread exists.
-pub unsafe fn prefer_batch_parallelism() {
-    if std::env::var_os("RAYON_NUM_THREADS").is_some() {
-        return;
-    }
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let _ = rayon::ThreadPoolBuilder::new()
-        .num_threads(cores)
-        .build_global();
-    // SAFETY: the caller guarantees no other thread is running (rayon's workers do not read the environment).
-    unsafe { std::env::set_var("RAYON_NUM_THREADS", "1") };
 }
 
 /// One embedding vector.
@@ -217,18 +197,18 @@ impl Embedder {
     }
 
     /// Resolves the model files (see [`resolve`]) and loads them.
-    pub fn from_default_location(flag: Option<&std::path::Path>) -> Result<Self, EmbedError> {
-        Self::load(&resolve(flag)?)
+    pub fn from_places(places: &ModelPlaces) -> Result<Self, EmbedError> {
+        Self::load(&resolve(places)?)
     }
 
     /// Resolves the model files, downloading them when they are nowhere (see [`resolve_or_download`]), and
     /// loads them: what the commands that index and the server use.
     pub fn obtain(
-        flag: Option<&std::path::Path>,
+        places: &ModelPlaces,
         kernel: KernelChoice,
         progress: &mut dyn download::DownloadProgress,
     ) -> Result<Self, EmbedError> {
-        Self::load_with(&resolve_or_download(flag, progress)?, kernel)
+        Self::load_with(&resolve_or_download(places, progress)?, kernel)
     }
 
     /// The files this embedder was loaded from.

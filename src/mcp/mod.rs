@@ -37,6 +37,8 @@ pub struct ServeConfig {
     pub session_id: Option<String>,
     /// Where the project notes are (the notes tool reads them).
     pub notes_dir: PathBuf,
+    /// The environment read at the top (duncan's backend: the API key or the `claude` CLI; its query log).
+    pub env: crate::config::Environment,
 }
 
 /// Shared state of the server: who calls, and the history service every tool asks.
@@ -228,11 +230,14 @@ impl GholaServer {
             Ok(r) => r,
             Err(e) => return error_result(e),
         };
-        let backend =
-            match replay::backend::choose(Default::default(), &self.history.config().claude_dir) {
-                Ok(b) => b,
-                Err(e) => return error_result(e.to_string()),
-            };
+        let backend = match replay::backend::choose(
+            Default::default(),
+            &self.history.config().claude_dir,
+            &self.cfg.env,
+        ) {
+            Ok(b) => b,
+            Err(e) => return error_result(e.to_string()),
+        };
         let cancel = Arc::new(AtomicBool::new(false));
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, usize, String)>();
         // One progress notification per finished window, when the client asked for progress.
@@ -255,6 +260,7 @@ impl GholaServer {
             let ctx = RouteContext {
                 claude_dir: &h.config().claude_dir,
                 snapshots: h.snapshots(),
+                log: me.cfg.env.duncan_log.as_deref(),
                 embedder: h.embedder(),
                 calling_session: me.cfg.session_id.as_deref(),
                 current_project: Some(&me.cfg.project),

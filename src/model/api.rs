@@ -44,11 +44,13 @@ impl MessagesApi {
     }
 
     /// From the environment: `ANTHROPIC_API_KEY` (required) and `ANTHROPIC_BASE_URL`.
-    pub fn from_env() -> Option<Self> {
-        let key = crate::config::non_empty_env("ANTHROPIC_API_KEY")?;
-        let base = crate::config::non_empty_env("ANTHROPIC_BASE_URL")
-            .unwrap_or_else(|| "https://api.anthropic.com".into());
-        Some(Self::new(&base, &key))
+    pub fn from_environment(env: &crate::config::Environment) -> Option<Self> {
+        let key = env.api_key.as_deref()?;
+        let base = env
+            .api_base_url
+            .as_deref()
+            .unwrap_or("https://api.anthropic.com");
+        Some(Self::new(base, key))
     }
 
     /// The request body of one forced-tool call, with a cache breakpoint on the system prompt.

@@ -31,24 +31,13 @@ pub struct HeadlessClaude {
 }
 
 impl HeadlessClaude {
-    /// `claude` from [`claude_bin`].
-    pub fn from_env(config_dir: &Path) -> Option<Self> {
+    /// The `claude` the environment names (`Environment::claude_bin`), staging windows in `config_dir`.
+    pub fn from_environment(config_dir: &Path, env: &crate::config::Environment) -> Option<Self> {
         Some(Self {
-            bin: claude_bin()?,
+            bin: env.claude_bin.clone()?,
             config_dir: config_dir.to_path_buf(),
         })
     }
-}
-
-/// The `claude` executable: `$GHOLA_CLAUDE_BIN`, else `claude` on `PATH`; `None` when neither has it. Every
-/// `claude` ghola runs (replay, notes extraction, `ghola start`) is found here.
-pub fn claude_bin() -> Option<PathBuf> {
-    if let Some(b) = crate::config::non_empty_env("GHOLA_CLAUDE_BIN") {
-        return Some(PathBuf::from(b));
-    }
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|d| d.join("claude"))
-        .find(|p| p.is_file())
 }
 
 /// Claude Code's project folder name for a cwd: every character outside `[A-Za-z0-9]` becomes `-`.
@@ -123,7 +112,7 @@ fn stage(prompt: &Prompt, config_dir: &Path) -> Result<(Staged, String), Backend
 
 /// Set in the environment of every `claude` ghola starts: ghola's own hooks see it and return at once, so an
 /// extraction or a replay never schedules another.
-pub const HOOKS_OFF_ENV: &str = "GHOLA_HOOKS_OFF";
+pub use crate::config::HOOKS_OFF_ENV;
 
 impl HeadlessClaude {
     /// Runs `claude -p` with `args` in `cwd`, `input` on stdin, and reads its JSON result: the structured

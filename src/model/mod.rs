@@ -245,14 +245,17 @@ pub(crate) fn check_cancel(cancel: &AtomicBool) -> Result<(), BackendError> {
 /// Corrective retries after an invalid tool input (so up to three calls per window).
 pub const MAX_CORRECTIONS: u32 = 2;
 
-/// Builds the chosen backend from the environment, with a message that says what to set when it cannot.
+/// Builds the chosen backend from the environment read at the top, with a message that says what to set when it cannot.
 pub fn choose(
     choice: BackendChoice,
     claude_dir: &std::path::Path,
+    env: &crate::config::Environment,
 ) -> Result<Box<dyn Backend>, BackendError> {
-    let api = || api::MessagesApi::from_env().map(|b| Box::new(b) as Box<dyn Backend>);
-    let headless =
-        || headless::HeadlessClaude::from_env(claude_dir).map(|b| Box::new(b) as Box<dyn Backend>);
+    let api = || api::MessagesApi::from_environment(env).map(|b| Box::new(b) as Box<dyn Backend>);
+    let headless = || {
+        headless::HeadlessClaude::from_environment(claude_dir, env)
+            .map(|b| Box::new(b) as Box<dyn Backend>)
+    };
     match choice {
         BackendChoice::Api => api().ok_or_else(|| {
             BackendError::Setup("the api backend needs ANTHROPIC_API_KEY".into())

@@ -21,6 +21,10 @@ const ENDED_AFTER_MS: i64 = 30 * 60_000;
 /// What the hooks need to know.
 pub struct HookEnv {
     pub store: Store,
+    /// `CLAUDE_PROJECT_DIR`, the project when the hook input names no `cwd`.
+    pub project_dir: Option<String>,
+    /// The hook runs under a `claude` ghola started ([`HOOKS_OFF_ENV`] set): it does nothing.
+    pub hooks_off: bool,
     pub index_dir: PathBuf,
     /// This executable, to start the worker.
     pub exe: PathBuf,
@@ -54,21 +58,21 @@ impl std::str::FromStr for Event {
 
 /// The project of the hook's session: Claude Code's `cwd` (where the session started, for SessionStart),
 /// else `$CLAUDE_PROJECT_DIR`.
-fn project_of(input: &Value) -> Option<String> {
+fn project_of(input: &Value, env: &HookEnv) -> Option<String> {
     input
         .get("cwd")
         .and_then(Value::as_str)
         .map(str::to_string)
-        .or_else(|| crate::config::non_empty_env("CLAUDE_PROJECT_DIR"))
+        .or_else(|| env.project_dir.clone())
         .filter(|p| !p.is_empty())
 }
 
 /// Handles one hook call; returns what to print on stdout (Claude Code reads it), if anything.
 pub fn handle(event: Event, input: &Value, env: &HookEnv) -> Option<String> {
-    if std::env::var_os(HOOKS_OFF_ENV).is_some() {
+    if env.hooks_off {
         return None;
     }
-    let project = project_of(input)?;
+    let project = project_of(input, env)?;
     let session = input
         .get("session_id")
         .and_then(Value::as_str)

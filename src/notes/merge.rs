@@ -61,10 +61,10 @@ impl Similarity for crate::embed::Embedder {
     }
 }
 
-/// MiniLM from the usual places (see [`crate::embed::Embedder::from_default_location`]), or — with a warning —
+/// MiniLM from `places` (see [`crate::embed::resolve`]), or — with a warning —
 /// words only when it cannot be loaded: extraction goes on either way.
-pub fn similarity(model_dir: Option<&std::path::Path>) -> Box<dyn Similarity> {
-    match crate::embed::Embedder::from_default_location(model_dir) {
+pub fn similarity(places: &crate::embed::ModelPlaces) -> Box<dyn Similarity> {
+    match crate::embed::Embedder::from_places(places) {
         Ok(e) => Box::new(e),
         Err(e) => {
             tracing::warn!("no embedding model ({e}): duplicates are found by their words only");

@@ -138,11 +138,13 @@ pub fn project_status(store: &Store, project: &str) -> ProjectStatus {
     }
 }
 
-/// The status of the notes of `projects` (all projects with notes when empty), under `settings`.
+/// The status of the notes of `projects` (all projects with notes when empty), under `settings` (read from
+/// `settings_file`).
 pub fn status(
     store: &Store,
     projects: &[String],
     settings: &crate::settings::Settings,
+    settings_file: &std::path::Path,
 ) -> NotesStatus {
     let state = store.state();
     let list = if projects.is_empty() {
@@ -157,7 +159,7 @@ pub fn status(
         daily_token_budget: settings.daily_token_budget,
         tokens_spent_today: state.spent_on(&store::today()),
         model: settings.notes_model.clone(),
-        settings_file: crate::settings::path().display().to_string(),
+        settings_file: settings_file.display().to_string(),
         worker_running,
         queued_sessions: worker::queued(store).len(),
         projects: list.iter().map(|p| project_status(store, p)).collect(),

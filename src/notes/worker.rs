@@ -130,7 +130,10 @@ pub struct WorkerConfig {
     pub store: Store,
     pub index_dir: PathBuf,
     pub claude_dir: PathBuf,
-    pub model_dir: Option<PathBuf>,
+    /// Where the model is (for duplicates by meaning).
+    pub model: crate::embed::ModelPlaces,
+    /// The environment read at the top (the API key and the `claude` CLI the backend needs).
+    pub env: crate::config::Environment,
     /// The settings the caller read (model, backend, daily budget).
     pub settings: Settings,
     /// The base of the index update made before extracting (archive kept or not, publish spacing).
@@ -149,14 +152,12 @@ pub struct WorkReport {
 }
 
 /// What the settings' backend means here, for a person: where extraction sends a window.
-pub fn backend_description(settings: &Settings) -> &'static str {
+pub fn backend_description(settings: &Settings, env: &crate::config::Environment) -> &'static str {
     use crate::model::BackendChoice;
     match settings.notes_backend {
         BackendChoice::Api => "the Anthropic API (ANTHROPIC_API_KEY)",
         BackendChoice::ClaudeCode => "Claude Code (`claude -p`, your Claude Code login)",
-        _ if crate::config::non_empty_env("ANTHROPIC_API_KEY").is_some() => {
-            "the Anthropic API (ANTHROPIC_API_KEY)"
-        }
+        _ if env.api_key.is_some() => "the Anthropic API (ANTHROPIC_API_KEY)",
         _ => "Claude Code (`claude -p`, your Claude Code login)",
     }
 }
@@ -260,7 +261,7 @@ fn work_locked(cfg: &WorkerConfig, cancel: &AtomicBool) -> Result<WorkReport, No
             break;
         }
         if backend.is_none() {
-            match crate::model::choose(cfg.settings.notes_backend, &cfg.claude_dir) {
+            match crate::model::choose(cfg.settings.notes_backend, &cfg.claude_dir, &cfg.env) {
                 Ok(b) => backend = Some(b),
                 Err(why) => {
                     for (p, s, w) in &due {
@@ -279,7 +280,7 @@ fn work_locked(cfg: &WorkerConfig, cancel: &AtomicBool) -> Result<WorkReport, No
                 }
             }
         }
-        let sim = sim.get_or_insert_with(|| similarity(cfg.model_dir.as_deref()));
+        let sim = sim.get_or_insert_with(|| similarity(&cfg.model));
         let ex = Extractor::new(
             &cfg.store,
             backend.as_deref().expect("set above"),

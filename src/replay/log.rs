@@ -28,11 +28,9 @@ pub struct LogLine<'a> {
     pub timestamp: String,
 }
 
-/// Where the log goes: `$DUNCAN_LOG`, else `duncan.jsonl` in the Claude config dir.
-pub fn log_path(claude_dir: &Path) -> PathBuf {
-    crate::config::non_empty_env("DUNCAN_LOG")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| claude_dir.join("duncan.jsonl"))
+/// Where the log goes: `chosen` (`$DUNCAN_LOG`, read at the top), else `duncan.jsonl` in the Claude config dir.
+pub fn log_path(claude_dir: &Path, chosen: Option<&Path>) -> PathBuf {
+    chosen.map_or_else(|| claude_dir.join("duncan.jsonl"), Path::to_path_buf)
 }
 
 /// Appends one answered window. Each line is written with a single `write` on an `O_APPEND` file, so

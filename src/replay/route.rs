@@ -145,7 +145,9 @@ pub struct RouteContext<'a> {
     pub calling_session: Option<&'a str>,
     /// The current project (`CLAUDE_PROJECT_DIR`, else the cwd).
     pub current_project: Option<&'a str>,
-    /// Where transcript bytes come from (the disk, and the archive of `index_dir`).
+    /// Where the query log goes (`$DUNCAN_LOG`, read at the top); `None`: `duncan.jsonl` in the Claude dir.
+    pub log: Option<&'a Path>,
+    /// Where transcript bytes come from (the disk, and the archive of the index dir).
     pub sources: &'a Sources,
 }
 

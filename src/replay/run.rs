@@ -299,7 +299,7 @@ pub fn query(
     let started = Instant::now();
     let batch_id = uuid::Uuid::new_v4().to_string();
     let (targets, notes) = route(req, ctx)?;
-    let log_path = super::log::log_path(ctx.claude_dir);
+    let log_path = super::log::log_path(ctx.claude_dir, ctx.log);
     let total = targets.len();
     let next = AtomicUsize::new(0);
     let (tx, rx) = mpsc::channel::<(usize, WindowResult)>();

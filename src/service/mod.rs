@@ -35,8 +35,8 @@ pub const FIRST_PASS_WAIT: Duration = Duration::from_secs(20);
 pub struct ServiceConfig {
     pub claude_dir: PathBuf,
     pub index_dir: PathBuf,
-    /// A folder holding the model's files (`None`: found or downloaded as `ghola index` does).
-    pub model_dir: Option<PathBuf>,
+    /// Where the model's files are, or may be downloaded from.
+    pub model: crate::embed::ModelPlaces,
     /// Bytes the in-memory search set may use.
     pub memory_limit: u64,
     /// The embedding kernel to load the model on.
@@ -158,7 +158,7 @@ impl HistoryService {
     /// Loads the model on a thread of its own (downloading it if need be, retrying a failed download).
     pub fn load_model_in_background(&self) {
         self.model
-            .load_in_background(self.cfg.model_dir.clone(), self.cfg.embed_kernel);
+            .load_in_background(self.cfg.model.clone(), self.cfg.embed_kernel);
     }
 
     /// Starts the file watcher on the history (once): from then on the listing is read again only after a change.

@@ -2,8 +2,7 @@
 //! with growing pauses), loaded on a thread of its own while the history is searched by its words, then shared
 //! by every front end of the process.
 
-use crate::embed::{EmbedError, Embedder, KernelChoice};
-use std::path::PathBuf;
+use crate::embed::{EmbedError, Embedder, KernelChoice, ModelPlaces};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -62,7 +61,7 @@ impl ModelSlot {
     /// Finds (or downloads) and loads the model on its own thread. A failed download is tried again later (the
     /// network may come back, another process may have held the download lock), with growing pauses; refused
     /// files are not fetched again.
-    pub fn load_in_background(self: &Arc<Self>, model_dir: Option<PathBuf>, kernel: KernelChoice) {
+    pub fn load_in_background(self: &Arc<Self>, places: ModelPlaces, kernel: KernelChoice) {
         let me = self.clone();
         let spawned = std::thread::Builder::new()
             .name("ghola-model".into())
@@ -70,8 +69,7 @@ impl ModelSlot {
                 let mut pause = RETRY_FIRST;
                 loop {
                     let mut progress = LogProgress::default();
-                    let error = match Embedder::obtain(model_dir.as_deref(), kernel, &mut progress)
-                    {
+                    let error = match Embedder::obtain(&places, kernel, &mut progress) {
                         Ok(e) => {
                             me.set(e);
                             tracing::info!("embedding model loaded");
