@@ -3,7 +3,7 @@
 //! The library does the work; `main.rs` only parses arguments and prints. See `ARCHITECTURE.md` for the
 //! module map and the invariants.
 
-pub mod atomic;
+pub mod atomic_file;
 pub mod config;
 pub mod embed;
 pub mod index;

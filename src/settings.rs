@@ -225,7 +225,7 @@ pub fn set(path: &Path, table: &str, key: &str, v: Value) -> Result<(), Settings
         Value::Str(s) => value(s),
         Value::Int(n) => value(n),
     };
-    crate::atomic::write_atomic(&path, doc.to_string().as_bytes())
+    crate::atomic_file::write_atomic(&path, doc.to_string().as_bytes())
         .map_err(|source| SettingsError::Write { path, source })
 }
 
@@ -286,7 +286,7 @@ mod tests {
 }
 
 /// Which model backend answers duncan and notes extraction: a setting (`[notes] backend`, `--backend`), so it
-/// lives here, below the backends that act on it (`replay::backend::choose`).
+/// lives here, below the backends that act on it (`model::choose`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum BackendChoice {
     /// The API when `ANTHROPIC_API_KEY` is set, else headless Claude Code.

@@ -6,27 +6,11 @@ mod common;
 
 use common::mcp_client::Client;
 use common::standin::{Reply, StandIn};
-use common::{run_json, run_ok};
+use common::{copy_dir, corpus, run_json, run_ok};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
-
-fn corpus() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus")
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), dest).unwrap();
-        }
-    }
-}
 
 /// A copy of a corpus folder's transcripts (they get deleted), indexed: (its temp dir, claude dir, index dir).
 fn indexed_copy(folder: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {

@@ -1,19 +1,13 @@
 //! Reads every real transcript under `../shared/corpus` in place and checks facts established by reading the
 //! files by hand. Fails (does not skip) when `CI=true` and the corpus is missing.
 
+mod common;
+
 use ghola::transcript::{self, Part, Role, Session, SubagentLayout};
 use std::path::{Path, PathBuf};
 
 fn corpus() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("CI=true but the corpus is missing at {}", dir.display());
-    }
-    eprintln!("corpus not found at {}; skipping outside CI", dir.display());
-    None
+    common::shared("corpus")
 }
 
 fn load(folder: &str) -> Vec<Session> {

@@ -7,29 +7,13 @@
 mod common;
 
 use common::standin::{Reply, StandIn};
-use common::{run_json, run_ok};
+use common::{copy_dir, corpus, run_json, run_ok};
 use serde_json::{Value, json};
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
-
-fn corpus() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus")
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for e in fs::read_dir(from).unwrap().flatten() {
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dest);
-        } else {
-            fs::copy(e.path(), dest).unwrap();
-        }
-    }
-}
 
 /// A scratch machine: a Claude dir, an index dir and a notes dir, all in one temp dir.
 struct Machine {

@@ -15,17 +15,9 @@ use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 
 fn embedder() -> &'static Embedder {
-    static E: OnceLock<Embedder> = OnceLock::new();
-    E.get_or_init(|| {
-        Embedder::from_places(&ghola::embed::ModelPlaces::new(
-            None,
-            &ghola::config::Environment::read(),
-        ))
-        .expect("run models/fetch")
-    })
+    common::embedder()
 }
 
 /// `sessions` sessions of `per` messages each; message 3 of session 1 names a rare word.

@@ -11,17 +11,9 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 
 fn embedder() -> &'static Embedder {
-    static E: OnceLock<Embedder> = OnceLock::new();
-    E.get_or_init(|| {
-        Embedder::from_places(&ghola::embed::ModelPlaces::new(
-            None,
-            &ghola::config::Environment::read(),
-        ))
-        .expect("run models/fetch")
-    })
+    common::embedder()
 }
 
 fn line(session: &str, i: usize, text: &str) -> String {

@@ -7,13 +7,13 @@ mod common;
 
 use common::standin::{Reply, StandIn, last_user_text};
 use common::{claude_bin, run_json};
-use ghola::replay::backend::api::MessagesApi;
-use ghola::replay::conversation::{ApiMessage, Block, Speaker, check};
+use ghola::model::api::MessagesApi;
+use ghola::model::conversation::{ApiMessage, Block, Speaker, check};
 use ghola::replay::route::RouteContext;
 use ghola::replay::{Mode, QueryRequest, ReplayError, Source, rebuild};
 use ghola::transcript::Sources;
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -460,13 +460,9 @@ fn over_budget_windows_lose_whole_turns_from_the_head_with_a_notice() {
     check(&c.messages).unwrap();
 }
 
-fn corpus() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus")
-}
-
 #[test]
 fn every_corpus_window_rebuilds_into_a_valid_conversation() {
-    let root = corpus();
+    let root = common::corpus();
     assert!(root.is_dir(), "../shared/corpus is missing");
     let mut windows = 0;
     let mut pairs = 0;
@@ -506,7 +502,7 @@ fn every_corpus_window_rebuilds_into_a_valid_conversation() {
                 sources: Sources::disk(),
             }));
             for src in sources {
-                let n = ghola::replay::conversation::window_count(&DISK, &src.path);
+                let n = ghola::model::conversation::window_count(&DISK, &src.path);
                 for w in 0..n {
                     match rebuild(&src, Some(w), &Default::default()) {
                         Ok(c) => {

@@ -115,22 +115,15 @@ fn a_wrong_argument_is_the_callers_fault_and_names_the_argument() {
 fn typed_choices_parse_and_refuse_with_the_argument_named() {
     assert_eq!("json".parse::<Format>().unwrap(), Format::Json);
     assert_eq!("text".parse::<Format>().unwrap(), Format::Text);
-    assert!(
-        "xml"
-            .parse::<Format>()
-            .unwrap_err()
-            .to_string()
-            .contains("format must be")
-    );
     assert_eq!("session".parse::<Grouping>().unwrap(), Grouping::Session);
     assert_eq!("".parse::<Grouping>().unwrap(), Grouping::Hit);
-    assert!(
-        "project"
-            .parse::<Grouping>()
-            .unwrap_err()
-            .to_string()
-            .contains("group_by must be")
-    );
+    let refusals = [
+        "xml".parse::<Format>().err().map(|e| e.to_string()),
+        "project".parse::<Grouping>().err().map(|e| e.to_string()),
+    ];
+    for (got, want) in refusals.iter().zip(["format must be", "group_by must be"]) {
+        assert!(got.as_deref().is_some_and(|e| e.contains(want)), "{got:?}");
+    }
     assert_eq!(SessionChoice::parse(" "), None);
     assert_eq!(
         SessionChoice::parse("current"),

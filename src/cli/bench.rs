@@ -81,7 +81,7 @@ pub fn embed(
     rounds: usize,
     python: Option<&Path>,
 ) -> Result<()> {
-    use ghola::embed::{BatchPolicy, Embedder, Kernel, KernelChoice, kernel};
+    use ghola::embed::{Embedder, Kernel, kernel};
     let texts: Vec<String> = std::fs::read_to_string(texts_path)
         .with_context(|| format!("reading {}", texts_path.display()))?
         .lines()
@@ -125,45 +125,7 @@ pub fn embed(
         load * 1e3,
         texts.len()
     );
-    let one_at_a_time = BatchPolicy {
-        max_batch_tokens: usize::MAX,
-        max_batch_seqs: 32,
-        parallel_batches: false,
-    };
-    let mut setups: Vec<(Kernel, &str, BatchPolicy)> = vec![(
-        default_kernel,
-        "batches of 32, one at a time",
-        one_at_a_time,
-    )];
-    setups.extend(
-        here.iter()
-            .map(|&k| (k, "768-token batches, one per core", BatchPolicy::default())),
-    );
-    let mut vectors = Vec::new();
-    for (k, name, policy) in setups {
-        embedder.set_batch_policy(policy);
-        let in_effect = embedder.set_kernel(KernelChoice::Named(k))?;
-        let mut best = f64::MAX;
-        let mut got = Vec::new();
-        for _ in 0..rounds {
-            let t = Instant::now();
-            got = embedder.embed(&refs)?;
-            best = best.min(t.elapsed().as_secs_f64());
-        }
-        if !vectors.iter().any(|(n, _)| *n == in_effect) {
-            vectors.push((in_effect, got));
-        }
-        println!(
-            "{:>7.1} texts/s {:>8.0} tokens/s  {in_effect}, {name}{}",
-            texts.len() as f64 / best,
-            tokens as f64 / best,
-            if in_effect != k {
-                format!(" (asked for {k}: it failed its check)")
-            } else {
-                String::new()
-            }
-        );
-    }
+    let vectors = in_process(&mut embedder, &here, &refs, tokens, rounds)?;
     let reference = texts_path.with_file_name("minilm-vectors.f32");
     if let Ok(raw) = std::fs::read(&reference) {
         print_parity(&vectors, &raw, &reference.display().to_string());
@@ -239,6 +201,58 @@ pub fn embed(
         println!("peak RSS: {peak:.1} MiB");
     }
     Ok(())
+}
+
+/// The texts in-process on the default kernel one batch at a time, then on every kernel `here` with the default
+/// batching (the best of `rounds` each, printed); returns each kernel's vectors, for parity.
+fn in_process(
+    embedder: &mut ghola::embed::Embedder,
+    here: &[ghola::embed::Kernel],
+    refs: &[&str],
+    tokens: usize,
+    rounds: usize,
+) -> Result<Vec<(ghola::embed::Kernel, Vec<ghola::embed::Vector>)>> {
+    use ghola::embed::{BatchPolicy, Kernel, KernelChoice};
+    let one_at_a_time = BatchPolicy {
+        max_batch_tokens: usize::MAX,
+        max_batch_seqs: 32,
+        parallel_batches: false,
+    };
+    let mut setups: Vec<(Kernel, &str, BatchPolicy)> = vec![(
+        embedder.kernel(),
+        "batches of 32, one at a time",
+        one_at_a_time,
+    )];
+    setups.extend(
+        here.iter()
+            .map(|&k| (k, "768-token batches, one per core", BatchPolicy::default())),
+    );
+    let mut vectors = Vec::new();
+    for (k, name, policy) in setups {
+        embedder.set_batch_policy(policy);
+        let in_effect = embedder.set_kernel(KernelChoice::Named(k))?;
+        let mut best = f64::MAX;
+        let mut got = Vec::new();
+        for _ in 0..rounds {
+            let t = Instant::now();
+            got = embedder.embed(refs)?;
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+        if !vectors.iter().any(|(n, _)| *n == in_effect) {
+            vectors.push((in_effect, got));
+        }
+        println!(
+            "{:>7.1} texts/s {:>8.0} tokens/s  {in_effect}, {name}{}",
+            refs.len() as f64 / best,
+            tokens as f64 / best,
+            if in_effect != k {
+                format!(" (asked for {k}: it failed its check)")
+            } else {
+                String::new()
+            }
+        );
+    }
+    Ok(vectors)
 }
 
 /// One run of sentence-transformers' side: its embedding seconds, the figures it printed, and its vectors.

@@ -1,7 +1,7 @@
 //! `ghola query`: duncan from the command line, a thin adapter over [`ghola::replay::query`].
 
 use anyhow::Result;
-use ghola::replay::backend::{self, BackendChoice};
+use ghola::model::BackendChoice;
 use ghola::replay::route::RouteContext;
 use ghola::replay::{Mode, QueryRequest};
 use std::path::{Path, PathBuf};
@@ -87,7 +87,7 @@ pub fn query_cmd(
     req.include_subagents = !a.no_subagents;
     req.model = a.model;
     req.validate()?;
-    let backend = backend::choose(a.backend, claude_dir, &knobs.env)?;
+    let backend = ghola::model::choose(a.backend, claude_dir, &knobs.env)?;
     let embedder = if req.mode == Mode::Search {
         let e = super::recall::obtain_model(model_dir, knobs, true)?;
         if !a.no_update {

@@ -171,23 +171,8 @@ pub fn notes_cmd(
             let (session, target) = match task {
                 None => (session, None),
                 Some(n) => {
-                    let line = ghola::work::sitting::Line {
-                        project: project.clone(),
-                        name: line,
-                    };
-                    let logs = ghola::work::sitting::task_logs(&line.tasks_dir(&store));
-                    let log = logs
-                        .iter()
-                        .find(|(_, l)| l.number == n)
-                        .map(|(_, l)| l)
-                        .with_context(|| {
-                            format!("no task {n} in {}", line.tasks_dir(&store).display())
-                        })?;
-                    let s = log
-                        .session_id
-                        .clone()
-                        .with_context(|| format!("task {n} has no Claude Code session"))?;
-                    (Some(s), Some(line.key()))
+                    let (s, key) = task_session(&store, &project, n, line)?;
+                    (Some(s), Some(key))
                 }
             };
             extract(
@@ -220,21 +205,7 @@ pub fn notes_cmd(
             child,
             parent,
             unlink,
-        } => {
-            let child = project_dir(Some(child))?;
-            let parent = match (parent, unlink) {
-                (Some(p), false) => Some(project_dir(Some(p))?),
-                (None, true) => None,
-                (Some(_), true) => bail!("give a parent or --unlink, not both"),
-                (None, false) => bail!("give the parent project (or --unlink)"),
-            };
-            ghola::notes::link(&store, &child, parent.as_deref())?;
-            match parent {
-                Some(p) => writeln!(out, "{child} now inherits the notes of {p}")?,
-                None => writeln!(out, "{child} no longer inherits notes")?,
-            }
-            Ok(())
-        }
+        } => link(&store, child, parent, unlink, &mut out),
         NotesCmd::Archive {
             project_dir: p,
             undo,
@@ -257,45 +228,13 @@ pub fn notes_cmd(
             budget,
             model: m,
             backend,
-        } => {
-            if let Some(b) = &backend {
-                b.parse::<ghola::replay::backend::BackendChoice>()?;
-            }
-            ghola::notes::set_enabled(&store, (!global).then_some(project.as_str()), true)?;
-            use ghola::settings::Value;
-            let file = &knobs.env.settings_file;
-            let set = |table: &str, key: &str, v: Value| ghola::settings::set(file, table, key, v);
-            if let Some(b) = budget {
-                set(
-                    "notes",
-                    "daily_token_budget",
-                    Value::Int(b.min(i64::MAX as u64) as i64),
-                )?;
-            }
-            if let Some(m) = &m {
-                set("notes", "model", Value::Str(m))?;
-            }
-            if let Some(b) = &backend {
-                set("notes", "backend", Value::Str(b))?;
-            }
-            // Read again: the file just changed (the variables still override it).
-            let s = Knobs::from(ghola::settings::load_from(file)?, &|n| {
-                ghola::config::non_empty_env(n)
-            })
-            .settings;
-            writeln!(
-                out,
-                "Notes extraction is on for {}. When a session ends, its new messages (secrets redacted) and the \
-                 existing notes are sent to {} through {}, within {} tokens a day. Sessions that ended before now \
-                 are extracted only with `ghola notes extract`. Turn off with `ghola notes off{}`.",
-                if global { "every project" } else { &project },
-                s.notes_model,
-                ghola::notes::worker::backend_description(&s, &knobs.env),
-                s.daily_token_budget,
-                if global { " --global" } else { "" }
-            )?;
-            Ok(())
-        }
+        } => turn_on(
+            &store,
+            (!global).then_some(project.as_str()),
+            (budget, m, backend),
+            knobs,
+            &mut out,
+        ),
         NotesCmd::Off { global } => {
             ghola::notes::set_enabled(&store, (!global).then_some(project.as_str()), false)?;
             writeln!(
@@ -310,27 +249,7 @@ pub fn notes_cmd(
             Ok(())
         }
         NotesCmd::Context { write, max_tokens } => {
-            let snap = ghola::index::snapshot::Snapshot::open(index_dir).ok();
-            let text = context::compile_for(
-                &store,
-                &store.open(&project),
-                &project,
-                snap.as_ref(),
-                None,
-                max_tokens.saturating_mul(4),
-            );
-            match write {
-                Some(path) => {
-                    ghola::notes::store::write_atomic(&path, text.as_bytes())?;
-                    eprintln!(
-                        "ghola: wrote {} ({} characters)",
-                        path.display(),
-                        text.len()
-                    );
-                }
-                None => out.write_all(text.as_bytes())?,
-            }
-            Ok(())
+            compiled_context(&store, index_dir, &project, write, max_tokens, &mut out)
         }
         NotesCmd::Work => {
             let cfg = WorkerConfig {
@@ -342,18 +261,150 @@ pub fn notes_cmd(
                 settings: knobs.settings.clone(),
                 update: knobs.update,
             };
-            let cancel = std::sync::atomic::AtomicBool::new(false);
-            match ghola::notes::worker::work(&cfg, &cancel)? {
-                None => eprintln!("ghola: another notes worker is running"),
-                Some(r) => eprintln!(
-                    "ghola: notes worker {}: {}",
-                    chrono::Utc::now().to_rfc3339(),
-                    serde_json::to_string(&r)?
-                ),
-            }
-            Ok(())
+            work(&cfg)
         }
     }
+}
+
+/// The Claude Code session and the line key of task `n` of the line `name` of `project`.
+fn task_session(
+    store: &Store,
+    project: &str,
+    n: u32,
+    name: Option<String>,
+) -> Result<(String, String)> {
+    let line = ghola::work::sitting::Line {
+        project: project.to_string(),
+        name,
+    };
+    let logs = ghola::work::sitting::task_logs(&line.tasks_dir(store));
+    let log = logs
+        .iter()
+        .find(|(_, l)| l.number == n)
+        .map(|(_, l)| l)
+        .with_context(|| format!("no task {n} in {}", line.tasks_dir(store).display()))?;
+    let s = log
+        .session_id
+        .clone()
+        .with_context(|| format!("task {n} has no Claude Code session"))?;
+    Ok((s, line.key()))
+}
+
+/// `ghola notes link CHILD PARENT` (or `--unlink`).
+fn link(
+    store: &Store,
+    child: PathBuf,
+    parent: Option<PathBuf>,
+    unlink: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let child = project_dir(Some(child))?;
+    let parent = match (parent, unlink) {
+        (Some(p), false) => Some(project_dir(Some(p))?),
+        (None, true) => None,
+        (Some(_), true) => bail!("give a parent or --unlink, not both"),
+        (None, false) => bail!("give the parent project (or --unlink)"),
+    };
+    ghola::notes::link(store, &child, parent.as_deref())?;
+    match parent {
+        Some(p) => writeln!(out, "{child} now inherits the notes of {p}")?,
+        None => writeln!(out, "{child} no longer inherits notes")?,
+    }
+    Ok(())
+}
+
+/// `ghola notes on`: extraction on for `project` (every project when `None`), with the settings given
+/// (budget, model, backend) written to the settings file; says where windows will be sent.
+fn turn_on(
+    store: &Store,
+    project: Option<&str>,
+    (budget, model, backend): (Option<u64>, Option<String>, Option<String>),
+    knobs: &Knobs,
+    out: &mut dyn Write,
+) -> Result<()> {
+    if let Some(b) = &backend {
+        b.parse::<ghola::model::BackendChoice>()?;
+    }
+    ghola::notes::set_enabled(store, project, true)?;
+    use ghola::settings::Value;
+    let file = &knobs.env.settings_file;
+    let set = |table: &str, key: &str, v: Value| ghola::settings::set(file, table, key, v);
+    if let Some(b) = budget {
+        set(
+            "notes",
+            "daily_token_budget",
+            Value::Int(b.min(i64::MAX as u64) as i64),
+        )?;
+    }
+    if let Some(m) = &model {
+        set("notes", "model", Value::Str(m))?;
+    }
+    if let Some(b) = &backend {
+        set("notes", "backend", Value::Str(b))?;
+    }
+    // Read again: the file just changed (the variables still override it).
+    let s = Knobs::from(ghola::settings::load_from(file)?, &|n| {
+        ghola::config::non_empty_env(n)
+    })
+    .settings;
+    writeln!(
+        out,
+        "Notes extraction is on for {}. When a session ends, its new messages (secrets redacted) and the \
+         existing notes are sent to {} through {}, within {} tokens a day. Sessions that ended before now \
+         are extracted only with `ghola notes extract`. Turn off with `ghola notes off{}`.",
+        project.unwrap_or("every project"),
+        s.notes_model,
+        ghola::notes::worker::backend_description(&s, &knobs.env),
+        s.daily_token_budget,
+        if project.is_none() { " --global" } else { "" }
+    )?;
+    Ok(())
+}
+
+/// `ghola notes context`: the context a session of `project` starts with, printed or written to `write`.
+fn compiled_context(
+    store: &Store,
+    index_dir: &Path,
+    project: &str,
+    write: Option<PathBuf>,
+    max_tokens: usize,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let snap = ghola::index::snapshot::Snapshot::open(index_dir).ok();
+    let text = context::compile_for(
+        store,
+        &store.open(project),
+        project,
+        snap.as_ref(),
+        None,
+        max_tokens.saturating_mul(4),
+    );
+    match write {
+        Some(path) => {
+            ghola::notes::store::write_atomic(&path, text.as_bytes())?;
+            eprintln!(
+                "ghola: wrote {} ({} characters)",
+                path.display(),
+                text.len()
+            );
+        }
+        None => out.write_all(text.as_bytes())?,
+    }
+    Ok(())
+}
+
+/// `ghola notes work`: the detached worker's run (hooks start it).
+fn work(cfg: &WorkerConfig) -> Result<()> {
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    match ghola::notes::worker::work(cfg, &cancel)? {
+        None => eprintln!("ghola: another notes worker is running"),
+        Some(r) => eprintln!(
+            "ghola: notes worker {}: {}",
+            chrono::Utc::now().to_rfc3339(),
+            serde_json::to_string(&r)?
+        ),
+    }
+    Ok(())
 }
 
 fn show(
@@ -485,7 +536,7 @@ fn extract(
     let snap = ghola::index::snapshot::Snapshot::open(index_dir)?;
     let sessions: Vec<String> = match session {
         Some(s) => vec![s],
-        None => ghola::notes::shape::sessions_in(&snap, project),
+        None => ghola::notes::window::sessions_in(&snap, project),
     };
     let backend: Box<dyn ghola::replay::Backend> = if dry_run {
         Box::new(NoBackend)
@@ -494,8 +545,7 @@ fn extract(
             Some(b) => b.parse()?,
             None => knobs.settings.notes_backend,
         };
-        ghola::replay::backend::choose(choice, claude_dir, &knobs.env)
-            .map_err(|e| anyhow::anyhow!("{e}"))?
+        ghola::model::choose(choice, claude_dir, &knobs.env).map_err(|e| anyhow::anyhow!("{e}"))?
     };
     let sim: Box<dyn Similarity> = if dry_run {
         Box::new(WordsOnly)
@@ -510,7 +560,7 @@ fn extract(
     let mut results = Vec::new();
     let mut total_tokens = 0;
     for s in &sessions {
-        let windows = ghola::notes::shape::windows_of(&snap, s);
+        let windows = ghola::notes::window::windows_of(&snap, s);
         if windows.is_empty() {
             bail!("session {s} is not in the index (see `ghola sessions`)");
         }
@@ -599,16 +649,16 @@ impl ghola::replay::Backend for NoBackend {
     }
     fn ask(
         &self,
-        _: &ghola::replay::backend::Prompt,
+        _: &ghola::model::Prompt,
         _: &std::sync::atomic::AtomicBool,
     ) -> Result<ghola::replay::Answer, ghola::replay::BackendError> {
         Err(ghola::replay::BackendError::Setup("dry run".into()))
     }
     fn call(
         &self,
-        _: &ghola::replay::backend::ToolCall,
+        _: &ghola::model::ToolCall,
         _: &std::sync::atomic::AtomicBool,
-    ) -> Result<ghola::replay::backend::ToolAnswer, ghola::replay::BackendError> {
+    ) -> Result<ghola::model::ToolAnswer, ghola::replay::BackendError> {
         Err(ghola::replay::BackendError::Setup("dry run".into()))
     }
 }

@@ -221,7 +221,7 @@ impl Sitting {
     fn greet(&self) {
         let snap = self.snapshot(true);
         let sessions = snap.as_ref().map_or(0, |s| {
-            ghola::notes::shape::sessions_in(s, &self.line.project).len()
+            ghola::notes::window::sessions_in(s, &self.line.project).len()
         });
         let tasks = sitting::task_logs(&self.line.tasks_dir(&self.store)).len();
         println!(
@@ -504,11 +504,7 @@ impl Sitting {
 
     fn extract_session(&mut self, session: &str, k: Option<usize>) {
         if self.backend.is_none() {
-            match ghola::replay::backend::choose(
-                self.settings.notes_backend,
-                &self.claude_dir,
-                &self.env,
-            ) {
+            match ghola::model::choose(self.settings.notes_backend, &self.claude_dir, &self.env) {
                 Ok(b) => self.backend = Some(b),
                 Err(e) => {
                     println!(

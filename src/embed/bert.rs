@@ -284,6 +284,15 @@ pub struct Bert {
     kernel: Kernel,
 }
 
+/// Why a kernel failed its check against candle's product at load.
+#[derive(Debug, thiserror::Error)]
+enum KernelCheck {
+    #[error("the product failed: {0}")]
+    Failed(candle_core::Error),
+    #[error("largest difference {worst} against outputs up to {scale}")]
+    Differs { worst: f32, scale: f32 },
+}
+
 impl Bert {
     /// Loads the weights (the safetensors file is memory-mapped and each tensor read once).
     pub fn load(vb: VarBuilder, c: &BertConfig) -> Result<Self> {
@@ -360,7 +369,7 @@ impl Bert {
 
     /// The first layer's widest product on a fixed pseudo-random input, kernel against candle's product: the
     /// largest difference must stay within the kernel's rounding (relative to the largest output).
-    fn check_kernel(&self) -> std::result::Result<(), String> {
+    fn check_kernel(&self) -> std::result::Result<(), KernelCheck> {
         let Some(layer) = self.layers.first() else {
             return Ok(());
         };
@@ -388,14 +397,12 @@ impl Bert {
             });
             Ok((worst, scale))
         };
-        let (worst, scale) = run().map_err(|e| e.to_string())?;
+        let (worst, scale) = run().map_err(KernelCheck::Failed)?;
         let tolerance = if self.kernel.is_f32() { 1e-4 } else { 2e-2 };
         if worst <= tolerance * scale.max(1.0) {
             Ok(())
         } else {
-            Err(format!(
-                "largest difference {worst} against outputs up to {scale}"
-            ))
+            Err(KernelCheck::Differs { worst, scale })
         }
     }
 

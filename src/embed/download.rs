@@ -84,7 +84,7 @@ pub fn download(
         .find(|(name, _)| cached.get(name).is_none())
     {
         // hf-hub's client sets no timeouts: fail fast on a network that drops packets instead of hanging.
-        reachable(&endpoint).map_err(|e| fail(first, e))?;
+        reachable(&endpoint).map_err(|e| fail(first, e.to_string()))?;
     }
     let api = hf_hub::api::sync::ApiBuilder::from_cache(hf_hub::Cache::new(cache.clone()))
         .with_endpoint(endpoint.clone())
@@ -130,8 +130,25 @@ pub fn download(
 /// How long the reachability probe waits for a TCP connection to the Hub.
 const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// Why the Hub's host could not be reached.
+#[derive(Debug, thiserror::Error)]
+enum Unreachable {
+    #[error("cannot resolve {authority}: {source}")]
+    Resolve {
+        authority: String,
+        source: std::io::Error,
+    },
+    #[error("no address for {0}")]
+    NoAddress(String),
+    #[error("cannot connect to {addr}: {source}")]
+    Connect {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
+}
+
 /// Whether a TCP connection to the endpoint's host can be opened within [`CONNECT_TIMEOUT`].
-fn reachable(endpoint: &str) -> Result<(), String> {
+fn reachable(endpoint: &str) -> Result<(), Unreachable> {
     use std::net::{TcpStream, ToSocketAddrs};
     let (scheme, rest) = endpoint.split_once("://").unwrap_or(("https", endpoint));
     let authority = rest.split('/').next().unwrap_or(rest);
@@ -147,13 +164,16 @@ fn reachable(endpoint: &str) -> Result<(), String> {
     };
     let addrs: Vec<_> = with_port
         .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve {authority}: {e}"))?
+        .map_err(|source| Unreachable::Resolve {
+            authority: authority.to_string(),
+            source,
+        })?
         .collect();
-    let mut last = format!("no address for {authority}");
-    for a in addrs {
-        match TcpStream::connect_timeout(&a, CONNECT_TIMEOUT) {
+    let mut last = Unreachable::NoAddress(authority.to_string());
+    for addr in addrs {
+        match TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT) {
             Ok(_) => return Ok(()),
-            Err(e) => last = format!("cannot connect to {a}: {e}"),
+            Err(source) => last = Unreachable::Connect { addr, source },
         }
     }
     Err(last)
@@ -170,7 +190,8 @@ mod tests {
         assert!(reachable(&format!("http://127.0.0.1:{port}/x")).is_ok());
         drop(l);
         let e = reachable(&format!("http://127.0.0.1:{port}")).unwrap_err();
-        assert!(e.contains("cannot connect"), "{e}");
+        assert!(matches!(e, Unreachable::Connect { .. }), "{e}");
+        assert!(e.to_string().contains("cannot connect"), "{e}");
         assert!(reachable("https://no-such-host.invalid").is_err());
     }
 }

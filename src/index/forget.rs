@@ -52,7 +52,7 @@ pub fn forgotten(dir: &Path) -> Forgotten {
 fn save_forgotten(dir: &Path, f: &Forgotten) -> std::io::Result<()> {
     let tmp = dir.join(format!("{FORGOTTEN}.tmp"));
     format::write_framed(&tmp, FORGOTTEN_MAGIC, &format::encode(f))?;
-    std::fs::rename(&tmp, dir.join(FORGOTTEN))?;
+    fs_err::rename(&tmp, dir.join(FORGOTTEN))?;
     format::sync_dir(dir)
 }
 

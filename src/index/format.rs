@@ -48,7 +48,10 @@ pub struct FramedWriter {
 impl FramedWriter {
     /// Creates `path` (truncating it) with room for the header.
     pub fn create(path: &Path, magic: &[u8; 8]) -> std::io::Result<Self> {
-        let mut file = std::io::BufWriter::with_capacity(1 << 20, File::create(path)?);
+        let mut file = std::io::BufWriter::with_capacity(
+            1 << 20,
+            fs_err::File::create(path).map(fs_err::File::into_file)?,
+        );
         file.write_all(&[0u8; HEADER_LEN])?;
         Ok(Self {
             file,
@@ -102,7 +105,7 @@ pub fn write_framed_version(
     version: u32,
     payload: &[u8],
 ) -> std::io::Result<()> {
-    let mut f = File::create(path)?;
+    let mut f = fs_err::File::create(path).map(fs_err::File::into_file)?;
     f.write_all(&header(magic, version, payload))?;
     f.write_all(payload)?;
     f.sync_all()
@@ -189,7 +192,7 @@ pub fn read_framed_version(
     version: u32,
 ) -> Result<Vec<u8>, FormatError> {
     let name = path.display().to_string();
-    let mut bytes = std::fs::read(path).map_err(|e| FormatError::Io(name.clone(), e))?;
+    let mut bytes = fs_err::read(path).map_err(|e| FormatError::Io(name.clone(), e))?;
     check_framed_version(&name, &bytes, magic, what, version)?;
     bytes.drain(..HEADER_LEN);
     Ok(bytes)
@@ -225,7 +228,7 @@ pub fn decode<T: serde::de::DeserializeOwned>(
 pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
     #[cfg(unix)]
     {
-        File::open(dir)?.sync_all()
+        fs_err::File::open(dir)?.sync_all()
     }
     // Windows cannot open a directory as a file (access denied), and NTFS journals its metadata: a rename is
     // durable once the call returns, so there is nothing to flush.
@@ -249,7 +252,7 @@ mod tests {
         w.write(b"hello, ").unwrap();
         w.write(b"world").unwrap();
         w.finish().unwrap();
-        assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+        assert_eq!(fs_err::read(&a).unwrap(), fs_err::read(&b).unwrap());
     }
 
     #[test]
@@ -261,7 +264,7 @@ mod tests {
             read_framed(&p, b"GHOLATST", "test").unwrap(),
             b"hello payload"
         );
-        let good = std::fs::read(&p).unwrap();
+        let good = fs_err::read(&p).unwrap();
         for i in 0..good.len() {
             let mut bad = good.clone();
             bad[i] ^= 0x40;

@@ -89,7 +89,7 @@ fn query_analyzer() -> TextAnalyzer {
 impl Lexical {
     /// Opens (or creates) the lexical index under `dir`.
     pub fn open(dir: &Path) -> tantivy::Result<Self> {
-        std::fs::create_dir_all(dir)?;
+        fs_err::create_dir_all(dir)?;
         let mut builder = Schema::builder();
         let gid = builder.add_u64_field("gid", INDEXED | FAST | STORED);
         let indexing = TextFieldIndexing::default()

@@ -142,8 +142,8 @@ pub fn upgrade(dir: &Path) -> Result<bool, IndexError> {
     publish_manifest(dir, &manifest)?;
     for s in &old.segments {
         let (a, b) = v1::paths(dir, s.id);
-        let _ = std::fs::remove_file(a);
-        let _ = std::fs::remove_file(b);
+        let _ = fs_err::remove_file(a);
+        let _ = fs_err::remove_file(b);
     }
     tracing::info!(
         "upgraded the index from format 1 ({} segments, {} messages kept)",

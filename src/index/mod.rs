@@ -3,10 +3,11 @@
 //! under a file lock, any number of readers on consistent snapshots.
 
 pub mod archive;
-pub mod compact;
+mod changes;
 mod embed_pass;
 pub mod forget;
 pub mod format;
+pub mod int8;
 pub mod lexical;
 mod merge;
 pub mod migrate;
@@ -14,7 +15,6 @@ pub mod records;
 pub mod render;
 mod resume;
 pub mod rows;
-mod scan;
 pub mod segment;
 pub mod snapshot;
 pub mod terms;
@@ -73,17 +73,17 @@ impl ChunkEmbedder for Embedder {
 
     fn weights_sha256(&self, index_dir: &Path) -> Result<String, IndexError> {
         let path = &self.files().weights;
-        let meta = std::fs::metadata(path)?;
+        let meta = fs_err::metadata(path)?;
         let stamp = format!("{} {:?}", meta.len(), meta.modified().ok());
         let cache = index_dir.join("weights.sha256");
-        if let Ok(text) = std::fs::read_to_string(&cache)
+        if let Ok(text) = fs_err::read_to_string(&cache)
             && let Some((s, sha)) = text.rsplit_once('\n')
             && s == stamp
         {
             return Ok(sha.to_string());
         }
         let sha = crate::embed::download::sha256_file(path)?;
-        let _ = std::fs::write(&cache, format!("{stamp}\n{sha}"));
+        let _ = fs_err::write(&cache, format!("{stamp}\n{sha}"));
         Ok(sha)
     }
 
@@ -127,12 +127,12 @@ pub struct Status {
 /// Records that a reader found the index of `dir` damaged (`what` says where): the next update then takes the
 /// full path, which verifies every file and rebuilds what is damaged.
 pub fn report_damage(dir: &Path, what: &str) {
-    let _ = std::fs::write(dir.join(snapshot::DAMAGE_SEEN), what);
+    let _ = fs_err::write(dir.join(snapshot::DAMAGE_SEEN), what);
 }
 
 /// Bytes of every file under `p` (0 for what cannot be read): index sizes for `status` and the benches.
 pub fn dir_size(p: &Path) -> u64 {
-    let Ok(rd) = std::fs::read_dir(p) else {
+    let Ok(rd) = fs_err::read_dir(p) else {
         return 0;
     };
     rd.flatten()
@@ -160,7 +160,7 @@ pub fn pending_files(snap: &Snapshot, claude_dir: &Path) -> usize {
         .filter(|s| !forgotten.sessions.contains_key(&s.session_id))
         .flat_map(|s| s.all_files())
         .filter(|p| {
-            let Ok(m) = std::fs::metadata(p) else {
+            let Ok(m) = fs_err::metadata(p) else {
                 return false;
             };
             let mtime = m
@@ -193,7 +193,7 @@ pub fn status(
         .manifest
         .segments
         .iter()
-        .map(|s| std::fs::metadata(segment::paths(index_dir, s.id).vectors).map_or(0, |m| m.len()))
+        .map(|s| fs_err::metadata(segment::paths(index_dir, s.id).vectors).map_or(0, |m| m.len()))
         .sum();
     Ok(Status {
         projects: projects.len(),

@@ -14,8 +14,8 @@
 //! embed (with their message and kind). The second pass embeds them and publishes a replacement segment with
 //! vectors; the `.todo` file goes with the segment it belongs to.
 
-use super::compact::{COMPACT_MAGIC, CompactVectors, quantize_row};
 use super::format::{self, FormatError, HEADER_LEN};
+use super::int8::{COMPACT_MAGIC, CompactVectors, quantize_row};
 use super::records::{ChunkKind, ChunkRecord, MessageMeta, StoredMessage};
 use super::rows::{ROWS_MAGIC, Rows};
 use crate::embed::DIM;
@@ -103,7 +103,7 @@ pub fn awaits_embedding(dir: &Path, id: u64) -> bool {
 /// Writes the texts segment `id` still needs embedded (fsynced; before the segment's metadata is written, so a
 /// published keyword-only segment always has its list).
 pub fn write_todo(dir: &Path, id: u64, todo: &[TodoChunk]) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir.join("segments"))?;
+    fs_err::create_dir_all(dir.join("segments"))?;
     format::write_framed(&paths(dir, id).todo, TODO_MAGIC, &format::encode(&todo))
 }
 
@@ -118,7 +118,7 @@ pub fn read_todo(dir: &Path, id: u64) -> Result<Vec<TodoChunk>, FormatError> {
 pub fn remove(dir: &Path, id: u64) {
     let p = paths(dir, id);
     for f in p.all().into_iter().chain([p.todo.as_path()]) {
-        let _ = std::fs::remove_file(f);
+        let _ = fs_err::remove_file(f);
     }
 }
 
@@ -139,7 +139,7 @@ impl Verify {
     /// (everything when there is no manifest to date it by). Read the time before the manifest itself: a newer
     /// manifest renamed in between only makes more files count as touched (more checking, never less).
     pub fn since_publish(dir: &Path) -> Self {
-        match std::fs::metadata(dir.join(super::snapshot::MANIFEST)).and_then(|m| m.modified()) {
+        match fs_err::metadata(dir.join(super::snapshot::MANIFEST)).and_then(|m| m.modified()) {
             Ok(t) => Verify::IfTouchedSince(t),
             Err(_) => Verify::Always,
         }
@@ -274,7 +274,7 @@ impl SegmentBuilder {
     /// A builder for segment `id` of `dir` that streams its vector rows to the `.vec` file as they are pushed
     /// (a merge would otherwise hold the whole merged matrix in memory beside the segments it reads).
     pub fn streaming(dir: &Path, id: u64) -> std::io::Result<Self> {
-        std::fs::create_dir_all(dir.join("segments"))?;
+        fs_err::create_dir_all(dir.join("segments"))?;
         let p = paths(dir, id);
         Ok(Self {
             vector_file: Some((
@@ -297,7 +297,7 @@ impl SegmentBuilder {
 
     /// Writes the segment's files (fsynced) under `dir/segments`.
     pub fn write(self, dir: &Path, id: u64) -> std::io::Result<()> {
-        std::fs::create_dir_all(dir.join("segments"))?;
+        fs_err::create_dir_all(dir.join("segments"))?;
         let p = paths(dir, id);
         if let Some(e) = self.spill_error {
             return Err(e);
@@ -438,7 +438,7 @@ pub struct OpenSegment {
 }
 
 fn file_stamp(p: &Path) -> Option<(u64, std::time::SystemTime)> {
-    let m = std::fs::metadata(p).ok()?;
+    let m = fs_err::metadata(p).ok()?;
     Some((m.len(), m.modified().ok()?))
 }
 

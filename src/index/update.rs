@@ -8,10 +8,10 @@
 //! Either way it publishes every few thousand messages (new files, fsync, rename of a new manifest), so a first
 //! index is useful early and a crash loses at most the work since the last publish; then merges small segments.
 
+use super::changes::{Change, scan};
 use super::lexical::Lexical;
 use super::records::{FileState, Manifest, Resume};
 use super::render::Neighbour;
-use super::scan::{Change, scan};
 use super::snapshot::{DAMAGE_SEEN, MANIFEST, Snapshot, read_manifest};
 use super::writer::{Live, Writer};
 use super::{ChunkEmbedder, IndexError};
@@ -149,11 +149,11 @@ pub(super) fn lock(dir: &Path, wait: bool) -> Result<File, IndexError> {
 /// Moves the index files aside (into `damaged-<time>/`) so a rebuild starts clean and nothing is deleted.
 fn set_aside(dir: &Path) -> std::io::Result<String> {
     let dest = dir.join(format!("damaged-{}", chrono::Utc::now().timestamp_millis()));
-    std::fs::create_dir_all(&dest)?;
+    fs_err::create_dir_all(&dest)?;
     for name in [MANIFEST, "segments", "lexical"] {
         let p = dir.join(name);
         if p.exists() {
-            std::fs::rename(&p, dest.join(name))?;
+            fs_err::rename(&p, dest.join(name))?;
         }
     }
     Ok(dest.display().to_string())
@@ -206,10 +206,10 @@ pub(super) fn indexed_identity(
 /// Whether every segment file predates the manifest. Published files are never modified, and every one is
 /// written before the manifest that names it: a newer one was touched since (damage, a stray copy).
 fn segments_untouched(dir: &Path) -> bool {
-    let Ok(published) = std::fs::metadata(dir.join(MANIFEST)).and_then(|m| m.modified()) else {
+    let Ok(published) = fs_err::metadata(dir.join(MANIFEST)).and_then(|m| m.modified()) else {
         return false;
     };
-    let Ok(entries) = std::fs::read_dir(dir.join("segments")) else {
+    let Ok(entries) = fs_err::read_dir(dir.join("segments")) else {
         return false;
     };
     entries.into_iter().all(|e| {
@@ -267,7 +267,7 @@ pub fn update_with(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<UpdateSummary, IndexError> {
     let started = Instant::now();
-    std::fs::create_dir_all(dir)?;
+    fs_err::create_dir_all(dir)?;
     let _lock = lock(dir, opts.wait)?;
     let mut summary = UpdateSummary::default();
     match super::migrate::upgrade(dir) {
@@ -287,35 +287,14 @@ pub fn update_with(
     // Its state is read once for both this and `--verify`.
     let archive = (opts.verify || manifest.is_none()).then(|| super::archive::Archive::open(dir));
     if opts.verify {
-        let checked = match &archive {
-            Some(Ok(a)) => a.verify().map_err(|e| e.to_string()),
-            Some(Err(e)) => Err(e.to_string()),
-            None => Ok(0),
-        };
-        match checked {
-            Ok(n) => summary.archive_files_verified = n,
-            Err(e) => {
-                tracing::warn!("archive: {e}");
-                summary.archive_damage = Some(e);
-            }
-        }
+        verify_archive(archive.as_ref(), &mut summary);
     }
     // A file gone from disk since discovery, or known only to the archive, is read from the archive.
     let sources = super::archive::sources(dir);
-    let mut archived_only: HashMap<String, u64> = HashMap::new();
-    if manifest.is_none()
-        && let Some(Ok(arc)) = &archive
-        && arc.files().next().is_some()
-    {
-        let gone = super::archive::sessions_gone_from_disk(arc);
-        for p in gone.iter().flat_map(|g| g.all_files()) {
-            let key = p.display().to_string();
-            if let Some(len) = arc.len_of(&key) {
-                archived_only.insert(key, len);
-            }
-        }
-        transcript::source::absorb_gone(&mut found, gone);
-    }
+    let archived_only = match (&manifest, &archive) {
+        (None, Some(Ok(arc))) => absorb_archived(&mut found, arc),
+        _ => HashMap::new(),
+    };
     // Sessions the user forgot stay out (see `forget`).
     let forgotten = super::forget::forgotten(dir);
     if !forgotten.sessions.is_empty() {
@@ -396,57 +375,9 @@ pub fn update_with(
     let total = changed.len();
     let mut indexed = 0;
     for (done, c) in changed.into_iter().enumerate() {
-        let mut plan = ReadPlan::default();
-        let mut resumes: HashMap<String, Resume> = HashMap::new();
-        let mut states = Vec::new();
-        let mut rewritten = false;
-        for (path, change, state) in c.changes {
-            let key = state.path.clone();
-            match change {
-                Change::Same => {
-                    if let Some(r) = &state.resume {
-                        plan.project.get_or_insert_with(|| r.project.clone());
-                        if c.files.main.as_ref() == Some(&path) {
-                            plan.boundaries = boundaries(r);
-                        }
-                    }
-                    if appending {
-                        plan.starts.insert(path, None);
-                    } else {
-                        states.push(state);
-                    }
-                }
-                Change::New => states.push(state),
-                Change::Grown(r) => {
-                    if appending {
-                        plan.project = Some(r.project.clone());
-                        if c.files.main.as_ref() == Some(&path) {
-                            plan.boundaries = boundaries(&r);
-                        }
-                        plan.starts.insert(
-                            path,
-                            Some(Start {
-                                offset: r.offset,
-                                window: r.window,
-                            }),
-                        );
-                        resumes.insert(key, r);
-                    }
-                    states.push(state);
-                }
-                Change::Rewritten => {
-                    rewritten = true;
-                    states.push(state);
-                }
-            }
-        }
-        if !appending {
-            // The full path reads changed sessions whole and diffs against every live message.
-            plan = ReadPlan::default();
-            resumes.clear();
-        }
-        let session = transcript::load_session_from(&sources, c.files, &plan);
-        indexed += w.add_session(c.files, &session, &resumes, states, rewritten);
+        let p = plan_session(c.files, c.changes, appending);
+        let session = transcript::load_session_from(&sources, c.files, &p.plan);
+        indexed += w.add_session(c.files, &session, &p.resumes, p.states, p.rewritten);
         if w.pending_messages() >= opts.publish_every {
             w.publish(embedder)?;
             if opts.merge || w.manifest.segments.len() > MAX_UNMERGED {
@@ -476,13 +407,125 @@ pub fn update_with(
     Ok(w.summary)
 }
 
+/// Checks every archived frame (`--verify`), recording the count or the damage in `summary`.
+fn verify_archive(
+    archive: Option<&Result<super::archive::Archive, super::format::FormatError>>,
+    summary: &mut UpdateSummary,
+) {
+    let checked = match archive {
+        Some(Ok(a)) => a.verify().map_err(|e| e.to_string()),
+        Some(Err(e)) => Err(e.to_string()),
+        None => Ok(0),
+    };
+    match checked {
+        Ok(n) => summary.archive_files_verified = n,
+        Err(e) => {
+            tracing::warn!("archive: {e}");
+            summary.archive_damage = Some(e);
+        }
+    }
+}
+
+/// Adds to `found` the sessions only the archive still has (their transcripts are gone from disk), so that an
+/// index rebuilt from scratch gets them back; returns those files' archived lengths by path.
+fn absorb_archived(
+    found: &mut transcript::Discovery,
+    arc: &super::archive::Archive,
+) -> HashMap<String, u64> {
+    let mut archived_only = HashMap::new();
+    if arc.files().next().is_none() {
+        return archived_only;
+    }
+    let gone = super::archive::sessions_gone_from_disk(arc);
+    for p in gone.iter().flat_map(|g| g.all_files()) {
+        let key = p.display().to_string();
+        if let Some(len) = arc.len_of(&key) {
+            archived_only.insert(key, len);
+        }
+    }
+    transcript::source::absorb_gone(found, gone);
+    archived_only
+}
+
+/// How one changed session is read: where each file resumes (the append path), the fingerprints to record, and
+/// whether a file was rewritten.
+struct SessionPlan {
+    plan: ReadPlan,
+    resumes: HashMap<String, Resume>,
+    states: Vec<FileState>,
+    rewritten: bool,
+}
+
+/// The read plan of a session whose files changed as `changes` says. The full path (`appending` false) reads
+/// the session whole and diffs against every live message, so it keeps only the fingerprints.
+fn plan_session(
+    files: &transcript::SessionFiles,
+    changes: Vec<(std::path::PathBuf, Change, FileState)>,
+    appending: bool,
+) -> SessionPlan {
+    let mut plan = ReadPlan::default();
+    let mut resumes: HashMap<String, Resume> = HashMap::new();
+    let mut states = Vec::new();
+    let mut rewritten = false;
+    for (path, change, state) in changes {
+        let key = state.path.clone();
+        match change {
+            Change::Same => {
+                if let Some(r) = &state.resume {
+                    plan.project.get_or_insert_with(|| r.project.clone());
+                    if files.main.as_ref() == Some(&path) {
+                        plan.boundaries = boundaries(r);
+                    }
+                }
+                if appending {
+                    plan.starts.insert(path, None);
+                } else {
+                    states.push(state);
+                }
+            }
+            Change::New => states.push(state),
+            Change::Grown(r) => {
+                if appending {
+                    plan.project = Some(r.project.clone());
+                    if files.main.as_ref() == Some(&path) {
+                        plan.boundaries = boundaries(&r);
+                    }
+                    plan.starts.insert(
+                        path,
+                        Some(Start {
+                            offset: r.offset,
+                            window: r.window,
+                        }),
+                    );
+                    resumes.insert(key, r);
+                }
+                states.push(state);
+            }
+            Change::Rewritten => {
+                rewritten = true;
+                states.push(state);
+            }
+        }
+    }
+    if !appending {
+        plan = ReadPlan::default();
+        resumes.clear();
+    }
+    SessionPlan {
+        plan,
+        resumes,
+        states,
+        rewritten,
+    }
+}
+
 /// Deletes segment files the manifest does not name: retired by a merge, a swap or a forget but still mapped by
 /// a reader when they were (Windows refuses to delete those), or left by a writer killed before it published or
 /// deleted. Only the lock holder writes segments, so nothing else is in flight; a file still refused stays for
 /// the next update.
 fn remove_unreferenced(dir: &Path, manifest: &Manifest) {
     let named: HashSet<u64> = manifest.segments.iter().map(|s| s.id).collect();
-    let Ok(entries) = std::fs::read_dir(dir.join("segments")) else {
+    let Ok(entries) = fs_err::read_dir(dir.join("segments")) else {
         return;
     };
     for e in entries.flatten() {
@@ -492,7 +535,7 @@ fn remove_unreferenced(dir: &Path, manifest: &Manifest) {
             .and_then(|n| n.split('.').next())
             .and_then(|n| n.parse::<u64>().ok());
         if id.is_some_and(|id| !named.contains(&id)) {
-            let _ = std::fs::remove_file(e.path());
+            let _ = fs_err::remove_file(e.path());
         }
     }
 }
@@ -533,7 +576,7 @@ fn full_writer<'a>(
     summary.full_update = true;
     // The writer sees everything, whatever the memory limit for searching.
     let opened = Snapshot::open_with(dir, u64::MAX, true);
-    let _ = std::fs::remove_file(dir.join(DAMAGE_SEEN));
+    let _ = fs_err::remove_file(dir.join(DAMAGE_SEEN));
     let mut snapshot = match opened {
         Ok(s) => s,
         Err(IndexError::Format(e)) => {
@@ -590,7 +633,7 @@ fn full_writer<'a>(
     };
     if let Some(why) = damage {
         tracing::warn!("lexical index damaged: {why}; rebuilding it from the stored text");
-        let _ = std::fs::remove_dir_all(&lex_dir);
+        let _ = fs_err::remove_dir_all(&lex_dir);
     }
     let lexical = Lexical::open(&lex_dir)?;
     let mut lex_writer = lexical.writer(true)?;

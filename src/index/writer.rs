@@ -62,7 +62,7 @@ fn now_ms() -> i64 {
 pub(super) fn publish_manifest(dir: &Path, m: &Manifest) -> std::io::Result<()> {
     let tmp = dir.join(format!("{MANIFEST}.tmp"));
     format::write_framed(&tmp, MANIFEST_MAGIC, &format::encode(m))?;
-    std::fs::rename(&tmp, dir.join(MANIFEST))?;
+    fs_err::rename(&tmp, dir.join(MANIFEST))?;
     sync_dir(dir)
 }
 
@@ -234,7 +234,7 @@ impl<'a> Writer<'a> {
             .project_dir
             .join(&files.session_id)
             .join("tool-results");
-        if let Ok(rd) = std::fs::read_dir(&results) {
+        if let Ok(rd) = fs_err::read_dir(&results) {
             for e in rd.flatten() {
                 let path = e.path().display().to_string();
                 let Ok(m) = e.metadata() else { continue };
@@ -255,7 +255,7 @@ impl<'a> Writer<'a> {
         for (file, from, to) in todo {
             let read = || -> std::io::Result<Vec<u8>> {
                 use std::io::{Read, Seek};
-                let mut f = std::fs::File::open(&file.path)?;
+                let mut f = fs_err::File::open(&file.path).map(fs_err::File::into_file)?;
                 f.seek(std::io::SeekFrom::Start(from))?;
                 let mut buf = Vec::with_capacity((to - from) as usize);
                 f.take(to - from).read_to_end(&mut buf)?;

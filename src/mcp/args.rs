@@ -1,6 +1,7 @@
 //! The MCP tools' arguments, as the model sends them: every field optional but the one a tool cannot do
 //! without, integers signed so that a negative one is refused with a message instead of failing to parse.
 
+use crate::replay::run::{BATCH_SIZE, COPIES, LIMIT, MAX_BATCH_SIZE, MAX_COPIES, MAX_LIMIT};
 use crate::search::{MAX_CONTEXT, MAX_RESULTS, RELATIVE_FLOOR};
 use crate::service::request::{
     MAX_CHARS, MIN_MAX_CHARS, MODEL_CONTEXT, MODEL_MAX_CHARS, MODEL_RESULTS, THRESHOLD,
@@ -62,6 +63,22 @@ pub struct SearchArgs {
     pub format: Option<String>,
 }
 
+/// A session read's page by default, and at most (get_session_detail).
+pub const SESSION_PAGE: usize = 50;
+pub const MAX_SESSION_PAGE: usize = 200;
+/// Messages each side of `around` by default, and at most.
+pub const AROUND: usize = 5;
+pub const MAX_AROUND: usize = 100;
+/// Sessions a listing returns by default, and at most (duncan_list_sessions).
+pub const SESSIONS_PAGE: usize = 20;
+pub const MAX_SESSIONS_PAGE: usize = 200;
+/// Projects a listing returns by default, and at most (duncan_projects).
+pub const PROJECTS_PAGE: usize = 100;
+pub const MAX_PROJECTS_PAGE: usize = 500;
+/// Notes returned by default, and at most (project_notes).
+pub const NOTES_PAGE: usize = 50;
+pub const MAX_NOTES_PAGE: usize = 200;
+
 /// Arguments of get_session_detail.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct SessionArgs {
@@ -71,14 +88,14 @@ pub struct SessionArgs {
     pub window: Option<u32>,
     /// Messages to skip (default 0).
     pub offset: Option<i64>,
-    /// Messages to return (default 50, at most 200).
+    #[schemars(description = format!("Messages to return (default {SESSION_PAGE}, at most {MAX_SESSION_PAGE})."))]
     pub limit: Option<i64>,
     /// A message id (or unique prefix), e.g. a search result's `hit`: returns the messages around it in its
     /// window (see before/after), as text, the hit marked with ">".
     pub around: Option<String>,
-    /// With around: messages before it (default 5, at most 100).
+    #[schemars(description = format!("With around: messages before it (default {AROUND}, at most {MAX_AROUND})."))]
     pub before: Option<i64>,
-    /// With around: messages after it (default 5, at most 100).
+    #[schemars(description = format!("With around: messages after it (default {AROUND}, at most {MAX_AROUND})."))]
     pub after: Option<i64>,
     /// "json" (default without around: every part of every message) or "text" (default with around).
     pub format: Option<String>,
@@ -91,7 +108,7 @@ pub struct ListArgs {
     pub mode: Option<String>,
     /// Project directory for mode "project".
     pub project: Option<String>,
-    /// Sessions to return (default 20, at most 200).
+    #[schemars(description = format!("Sessions to return (default {SESSIONS_PAGE}, at most {MAX_SESSIONS_PAGE})."))]
     pub limit: Option<i64>,
     /// Sessions to skip (default 0).
     pub offset: Option<i64>,
@@ -102,7 +119,7 @@ pub struct ListArgs {
 /// Arguments of duncan_projects (all optional).
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 pub struct PageArgs {
-    /// Projects to return (default 100, at most 500).
+    #[schemars(description = format!("Projects to return (default {PROJECTS_PAGE}, at most {MAX_PROJECTS_PAGE})."))]
     pub limit: Option<i64>,
     /// Projects to skip (default 0).
     pub offset: Option<i64>,
@@ -115,7 +132,7 @@ pub struct NotesArgs {
     pub category: Option<String>,
     /// Project directory (default: the current project).
     pub project: Option<String>,
-    /// Notes to return (default 50, at most 200).
+    #[schemars(description = format!("Notes to return (default {NOTES_PAGE}, at most {MAX_NOTES_PAGE})."))]
     pub limit: Option<i64>,
     /// Notes to skip (default 0).
     pub offset: Option<i64>,
@@ -141,13 +158,13 @@ pub struct DuncanArgs {
     pub window: Option<i64>,
     /// Git branch for mode "branch" (default: this session's).
     pub git_branch: Option<String>,
-    /// Windows to ask (default 5, at most 50).
+    #[schemars(description = format!("Windows to ask (default {LIMIT}, at most {MAX_LIMIT})."))]
     pub limit: Option<i64>,
     /// Windows to skip, for paging (default 0).
     pub offset: Option<i64>,
-    /// Samples for mode "self" (default 3, at most 10).
+    #[schemars(description = format!("Samples for mode \"self\" (default {COPIES}, at most {MAX_COPIES})."))]
     pub copies: Option<i64>,
-    /// Windows asked at once (default 5, at most 20).
+    #[schemars(description = format!("Windows asked at once (default {BATCH_SIZE}, at most {MAX_BATCH_SIZE})."))]
     pub batch_size: Option<i64>,
     /// Include subagent transcripts (default true).
     pub include_subagents: Option<bool>,

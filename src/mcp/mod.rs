@@ -230,7 +230,7 @@ impl GholaServer {
             Ok(r) => r,
             Err(e) => return error_result(e),
         };
-        let backend = match replay::backend::choose(
+        let backend = match crate::model::choose(
             Default::default(),
             &self.history.config().claude_dir,
             &self.cfg.env,
@@ -348,7 +348,8 @@ impl GholaServer {
         let cfg = self.cfg.clone();
         let r = tokio::task::spawn_blocking(move || -> Result<String, String> {
             let offset = non_negative(a.offset, "offset", 0)?;
-            let limit = non_negative(a.limit, "limit", 50)?.clamp(1, 200);
+            let limit =
+                non_negative(a.limit, "limit", args::NOTES_PAGE)?.clamp(1, args::MAX_NOTES_PAGE);
             let categories = match a.category.as_deref() {
                 None => notes::Category::ALL.to_vec(),
                 Some(c) => vec![notes::Category::parse(c).ok_or_else(|| {
@@ -392,7 +393,8 @@ impl GholaServer {
         let me = self.clone();
         let r = tokio::task::spawn_blocking(move || -> Result<String, String> {
             let offset = non_negative(a.offset, "offset", 0)?;
-            let limit = non_negative(a.limit, "limit", 100)?.clamp(1, 500);
+            let limit = non_negative(a.limit, "limit", args::PROJECTS_PAGE)?
+                .clamp(1, args::MAX_PROJECTS_PAGE);
             let all = me.history.listing().projects();
             let total = all.len();
             let page: Vec<_> = all.into_iter().skip(offset).take(limit).collect();
@@ -413,7 +415,8 @@ impl GholaServer {
         let me = self.clone();
         let r = tokio::task::spawn_blocking(move || -> Result<String, String> {
             let offset = non_negative(a.offset, "offset", 0)?;
-            let limit = non_negative(a.limit, "limit", 20)?.clamp(1, 200);
+            let limit = non_negative(a.limit, "limit", args::SESSIONS_PAGE)?
+                .clamp(1, args::MAX_SESSIONS_PAGE);
             let project = match a.mode.as_deref().unwrap_or("project") {
                 "project" => Some(a.project.unwrap_or_else(|| me.cfg.project.clone())),
                 "global" => None,

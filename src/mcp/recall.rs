@@ -1,7 +1,7 @@
 //! The recall tools' bodies: a search shaped for a model's context (compact text under a budget the caller may
 //! set, or grouped by session), and a session read around one hit. The tool declarations are in `mod.rs`.
 
-use super::args::{SearchArgs, SessionArgs};
+use super::args::{AROUND, MAX_AROUND, MAX_SESSION_PAGE, SESSION_PAGE, SearchArgs, SessionArgs};
 use super::{GholaServer, bounded, error_result, non_negative, text_result};
 use crate::search;
 use crate::service::{Format, Grouping, SearchRequest, SessionChoice};
@@ -104,9 +104,9 @@ impl GholaServer {
     /// `get_session_detail`: a page of a session (JSON, every part), or the messages around one (text).
     pub(super) fn session_detail(&self, a: SessionArgs) -> Result<String, String> {
         let offset = non_negative(a.offset, "offset", 0)?;
-        let limit = non_negative(a.limit, "limit", 50)?.clamp(1, 200);
-        let before = non_negative(a.before, "before", 5)?.min(100);
-        let after = non_negative(a.after, "after", 5)?.min(100);
+        let limit = non_negative(a.limit, "limit", SESSION_PAGE)?.clamp(1, MAX_SESSION_PAGE);
+        let before = non_negative(a.before, "before", AROUND)?.min(MAX_AROUND);
+        let after = non_negative(a.after, "after", AROUND)?.min(MAX_AROUND);
         let text = match a.format.as_deref() {
             None => a.around.is_some(),
             Some("text") => true,

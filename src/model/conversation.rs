@@ -333,7 +333,9 @@ impl Default for RebuildOptions {
     }
 }
 
-/// Rebuilds window `window` (the latest when `None`) of a transcript.
+/// Rebuilds window `window` (the latest when `None`) of a transcript: the window's chain of entries, its
+/// messages ([`raw_messages`]), their alternation with every tool call answered ([`alternate`]), then the head
+/// trimmed to the budget.
 pub fn rebuild(
     source: &Source,
     window: Option<u32>,
@@ -357,183 +359,20 @@ pub fn rebuild(
         .iter()
         .map(|&i| &parsed.conversational[i].entry)
         .collect();
-    let on_chain: HashSet<&str> = entries.iter().filter_map(|e| e.uuid.as_deref()).collect();
-
-    // 1. Raw messages, with split assistant entries merged by API message id.
-    let mut raw: Vec<(Speaker, Vec<Block>)> = Vec::new();
-    let mut by_api_id: HashMap<String, usize> = HashMap::new();
-    let mut chain_results: HashMap<String, RawBlock> = HashMap::new();
-    for e in &entries {
-        if e.is_meta == Some(true) {
-            continue;
-        }
-        let Some(msg) = e.message.as_ref() else {
-            continue;
-        };
-        let speaker = if e.kind == "assistant" {
-            Speaker::Assistant
-        } else {
-            Speaker::User
-        };
-        let mut blocks = Vec::new();
-        match msg.content.as_ref() {
-            Some(RawContent::Text(t)) if !t.trim().is_empty() => {
-                blocks.push(Block::text(t.clone()))
-            }
-            Some(RawContent::Blocks(bs)) => {
-                for b in bs {
-                    if b.kind == "tool_result" {
-                        if let Some(id) = &b.tool_use_id {
-                            chain_results.entry(id.clone()).or_insert_with(|| b.clone());
-                        }
-                        // Re-inserted after its tool_use below.
-                        blocks.push(Block::ToolResult {
-                            tool_use_id: b.tool_use_id.clone().unwrap_or_default(),
-                            content: String::new(),
-                            is_error: false,
-                        });
-                    } else if let Some(block) = convert(b, &mut stats) {
-                        blocks.push(block);
-                    }
-                }
-            }
-            _ => {}
-        }
-        if e.is_compact_summary == Some(true)
-            && let Some(Block::Text { text }) = blocks.first_mut()
-        {
-            *text = format!(
-                "[Summary of the earlier part of this session, written by Claude Code at a compaction]\n{text}"
-            );
-        }
-        let api_id = msg.id.clone().filter(|_| speaker == Speaker::Assistant);
-        if let Some(id) = &api_id
-            && let Some(&i) = by_api_id.get(id)
-        {
-            raw[i].1.extend(blocks);
-            continue;
-        }
-        if let Some(id) = api_id {
-            by_api_id.insert(id, raw.len());
-        }
-        raw.push((speaker, blocks));
-    }
-
-    // 2. Alternation: tool results are stripped out of user messages and re-inserted right after the
-    //    assistant message that called them; orphan results (their call is not in this window) become text.
-    let called: HashSet<String> = raw
-        .iter()
-        .filter(|(s, _)| *s == Speaker::Assistant)
-        .flat_map(|(_, bs)| bs.iter())
-        .filter_map(|b| match b {
-            Block::ToolUse { id, .. } => Some(id.clone()),
-            _ => None,
-        })
-        .collect();
-    let resolve = |id: &str, stats: &mut RebuildStats| -> Block {
-        let found = chain_results.get(id).cloned().or_else(|| {
-            parsed.results.get(id).map(|(b, at)| {
-                if at.as_deref().is_none_or(|u| !on_chain.contains(u)) {
-                    stats.results_from_side_branches += 1;
-                }
-                b.clone()
-            })
-        });
-        match found {
-            Some(b) => Block::ToolResult {
-                tool_use_id: id.to_string(),
-                content: result_content(&b, source, stats),
-                is_error: b.is_error.unwrap_or(false),
-            },
-            None => {
-                stats.results_missing += 1;
-                Block::ToolResult {
-                    tool_use_id: id.to_string(),
-                    content: "[The transcript holds no result for this tool call.]".into(),
-                    is_error: false,
-                }
-            }
-        }
+    let (raw, chain_results) = raw_messages(&entries, &mut stats);
+    let results = Results {
+        on_chain: entries.iter().filter_map(|e| e.uuid.as_deref()).collect(),
+        chain: chain_results,
+        parsed: &parsed,
+        source,
     };
-    let mut messages: Vec<ApiMessage> = Vec::new();
-    for (speaker, blocks) in raw {
-        let mut kept = Vec::new();
-        for b in blocks {
-            match b {
-                Block::ToolResult { tool_use_id, .. } if called.contains(&tool_use_id) => {}
-                Block::ToolResult { tool_use_id, .. } => {
-                    let r = resolve(&tool_use_id, &mut stats);
-                    if let Block::ToolResult { content, .. } = r {
-                        kept.push(Block::text(format!(
-                            "[Result of an earlier tool call]\n{content}"
-                        )));
-                    }
-                }
-                other => kept.push(other),
-            }
-        }
-        if kept.is_empty() && speaker == Speaker::Assistant {
-            continue;
-        }
-        // An emptied user message (its results re-inserted below) still separates two assistant turns.
-        match messages.last_mut() {
-            Some(last) if last.role == speaker => last.content.extend(kept),
-            _ => messages.push(ApiMessage {
-                role: speaker,
-                content: kept,
-            }),
-        }
-    }
-    let mut i = 0;
-    while i < messages.len() {
-        if messages[i].role == Speaker::Assistant {
-            let ids: Vec<String> = messages[i].tool_use_ids().map(str::to_owned).collect();
-            if !ids.is_empty() {
-                let results: Vec<Block> = ids.iter().map(|id| resolve(id, &mut stats)).collect();
-                stats.tool_pairs += results.len();
-                match messages.get_mut(i + 1) {
-                    Some(next) => {
-                        next.content.splice(0..0, results);
-                    }
-                    None => messages.push(ApiMessage {
-                        role: Speaker::User,
-                        content: results,
-                    }),
-                }
-            }
-        }
-        i += 1;
-    }
-    // Drop what stayed empty and join the neighbours that then share a role.
-    let mut joined: Vec<ApiMessage> = Vec::with_capacity(messages.len());
-    for m in messages.into_iter().filter(|m| !m.content.is_empty()) {
-        match joined.last_mut() {
-            Some(last) if last.role == m.role => last.content.extend(m.content),
-            _ => joined.push(m),
-        }
-    }
-    let mut messages = joined;
-    if messages
-        .first()
-        .is_some_and(|m| m.role == Speaker::Assistant)
-    {
-        messages.insert(
-            0,
-            ApiMessage {
-                role: Speaker::User,
-                content: vec![Block::text(
-                    "[The replayed window begins with an assistant turn.]",
-                )],
-            },
-        );
-    }
+    let mut messages = alternate(raw, &results, &mut stats);
     if messages.is_empty() {
         return Err(RebuildError::Empty {
             session: source.session_id.clone(),
             window,
         });
     }
-
     let trim = fit(&mut messages, options.budget_tokens);
     let times: Vec<DateTime<Utc>> = entries
         .iter()
@@ -560,6 +399,199 @@ pub fn rebuild(
         trim,
         stats,
     })
+}
+
+/// A message before alternation: who spoke and its blocks.
+type RawMessage = (Speaker, Vec<Block>);
+
+/// The window's entries as raw messages, split assistant entries merged by API message id; tool results are
+/// left as empty placeholders (re-inserted after their calls by [`alternate`]) and returned by call id.
+fn raw_messages(
+    entries: &[&RawEntry],
+    stats: &mut RebuildStats,
+) -> (Vec<RawMessage>, HashMap<String, RawBlock>) {
+    let mut raw: Vec<RawMessage> = Vec::new();
+    let mut by_api_id: HashMap<String, usize> = HashMap::new();
+    let mut chain_results: HashMap<String, RawBlock> = HashMap::new();
+    for e in entries {
+        if e.is_meta == Some(true) {
+            continue;
+        }
+        let Some(msg) = e.message.as_ref() else {
+            continue;
+        };
+        let speaker = if e.kind == "assistant" {
+            Speaker::Assistant
+        } else {
+            Speaker::User
+        };
+        let mut blocks = Vec::new();
+        match msg.content.as_ref() {
+            Some(RawContent::Text(t)) if !t.trim().is_empty() => {
+                blocks.push(Block::text(t.clone()))
+            }
+            Some(RawContent::Blocks(bs)) => {
+                for b in bs {
+                    if b.kind == "tool_result" {
+                        if let Some(id) = &b.tool_use_id {
+                            chain_results.entry(id.clone()).or_insert_with(|| b.clone());
+                        }
+                        // Re-inserted after its tool_use by `alternate`.
+                        blocks.push(Block::ToolResult {
+                            tool_use_id: b.tool_use_id.clone().unwrap_or_default(),
+                            content: String::new(),
+                            is_error: false,
+                        });
+                    } else if let Some(block) = convert(b, stats) {
+                        blocks.push(block);
+                    }
+                }
+            }
+            _ => {}
+        }
+        if e.is_compact_summary == Some(true)
+            && let Some(Block::Text { text }) = blocks.first_mut()
+        {
+            *text = format!(
+                "[Summary of the earlier part of this session, written by Claude Code at a compaction]\n{text}"
+            );
+        }
+        let api_id = msg.id.clone().filter(|_| speaker == Speaker::Assistant);
+        if let Some(id) = &api_id
+            && let Some(&i) = by_api_id.get(id)
+        {
+            raw[i].1.extend(blocks);
+            continue;
+        }
+        if let Some(id) = api_id {
+            by_api_id.insert(id, raw.len());
+        }
+        raw.push((speaker, blocks));
+    }
+    (raw, chain_results)
+}
+
+/// Where a tool call's result is found: on the window's chain, else anywhere in the transcript (a side
+/// branch), else in a persisted tool-result file.
+struct Results<'a> {
+    chain: HashMap<String, RawBlock>,
+    on_chain: HashSet<&'a str>,
+    parsed: &'a Parsed,
+    source: &'a Source,
+}
+
+impl Results<'_> {
+    /// The result block of call `id`, or a placeholder that says the transcript holds none.
+    fn resolve(&self, id: &str, stats: &mut RebuildStats) -> Block {
+        let found = self.chain.get(id).cloned().or_else(|| {
+            self.parsed.results.get(id).map(|(b, at)| {
+                if at.as_deref().is_none_or(|u| !self.on_chain.contains(u)) {
+                    stats.results_from_side_branches += 1;
+                }
+                b.clone()
+            })
+        });
+        match found {
+            Some(b) => Block::ToolResult {
+                tool_use_id: id.to_string(),
+                content: result_content(&b, self.source, stats),
+                is_error: b.is_error.unwrap_or(false),
+            },
+            None => {
+                stats.results_missing += 1;
+                Block::ToolResult {
+                    tool_use_id: id.to_string(),
+                    content: "[The transcript holds no result for this tool call.]".into(),
+                    is_error: false,
+                }
+            }
+        }
+    }
+}
+
+/// Alternation: tool results are stripped out of user messages and re-inserted right after the assistant
+/// message that called them; orphan results (their call is not in this window) become text; what stays empty
+/// is dropped, neighbours that then share a role are joined, and a window that opens with the assistant gets
+/// a user turn first.
+fn alternate(raw: Vec<RawMessage>, results: &Results, stats: &mut RebuildStats) -> Vec<ApiMessage> {
+    let called: HashSet<String> = raw
+        .iter()
+        .filter(|(s, _)| *s == Speaker::Assistant)
+        .flat_map(|(_, bs)| bs.iter())
+        .filter_map(|b| match b {
+            Block::ToolUse { id, .. } => Some(id.clone()),
+            _ => None,
+        })
+        .collect();
+    let mut messages: Vec<ApiMessage> = Vec::new();
+    for (speaker, blocks) in raw {
+        let mut kept = Vec::new();
+        for b in blocks {
+            match b {
+                Block::ToolResult { tool_use_id, .. } if called.contains(&tool_use_id) => {}
+                Block::ToolResult { tool_use_id, .. } => {
+                    let r = results.resolve(&tool_use_id, stats);
+                    if let Block::ToolResult { content, .. } = r {
+                        kept.push(Block::text(format!(
+                            "[Result of an earlier tool call]\n{content}"
+                        )));
+                    }
+                }
+                other => kept.push(other),
+            }
+        }
+        if kept.is_empty() && speaker == Speaker::Assistant {
+            continue;
+        }
+        // An emptied user message (its results re-inserted below) still separates two assistant turns.
+        match messages.last_mut() {
+            Some(last) if last.role == speaker => last.content.extend(kept),
+            _ => messages.push(ApiMessage {
+                role: speaker,
+                content: kept,
+            }),
+        }
+    }
+    let mut i = 0;
+    while i < messages.len() {
+        if messages[i].role == Speaker::Assistant {
+            let ids: Vec<String> = messages[i].tool_use_ids().map(str::to_owned).collect();
+            if !ids.is_empty() {
+                let answers: Vec<Block> = ids.iter().map(|id| results.resolve(id, stats)).collect();
+                stats.tool_pairs += answers.len();
+                match messages.get_mut(i + 1) {
+                    Some(next) => {
+                        next.content.splice(0..0, answers);
+                    }
+                    None => messages.push(ApiMessage {
+                        role: Speaker::User,
+                        content: answers,
+                    }),
+                }
+            }
+        }
+        i += 1;
+    }
+    // Drop what stayed empty and join the neighbours that then share a role.
+    let mut joined: Vec<ApiMessage> = Vec::with_capacity(messages.len());
+    for m in messages.into_iter().filter(|m| !m.content.is_empty()) {
+        match joined.last_mut() {
+            Some(last) if last.role == m.role => last.content.extend(m.content),
+            _ => joined.push(m),
+        }
+    }
+    if joined.first().is_some_and(|m| m.role == Speaker::Assistant) {
+        joined.insert(
+            0,
+            ApiMessage {
+                role: Speaker::User,
+                content: vec![Block::text(
+                    "[The replayed window begins with an assistant turn.]",
+                )],
+            },
+        );
+    }
+    joined
 }
 
 /// Converts a non-result block; `None` for blocks a replay leaves out (thinking is the model's private

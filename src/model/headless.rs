@@ -280,8 +280,20 @@ pub(crate) fn drain<R: std::io::Read + Send + 'static>(
     })
 }
 
+/// Why `claude -p`'s output holds no answer.
+#[derive(Debug, thiserror::Error)]
+enum OutputError {
+    #[error("no JSON result on stdout ({0} bytes)")]
+    NoResult(usize),
+    /// The result says it is an error: its text, or its subtype.
+    #[error("{0}")]
+    Reported(String),
+    #[error("the result holds no structured output")]
+    NoStructuredOutput,
+}
+
 /// Reads `claude -p --output-format json`: `structured_output` holds the schema-checked value.
-fn parse_output(stdout: &str, model: &str) -> Result<(Value, Usage, String), String> {
+fn parse_output(stdout: &str, model: &str) -> Result<(Value, Usage, String), OutputError> {
     let v: Value = stdout
         .lines()
         .rev()
@@ -290,14 +302,14 @@ fn parse_output(stdout: &str, model: &str) -> Result<(Value, Usage, String), Str
                 .ok()
                 .filter(Value::is_object)
         })
-        .ok_or_else(|| format!("no JSON result on stdout ({} bytes)", stdout.len()))?;
+        .ok_or(OutputError::NoResult(stdout.len()))?;
     if v.get("is_error").and_then(Value::as_bool) == Some(true) {
         let why = v
             .get("result")
             .and_then(Value::as_str)
             .or_else(|| v.get("subtype").and_then(Value::as_str))
             .unwrap_or("error");
-        return Err(why.to_string());
+        return Err(OutputError::Reported(why.to_string()));
     }
     let structured = v
         .get("structured_output")
@@ -307,7 +319,7 @@ fn parse_output(stdout: &str, model: &str) -> Result<(Value, Usage, String), Str
                 .and_then(Value::as_str)
                 .and_then(|s| serde_json::from_str(s).ok())
         })
-        .ok_or("the result holds no structured output")?;
+        .ok_or(OutputError::NoStructuredOutput)?;
     let usage = v.get("usage").map(Usage::from_json).unwrap_or_default();
     let model = v
         .get("modelUsage")

@@ -6,8 +6,8 @@
 
 use super::item::Category;
 use super::merge::{self, Findings, Origin, Similarity};
-use super::shape::{self, Chunk};
 use super::store::{Meta, NotesError, ProjectNotes, Store, WindowState, today, write_lock};
+use super::window::{self, Chunk};
 use crate::index::snapshot::Snapshot;
 use crate::model::{Backend, BackendError, ToolCall};
 use serde::Serialize;
@@ -273,12 +273,12 @@ impl Extractor<'_> {
             .get(&Meta::key(session, window))
             .cloned()
             .unwrap_or_default();
-        let Some(shaped) = shape::shape(
+        let Some(shaped) = window::shape(
             snap,
             session,
             window,
             state.extracted_seq,
-            shape::CHUNK_CHARS,
+            window::CHUNK_CHARS,
         ) else {
             if !self.dry_run {
                 set_state(self.store, project, session, window, |s| {
@@ -348,72 +348,18 @@ impl Extractor<'_> {
             };
             let answer = match self.backend.call(&call, cancel) {
                 Ok(a) => a,
-                Err(BackendError::Cancelled) => {
-                    return Err(NotesError::Invalid("cancelled".into()));
-                }
-                Err(e) => {
-                    let error = e.to_string();
-                    let mut next = 0;
-                    let notes = set_state(self.store, project, session, window, |s| {
-                        s.due = true;
-                        s.attempts += 1;
-                        next = now_ms() + backoff_ms(s.attempts);
-                        s.next_try_ms = Some(next);
-                        s.last_error = Some(error.clone());
-                    })?;
-                    notes.log(&json!({
-                        "at": chrono::Utc::now().to_rfc3339(), "session": session, "window": window,
-                        "backend": self.backend.name(), "error": error,
-                    }))?;
-                    return Ok(Outcome::Failed {
-                        error,
-                        next_try_ms: next,
-                    });
-                }
+                Err(BackendError::Cancelled) => return Err(NotesError::Cancelled),
+                Err(e) => return self.failed(project, session, window, e.to_string()),
             };
-            let u = answer.usage;
-            let tokens = u.input_tokens
-                + u.output_tokens
-                + u.cache_creation_input_tokens
-                + u.cache_read_input_tokens;
+            let place = Place {
+                project,
+                session,
+                window,
+                part: (k, parts),
+                redacted: shaped.redacted,
+            };
+            let (report, tokens) = self.record(&place, chunk, &origin, &answer)?;
             spent += tokens;
-            let found = findings(&answer.input);
-            let (report, notes) = update(self.store, project, |notes| {
-                let report = merge::merge(notes, &found, &origin, self.sim, self.threshold);
-                let day = today();
-                let st = notes.meta.window_mut(session, window);
-                st.extracted_seq = Some(chunk.last_seq);
-                st.tokens += tokens;
-                st.added += report.added.len() as u32;
-                notes.meta.tokens_total += tokens;
-                *notes.meta.tokens_by_day.entry(day.clone()).or_default() += tokens;
-                notes.meta.last_extraction_ms = Some(now_ms());
-                // The day's spend, for the budget of every project (under the same lock).
-                let mut s = self.store.state();
-                *s.spent.entry(day).or_default() += tokens;
-                while s.spent.len() > 30 {
-                    let first = s.spent.keys().next().cloned().unwrap_or_default();
-                    s.spent.remove(&first);
-                }
-                self.store.save_state(&s)?;
-                Ok(report)
-            })?;
-            notes.archive(&report.archived, "cap")?;
-            let items = |v: &[(Category, super::item::Item)]| -> Vec<Value> {
-                v.iter()
-                    .map(|(c, i)| json!({"category": c.name(), "id": i.id, "text": i.text}))
-                    .collect()
-            };
-            notes.log(&json!({
-                "at": chrono::Utc::now().to_rfc3339(), "session": session, "window": window,
-                "part": k + 1, "parts": parts, "backend": self.backend.name(), "model": answer.model,
-                "tokens": tokens, "redacted": shaped.redacted,
-                "added": items(&report.added), "superseded": items(&report.superseded),
-                "archived": items(&report.archived),
-                "duplicates": report.duplicates.iter().map(|(c, t, of)| json!({"category": c.name(), "text": t, "of": of})).collect::<Vec<_>>(),
-                "unknown_ids": report.unknown_ids,
-                "no_updates": answer.input.get("no_updates").and_then(Value::as_bool).unwrap_or(false),
-            }))?;
             added += report.added.len();
             duplicates += report.duplicates.len();
             superseded += report.superseded.len();
@@ -438,6 +384,98 @@ impl Extractor<'_> {
             tokens: spent,
         })
     }
+
+    /// A model call that failed: the window is due again after a growing pause, and the failure is logged.
+    fn failed(
+        &self,
+        project: &str,
+        session: &str,
+        window: u32,
+        error: String,
+    ) -> Result<Outcome, NotesError> {
+        let mut next = 0;
+        let notes = set_state(self.store, project, session, window, |s| {
+            s.due = true;
+            s.attempts += 1;
+            next = now_ms() + backoff_ms(s.attempts);
+            s.next_try_ms = Some(next);
+            s.last_error = Some(error.clone());
+        })?;
+        notes.log(&json!({
+            "at": chrono::Utc::now().to_rfc3339(), "session": session, "window": window,
+            "backend": self.backend.name(), "error": error,
+        }))?;
+        Ok(Outcome::Failed {
+            error,
+            next_try_ms: next,
+        })
+    }
+
+    /// Merges the findings of one answer into the notes (under the lock), counts its tokens against the day's
+    /// budget, moves the window's extracted mark past `chunk`, and logs what changed. Returns the merge and the
+    /// tokens spent.
+    fn record(
+        &self,
+        at: &Place,
+        chunk: &Chunk,
+        origin: &Origin,
+        answer: &crate::model::ToolAnswer,
+    ) -> Result<(merge::MergeReport, u64), NotesError> {
+        let (project, session, window) = (at.project, at.session, at.window);
+        let u = &answer.usage;
+        let tokens = u.input_tokens
+            + u.output_tokens
+            + u.cache_creation_input_tokens
+            + u.cache_read_input_tokens;
+        let found = findings(&answer.input);
+        let (report, notes) = update(self.store, project, |notes| {
+            let report = merge::merge(notes, &found, origin, self.sim, self.threshold);
+            let day = today();
+            let st = notes.meta.window_mut(session, window);
+            st.extracted_seq = Some(chunk.last_seq);
+            st.tokens += tokens;
+            st.added += report.added.len() as u32;
+            notes.meta.tokens_total += tokens;
+            *notes.meta.tokens_by_day.entry(day.clone()).or_default() += tokens;
+            notes.meta.last_extraction_ms = Some(now_ms());
+            // The day's spend, for the budget of every project (under the same lock).
+            let mut s = self.store.state();
+            *s.spent.entry(day).or_default() += tokens;
+            while s.spent.len() > 30 {
+                let first = s.spent.keys().next().cloned().unwrap_or_default();
+                s.spent.remove(&first);
+            }
+            self.store.save_state(&s)?;
+            Ok(report)
+        })?;
+        notes.archive(&report.archived, "cap")?;
+        let items = |v: &[(Category, super::item::Item)]| -> Vec<Value> {
+            v.iter()
+                .map(|(c, i)| json!({"category": c.name(), "id": i.id, "text": i.text}))
+                .collect()
+        };
+        notes.log(&json!({
+                "at": chrono::Utc::now().to_rfc3339(), "session": session, "window": window,
+                "part": at.part.0 + 1, "parts": at.part.1, "backend": self.backend.name(),
+                "model": answer.model, "tokens": tokens, "redacted": at.redacted,
+                "added": items(&report.added), "superseded": items(&report.superseded),
+                "archived": items(&report.archived),
+                "duplicates": report.duplicates.iter().map(|(c, t, of)| json!({"category": c.name(), "text": t, "of": of})).collect::<Vec<_>>(),
+                "unknown_ids": report.unknown_ids,
+                "no_updates": answer.input.get("no_updates").and_then(Value::as_bool).unwrap_or(false),
+            }))?;
+        Ok((report, tokens))
+    }
+}
+
+/// Where an answer belongs: the project, session and window, which part of the window (index, count), and the
+/// secrets its text had redacted.
+struct Place<'a> {
+    project: &'a str,
+    session: &'a str,
+    window: u32,
+    part: (usize, usize),
+    redacted: usize,
 }
 
 #[cfg(test)]

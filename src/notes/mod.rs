@@ -4,7 +4,7 @@
 //! - [`item`] one note and its markdown line (provenance in an HTML comment);
 //! - [`store`] the per-project folder of markdown files (the truth), metadata, archive and log;
 //! - [`merge`] folding what an extraction found into the notes (dedup, supersede, plan replaced, caps);
-//! - [`redact`] secrets out of anything sent; [`shape`] a session window from the index, as the extractor
+//! - [`redact`] secrets out of anything sent; [`window`] a session window from the index, as the extractor
 //!   reads it; [`extract`] the model call, budget and merge of one window;
 //! - [`worker`] the queue and the detached worker; [`hooks`] the plugin's hooks; [`context`] the compiled
 //!   context a session starts with.
@@ -18,8 +18,8 @@ pub mod hooks;
 pub mod item;
 pub mod merge;
 pub mod redact;
-pub mod shape;
 pub mod store;
+pub mod window;
 pub mod worker;
 
 pub use item::{Category, Item};
@@ -216,16 +216,15 @@ pub fn forget(
 pub fn edit(store: &Store, project: &str, id: &str, text: &str) -> Result<Item, NotesError> {
     let text = text.trim().replace("\r\n", "\n");
     if text.is_empty() {
-        return Err(NotesError::Invalid(
-            "a note cannot be empty; forget it instead".into(),
-        ));
+        return Err(NotesError::EmptyNote);
     }
     let _lock = store::write_lock(&store.root)?;
     let mut n = store.open(project);
     let Some(item) = n.items.values_mut().flatten().find(|i| i.id == id) else {
-        return Err(NotesError::Invalid(format!(
-            "no note {id} in the notes of {project}"
-        )));
+        return Err(NotesError::NoSuchNote {
+            id: id.to_string(),
+            project: project.to_string(),
+        });
     };
     let before = std::mem::replace(&mut item.text, text);
     let after = item.clone();
@@ -240,16 +239,15 @@ pub fn edit(store: &Store, project: &str, id: &str, text: &str) -> Result<Item, 
 /// Makes `child` inherit `parent`'s architecture, decisions and failures (`None` unlinks).
 pub fn link(store: &Store, child: &str, parent: Option<&str>) -> Result<(), NotesError> {
     if parent == Some(child) {
-        return Err(NotesError::Invalid(
-            "a project cannot be its own parent".into(),
-        ));
+        return Err(NotesError::BadLink("a project cannot be its own parent"));
     }
     if let Some(p) = parent
         && store.open(p).meta.parent.as_deref() == Some(child)
     {
-        return Err(NotesError::Invalid(format!(
-            "{p} already has {child} as its parent: links cannot go both ways"
-        )));
+        return Err(NotesError::LinkBothWays {
+            parent: p.to_string(),
+            child: child.to_string(),
+        });
     }
     let _lock = store::write_lock(&store.root)?;
     let mut n = store.open(child);

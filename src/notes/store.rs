@@ -23,8 +23,66 @@ pub enum NotesError {
         #[source]
         source: std::io::Error,
     },
+    /// A file's content could not be encoded (a bug, not the user's doing).
+    #[error("{}: {source}", path.display())]
+    Encode {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The index the notes are extracted from could not be opened.
+    #[error("cannot open the index: {0}")]
+    Index(#[from] crate::index::IndexError),
+    /// Not a session id (a path, a control character): the caller's mistake.
+    #[error("not a session id: {0:?}")]
+    NotASession(String),
+    /// A note edited to nothing: the caller's mistake.
+    #[error("a note cannot be empty; forget it instead")]
+    EmptyNote,
+    /// No such note: the caller's mistake.
+    #[error("no note {id} in the notes of {project}")]
+    NoSuchNote { id: String, project: String },
+    /// A link that would make a cycle: the caller's mistake.
     #[error("{0}")]
-    Invalid(String),
+    BadLink(&'static str),
+    /// `parent` already has `child` as its parent.
+    #[error("{parent} already has {child} as its parent: links cannot go both ways")]
+    LinkBothWays { parent: String, child: String },
+    /// The extraction was cancelled.
+    #[error("cancelled")]
+    Cancelled,
+}
+
+impl NotesError {
+    /// Whether the caller can fix it by asking differently (an unknown note, a bad link or id), as opposed to a
+    /// failure of the notes files, the index or the model call.
+    pub fn is_user_error(&self) -> bool {
+        matches!(
+            self,
+            NotesError::NotASession(_)
+                | NotesError::EmptyNote
+                | NotesError::NoSuchNote { .. }
+                | NotesError::BadLink(_)
+                | NotesError::LinkBothWays { .. }
+        )
+    }
+}
+
+/// Encodes `value` as the JSON of the file at `path` (`pretty` for files people read).
+pub(crate) fn to_json<T: serde::Serialize>(
+    path: &Path,
+    value: &T,
+    pretty: bool,
+) -> Result<Vec<u8>, NotesError> {
+    let encoded = if pretty {
+        serde_json::to_vec_pretty(value)
+    } else {
+        serde_json::to_vec(value)
+    };
+    encoded.map_err(|source| NotesError::Encode {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// Wraps an I/O error with the path it concerns.
@@ -35,9 +93,9 @@ pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> NotesError + '_ 
     }
 }
 
-/// Writes `bytes` to `path` atomically ([`crate::atomic::write_atomic`]), naming the path on failure.
+/// Writes `bytes` to `path` atomically ([`crate::atomic_file::write_atomic`]), naming the path on failure.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), NotesError> {
-    crate::atomic::write_atomic(path, bytes).map_err(io(path))
+    crate::atomic_file::write_atomic(path, bytes).map_err(io(path))
 }
 
 /// Holds the notes dir's short write lock until dropped.
@@ -206,8 +264,8 @@ impl Store {
 
     /// Writes the shared state.
     pub fn save_state(&self, s: &State) -> Result<(), NotesError> {
-        let json = serde_json::to_vec_pretty(s).map_err(|e| NotesError::Invalid(e.to_string()))?;
-        write_atomic(&self.root.join("state.json"), &json)
+        let path = self.root.join("state.json");
+        write_atomic(&path, &to_json(&path, s, true)?)
     }
 
     /// Every project that has a notes folder, by project path.
@@ -324,9 +382,8 @@ impl ProjectNotes {
 
     /// Writes `meta.json` only.
     pub fn save_meta(&self) -> Result<(), NotesError> {
-        let json = serde_json::to_vec_pretty(&self.meta)
-            .map_err(|e| NotesError::Invalid(e.to_string()))?;
-        write_atomic(&self.dir.join("meta.json"), &json)
+        let path = self.dir.join("meta.json");
+        write_atomic(&path, &to_json(&path, &self.meta, true)?)
     }
 
     /// Appends items pushed out of the live notes to `ARCHIVE.md` (with their category and why).

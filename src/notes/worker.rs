@@ -5,8 +5,8 @@
 
 use super::extract::{Extractor, Outcome};
 use super::merge::{Similarity, similarity};
-use super::shape::windows_of;
 use super::store::{Meta, NotesError, Store, WindowState, io, lock_file, write_atomic, write_lock};
+use super::window::windows_of;
 use crate::index::UpdateOptions;
 use crate::index::snapshot::Snapshot;
 use crate::settings::Settings;
@@ -50,10 +50,7 @@ fn file_stem(id: &str) -> String {
 /// overwrites it).
 pub fn enqueue(store: &Store, q: &Queued) -> Result<(), NotesError> {
     let Some(id) = safe_session(&q.session) else {
-        return Err(NotesError::Invalid(format!(
-            "not a session id: {:?}",
-            q.session
-        )));
+        return Err(NotesError::NotASession(q.session.clone()));
     };
     // One file per session and event: a SessionEnd right after a PreCompact does not hide it.
     let event: String = q
@@ -65,8 +62,7 @@ pub fn enqueue(store: &Store, q: &Queued) -> Result<(), NotesError> {
         .root
         .join("queue")
         .join(format!("{}.{event}.json", file_stem(id)));
-    let json = serde_json::to_vec(q).map_err(|e| NotesError::Invalid(e.to_string()))?;
-    write_atomic(&path, &json)
+    write_atomic(&path, &crate::notes::store::to_json(&path, q, false)?)
 }
 
 /// The queued sessions (unreadable entries are removed).
@@ -245,8 +241,7 @@ fn work_locked(cfg: &WorkerConfig, cancel: &AtomicBool) -> Result<WorkReport, No
         {
             tracing::warn!("index update before extraction failed: {e}");
         }
-        let snap = Snapshot::open(&cfg.index_dir)
-            .map_err(|e| NotesError::Invalid(format!("cannot open the index: {e}")))?;
+        let snap = Snapshot::open(&cfg.index_dir)?;
         absorb_queue(&cfg.store, &snap, now)?;
         let mut due: Vec<(String, String, u32)> = Vec::new();
         for meta in cfg.store.metas() {

@@ -1,8 +1,8 @@
 //! Asking the chosen windows: rebuild, ask with bounded concurrency, re-rank by the answers, log.
 
-use super::backend::{Backend, BackendError, Prompt, Usage};
-use super::conversation::{RebuildOptions, rebuild};
 use super::route::{Mode, ReplayError, RouteContext, Target, WindowType, route};
+use crate::model::conversation::{RebuildOptions, rebuild};
+use crate::model::{Backend, BackendError, Prompt, Usage};
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -37,6 +37,16 @@ pub struct QueryRequest {
     pub budget_tokens: usize,
 }
 
+/// Windows asked by default, and at most.
+pub const LIMIT: usize = 5;
+pub const MAX_LIMIT: usize = 50;
+/// Samples of mode `self` by default, and at most.
+pub const COPIES: usize = 3;
+pub const MAX_COPIES: usize = 10;
+/// Windows asked at once by default, and at most.
+pub const BATCH_SIZE: usize = 5;
+pub const MAX_BATCH_SIZE: usize = 20;
+
 impl QueryRequest {
     /// The defaults of `duncan_query`.
     pub fn new(question: &str) -> Self {
@@ -48,10 +58,10 @@ impl QueryRequest {
             session_id: None,
             window: None,
             git_branch: None,
-            limit: 5,
+            limit: LIMIT,
             offset: 0,
-            copies: 3,
-            batch_size: 5,
+            copies: COPIES,
+            batch_size: BATCH_SIZE,
             include_subagents: true,
             model: None,
             budget_tokens: RebuildOptions::default().budget_tokens,
@@ -67,25 +77,31 @@ impl QueryRequest {
         if self.question.len() > 20_000 {
             return bad("question", "question is longer than 20,000 bytes".into());
         }
-        if !(1..=50).contains(&self.limit) {
+        if !(1..=MAX_LIMIT).contains(&self.limit) {
             return bad(
                 "limit",
-                format!("limit must be between 1 and 50, got {}", self.limit),
+                format!(
+                    "limit must be between 1 and {MAX_LIMIT}, got {}",
+                    self.limit
+                ),
             );
         }
-        if !(1..=20).contains(&self.batch_size) {
+        if !(1..=MAX_BATCH_SIZE).contains(&self.batch_size) {
             return bad(
                 "batch_size",
                 format!(
-                    "batch_size must be between 1 and 20, got {}",
+                    "batch_size must be between 1 and {MAX_BATCH_SIZE}, got {}",
                     self.batch_size
                 ),
             );
         }
-        if !(1..=10).contains(&self.copies) {
+        if !(1..=MAX_COPIES).contains(&self.copies) {
             return bad(
                 "copies",
-                format!("copies must be between 1 and 10, got {}", self.copies),
+                format!(
+                    "copies must be between 1 and {MAX_COPIES}, got {}",
+                    self.copies
+                ),
             );
         }
         if self.budget_tokens < 1000 {

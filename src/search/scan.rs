@@ -1,11 +1,11 @@
 //! The semantic half of ranking: every eligible chunk scored against the query, each message keeping its best
 //! chunk. The scan reads the int8 copy of the vectors (a quarter of the bytes of the f32 matrix, see
-//! [`crate::index::compact`]); the messages that become candidates are then re-scored exactly from the f32 row
+//! [`crate::index::int8`]); the messages that become candidates are then re-scored exactly from the f32 row
 //! of their best chunk, so that only those rows of the f32 matrix are ever touched.
 
 use crate::embed::DIM;
 use crate::index::Snapshot;
-use crate::index::compact::{CompactQuery, dot_i8};
+use crate::index::int8::{CompactQuery, dot_i8};
 
 /// [`SemanticScan::chunk`] of a message without a scored chunk.
 const NO_CHUNK: u32 = u32::MAX;

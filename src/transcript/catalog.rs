@@ -300,7 +300,7 @@ fn write_cache(path: &Path, sessions: &[Listed]) {
     };
     let written = serde_json::to_vec(&file)
         .map_err(std::io::Error::other)
-        .and_then(|bytes| crate::atomic::write_atomic(path, &bytes));
+        .and_then(|bytes| crate::atomic_file::write_atomic(path, &bytes));
     if let Err(e) = written {
         // A listing without its cache is only slower next time.
         tracing::warn!("cannot write the listing cache {}: {e}", path.display());

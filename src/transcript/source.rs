@@ -82,7 +82,7 @@ impl Sources {
     /// Opens a transcript file and tells its length: from disk when it is there, else from the archive; the
     /// disk's error when neither has it.
     pub fn open(&self, path: &Path) -> std::io::Result<(Opened, u64)> {
-        match File::open(path) {
+        match fs_err::File::open(path).map(fs_err::File::into_file) {
             Ok(f) => {
                 let len = f.metadata()?.len();
                 Ok((Opened::Disk(f), len))

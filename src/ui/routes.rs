@@ -259,7 +259,11 @@ pub(super) async fn notes_edit(
     };
     match tokio::task::spawn_blocking(run).await {
         Ok(Ok(to)) => Redirect::to(&to).into_response(),
-        Ok(Err(e)) => error(StatusCode::BAD_REQUEST, &e.to_string()),
+        Ok(Err(e)) if e.is_user_error() => error(StatusCode::BAD_REQUEST, &e.to_string()),
+        Ok(Err(e)) => {
+            tracing::warn!("editing a note failed: {e}");
+            error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string())
+        }
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
     }
 }

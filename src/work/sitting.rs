@@ -6,13 +6,31 @@ use super::task::{TaskOutcome, summary};
 use crate::index::snapshot::Snapshot;
 use crate::notes::context::compile_for;
 use crate::notes::extract::{Extractor, Outcome};
-use crate::notes::store::{NotesError, write_atomic, write_lock};
+use crate::notes::store::{NotesError, to_json, write_atomic, write_lock};
 use crate::notes::{Category, Store};
 use crate::settings::Mode;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+/// Why a step of the work loop failed.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkError {
+    /// The notes store (its lock, its files) or an extraction.
+    #[error(transparent)]
+    Notes(#[from] NotesError),
+    /// A task log could not be created.
+    #[error("task log {}: {source}", path.display())]
+    Log {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The session is not in the index yet (extraction waits for the next update).
+    #[error("session {0} is not in the index yet")]
+    NotIndexed(String),
+}
 
 /// Which notes a sitting reads and writes.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,7 +61,7 @@ impl Line {
     }
 
     /// Makes sure a named line's notes exist and inherit the folder's (its parent).
-    pub fn prepare(&self, store: &Store) -> Result<(), NotesError> {
+    pub fn prepare(&self, store: &Store) -> Result<(), WorkError> {
         let Some(name) = &self.name else {
             return Ok(());
         };
@@ -166,7 +184,7 @@ fn next_number(dir: &Path) -> u32 {
 }
 
 /// Writes a task's log (a new number, claimed by creating the file exclusively), returns its path.
-pub fn write_task_log(dir: &Path, log: &mut TaskLog) -> Result<PathBuf, NotesError> {
+pub fn write_task_log(dir: &Path, log: &mut TaskLog) -> Result<PathBuf, WorkError> {
     std::fs::create_dir_all(dir).map_err(crate::notes::store::io(dir))?;
     loop {
         log.number = next_number(dir);
@@ -180,21 +198,18 @@ pub fn write_task_log(dir: &Path, log: &mut TaskLog) -> Result<PathBuf, NotesErr
                 // The empty file only claims the number; it is closed before being replaced, as Windows
                 // refuses to rename over a file that is still open.
                 drop(claimed);
-                let json = serde_json::to_vec_pretty(log)
-                    .map_err(|e| NotesError::Invalid(e.to_string()))?;
-                write_atomic(&path, &json)?;
+                write_atomic(&path, &to_json(&path, log, true)?)?;
                 return Ok(path);
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(crate::notes::store::io(&path)(e)),
+            Err(source) => return Err(WorkError::Log { path, source }),
         }
     }
 }
 
 /// Rewrites an existing task log (after its extraction).
-pub fn update_task_log(path: &Path, log: &TaskLog) -> Result<(), NotesError> {
-    let json = serde_json::to_vec_pretty(log).map_err(|e| NotesError::Invalid(e.to_string()))?;
-    write_atomic(path, &json)
+pub fn update_task_log(path: &Path, log: &TaskLog) -> Result<(), WorkError> {
+    Ok(write_atomic(path, &to_json(path, log, true)?)?)
 }
 
 /// An earlier task as the next ones see it.
@@ -297,12 +312,10 @@ pub fn extract_task(
     session: &str,
     ex: &Extractor,
     cancel: &std::sync::atomic::AtomicBool,
-) -> Result<Vec<Outcome>, NotesError> {
-    let windows = crate::notes::shape::windows_of(snap, session);
+) -> Result<Vec<Outcome>, WorkError> {
+    let windows = crate::notes::window::windows_of(snap, session);
     if windows.is_empty() {
-        return Err(NotesError::Invalid(format!(
-            "session {session} is not in the index yet"
-        )));
+        return Err(WorkError::NotIndexed(session.to_string()));
     }
     let mut out = Vec::new();
     for w in windows {

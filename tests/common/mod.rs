@@ -58,6 +58,36 @@ pub fn shared(rel: &str) -> Option<PathBuf> {
     None
 }
 
+/// The real model, loaded once per test binary from where `ghola` would find it (`models/fetch` puts it there).
+pub fn embedder() -> &'static ghola::embed::Embedder {
+    static E: std::sync::OnceLock<ghola::embed::Embedder> = std::sync::OnceLock::new();
+    E.get_or_init(|| {
+        ghola::embed::Embedder::from_places(&ghola::embed::ModelPlaces::new(
+            None,
+            &ghola::config::Environment::read(),
+        ))
+        .expect("run models/fetch")
+    })
+}
+
+/// `../shared/corpus`, the real transcripts the tests read in place (a missing corpus fails the caller).
+pub fn corpus() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus")
+}
+
+/// Copies the folder `from` to `to`, recursively (a corpus folder a test may change or delete).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), dest).unwrap();
+        }
+    }
+}
+
 /// The Claude Code CLI: `$GHOLA_CLAUDE_BIN`, else the one `.ci/run` installs. `None` outside CI when it is
 /// missing (the caller skips); under `CI=true` a missing CLI fails the test.
 pub fn claude_bin() -> Option<PathBuf> {

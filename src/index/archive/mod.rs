@@ -123,9 +123,9 @@ impl<'d> Packs<'d> {
     fn raw(&mut self, at: FrameAt) -> std::io::Result<Vec<u8>> {
         let f = match self.open.entry(at.pack) {
             std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
-            std::collections::btree_map::Entry::Vacant(v) => {
-                v.insert(File::open(pack_path(self.dir, at.pack))?)
-            }
+            std::collections::btree_map::Entry::Vacant(v) => v.insert(
+                fs_err::File::open(pack_path(self.dir, at.pack)).map(fs_err::File::into_file)?,
+            ),
         };
         read_raw_frame(f, at.offset)
     }
@@ -162,7 +162,7 @@ fn read_state(dir: &Path) -> Result<Option<State>, FormatError> {
 
 /// The ids of the pack files in `dir`, in order.
 fn pack_ids(dir: &Path) -> Vec<u64> {
-    let mut ids: Vec<u64> = std::fs::read_dir(dir)
+    let mut ids: Vec<u64> = fs_err::read_dir(dir)
         .map(|rd| {
             rd.flatten()
                 .filter_map(|e| {
@@ -182,11 +182,12 @@ fn create_pack(dir: &Path, next: &mut u64) -> std::io::Result<(u64, File)> {
     loop {
         let id = *next;
         *next += 1;
-        match OpenOptions::new()
+        match fs_err::OpenOptions::new()
             .read(true)
             .write(true)
             .create_new(true)
             .open(pack_path(dir, id))
+            .map(fs_err::File::into_file)
         {
             Ok(f) => return Ok((id, f)),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
@@ -198,7 +199,7 @@ fn create_pack(dir: &Path, next: &mut u64) -> std::io::Result<(u64, File)> {
 fn write_state(dir: &Path, s: &State) -> std::io::Result<()> {
     let tmp = dir.join(format!("{STATE}.tmp"));
     format::write_framed(&tmp, STATE_MAGIC, &format::encode(s))?;
-    std::fs::rename(&tmp, dir.join(STATE))?;
+    fs_err::rename(&tmp, dir.join(STATE))?;
     sync_dir(dir)
 }
 
@@ -217,7 +218,7 @@ impl ArchiveWriter {
     /// the packs, which name their file and offset (see [`recover`]).
     pub fn open(index_dir: &Path) -> std::io::Result<Self> {
         let dir = index_dir.join(ARCHIVE_DIR);
-        std::fs::create_dir_all(&dir)?;
+        fs_err::create_dir_all(&dir)?;
         // A rebuilt state is written at the next commit, even if nothing new is recorded.
         let mut rebuilt = false;
         let state = match read_state(&dir) {
@@ -237,7 +238,7 @@ impl ArchiveWriter {
                 tracing::warn!(
                     "archive state unreadable ({e}); kept as STATE.bad, rebuilt from the packs' frames"
                 );
-                let _ = std::fs::rename(dir.join(STATE), dir.join("STATE.bad"));
+                let _ = fs_err::rename(dir.join(STATE), dir.join("STATE.bad"));
                 rebuilt = true;
                 recover(&dir)
             }
@@ -434,7 +435,7 @@ impl ArchiveWriter {
         let keep: HashSet<u64> = self.state.packs.iter().map(|p| p.id).collect();
         for id in pack_ids(&self.dir).into_iter().chain(old_packs) {
             if !keep.contains(&id) {
-                let _ = std::fs::remove_file(pack_path(&self.dir, id));
+                let _ = fs_err::remove_file(pack_path(&self.dir, id));
             }
         }
         let after: u64 = self.state.packs.iter().map(|p| p.len).sum();

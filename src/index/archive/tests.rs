@@ -52,7 +52,7 @@ fn uncommitted_bytes_are_ignored_never_cut_and_damage_is_detected() {
     let r = Archive::open(tmp.path()).unwrap();
     assert_eq!(r.read("/p/a.jsonl").unwrap().unwrap(), b"kept\n");
     // The next writer leaves the uncommitted bytes in place and appends to a new pack.
-    let pack0 = std::fs::metadata(pack_path(&tmp.path().join(ARCHIVE_DIR), 0))
+    let pack0 = fs_err::metadata(pack_path(&tmp.path().join(ARCHIVE_DIR), 0))
         .unwrap()
         .len();
     let mut w = ArchiveWriter::open(tmp.path()).unwrap();
@@ -61,13 +61,13 @@ fn uncommitted_bytes_are_ignored_never_cut_and_damage_is_detected() {
     let r = Archive::open(tmp.path()).unwrap();
     assert_eq!(r.read("/p/a.jsonl").unwrap().unwrap(), b"kept\nnext\n");
     let dir = tmp.path().join(ARCHIVE_DIR);
-    assert_eq!(std::fs::metadata(pack_path(&dir, 0)).unwrap().len(), pack0);
+    assert_eq!(fs_err::metadata(pack_path(&dir, 0)).unwrap().len(), pack0);
     // A flipped byte in a pack is reported, not returned.
     let pack = pack_path(&dir, 1);
-    let mut bytes = std::fs::read(&pack).unwrap();
+    let mut bytes = fs_err::read(&pack).unwrap();
     let last = bytes.len() - 1;
     bytes[last] ^= 0xff;
-    std::fs::write(&pack, bytes).unwrap();
+    fs_err::write(&pack, bytes).unwrap();
     assert!(r.verify().is_err());
 }
 
@@ -81,7 +81,7 @@ fn a_damaged_state_is_rebuilt_from_the_packs() {
     w.record(&file("/p/b.jsonl", "b"), 0, b"bee\n").unwrap();
     w.commit().unwrap();
     let state = tmp.path().join(ARCHIVE_DIR).join(STATE);
-    std::fs::write(&state, b"garbage").unwrap();
+    fs_err::write(&state, b"garbage").unwrap();
     assert!(Archive::open(tmp.path()).is_err());
     // The next writer rebuilds it; nothing is lost, and it appends on.
     let mut w = ArchiveWriter::open(tmp.path()).unwrap();
@@ -102,8 +102,8 @@ fn a_missing_state_is_rebuilt_from_the_packs_and_no_pack_is_truncated() {
     w.record(&a, 0, b"only copy\n").unwrap();
     w.record(&b, 0, b"bee\n").unwrap();
     w.commit().unwrap();
-    let pack0 = std::fs::read(pack_path(&dir, 0)).unwrap();
-    std::fs::remove_file(dir.join(STATE)).unwrap();
+    let pack0 = fs_err::read(pack_path(&dir, 0)).unwrap();
+    fs_err::remove_file(dir.join(STATE)).unwrap();
     // A reader sees everything before any writer ran.
     let r = Archive::open(tmp.path()).unwrap();
     assert_eq!(r.read("/p/a.jsonl").unwrap().unwrap(), b"only copy\n");
@@ -112,7 +112,7 @@ fn a_missing_state_is_rebuilt_from_the_packs_and_no_pack_is_truncated() {
     w.record(&b, 4, b"more\n").unwrap();
     w.commit().unwrap();
     assert!(
-        std::fs::read(pack_path(&dir, 0))
+        fs_err::read(pack_path(&dir, 0))
             .unwrap()
             .starts_with(&pack0)
     );
@@ -121,12 +121,12 @@ fn a_missing_state_is_rebuilt_from_the_packs_and_no_pack_is_truncated() {
     assert_eq!(r.read("/p/b.jsonl").unwrap().unwrap(), b"bee\nmore\n");
     assert!(dir.join(STATE).exists());
     // A state that does not know a pack (lost and recreated empty) never lets a writer overwrite it.
-    std::fs::remove_file(dir.join(STATE)).unwrap();
+    fs_err::remove_file(dir.join(STATE)).unwrap();
     let mut next = 0;
     let (id, _) = create_pack(&dir, &mut next).unwrap();
     assert!(id > 0 && next == id + 1);
     assert!(
-        std::fs::read(pack_path(&dir, 0))
+        fs_err::read(pack_path(&dir, 0))
             .unwrap()
             .starts_with(&pack0)
     );
@@ -147,13 +147,13 @@ fn damaged_frames_cost_only_themselves() {
     // The second frame claims 4 GiB of header and payload: refused before anything is allocated, and the
     // scan steps over it to the third.
     let pack = pack_path(&dir, 0);
-    let mut bytes = std::fs::read(&pack).unwrap();
+    let mut bytes = fs_err::read(&pack).unwrap();
     bytes[second + 4..second + 12].copy_from_slice(&[0xff; 8]);
-    std::fs::write(&pack, &bytes).unwrap();
+    fs_err::write(&pack, &bytes).unwrap();
     let mut f = File::open(&pack).unwrap();
     let err = read_raw_frame(&mut f, second as u64).unwrap_err();
     assert!(err.to_string().contains("past the end"), "{err}");
-    std::fs::remove_file(dir.join(STATE)).unwrap();
+    fs_err::remove_file(dir.join(STATE)).unwrap();
     let r = Archive::open(tmp.path()).unwrap();
     assert_eq!(r.read("/p/a.jsonl").unwrap().unwrap(), b"a 0\n");
     assert!(r.read("/p/b.jsonl").unwrap().is_none());
@@ -181,11 +181,11 @@ fn forgetting_rewrites_the_packs_without_the_session() {
     assert!(r.read("/p/a.jsonl").unwrap().is_none());
     assert_eq!(r.read("/p/b.jsonl").unwrap().unwrap(), b"keep me\n");
     // No pack keeps the forgotten bytes, compressed or not.
-    for e in std::fs::read_dir(tmp.path().join(ARCHIVE_DIR))
+    for e in fs_err::read_dir(tmp.path().join(ARCHIVE_DIR))
         .unwrap()
         .flatten()
     {
-        let bytes = std::fs::read(e.path()).unwrap();
+        let bytes = fs_err::read(e.path()).unwrap();
         assert!(!bytes.windows(6).any(|w| w == b"SECRET"), "{:?}", e.path());
     }
 }

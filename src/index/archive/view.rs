@@ -112,7 +112,7 @@ struct View {
 
 impl View {
     fn archive(&self) -> Option<std::sync::Arc<Archive>> {
-        let stamp = std::fs::metadata(self.index_dir.join(ARCHIVE_DIR).join(STATE))
+        let stamp = fs_err::metadata(self.index_dir.join(ARCHIVE_DIR).join(STATE))
             .and_then(|m| m.modified())
             .ok();
         let mut cached = self.cached.lock().unwrap_or_else(|p| p.into_inner());

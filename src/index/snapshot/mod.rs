@@ -266,7 +266,7 @@ pub fn read_manifest(dir: &Path) -> Result<Option<Manifest>, FormatError> {
 /// The memory the in-memory search set may use unless told otherwise: a third of RAM (the CLI takes
 /// `GHOLA_MEMORY_LIMIT_MB` instead when set).
 pub fn default_memory_limit() -> u64 {
-    let total_kb = std::fs::read_to_string("/proc/meminfo")
+    let total_kb = fs_err::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|s| {
             s.lines()
@@ -371,7 +371,7 @@ impl Snapshot {
                 }
                 Err(IndexError::Format(e)) => {
                     // Tell the next writer to take the full, verifying path (see `update::unchanged`).
-                    let _ = std::fs::write(dir.join(DAMAGE_SEEN), e.to_string());
+                    let _ = fs_err::write(dir.join(DAMAGE_SEEN), e.to_string());
                     return Err(IndexError::Format(e));
                 }
                 other => return other,

@@ -58,7 +58,7 @@ pub(super) fn scan<'a>(
         for path in s.all_files() {
             summary.files_seen += 1;
             let key = path.display().to_string();
-            let (size, mtime) = match std::fs::metadata(path) {
+            let (size, mtime) = match fs_err::metadata(path) {
                 Ok(meta) => {
                     on_disk.insert(key.clone());
                     (meta.len(), mtime_ns(&meta))
@@ -150,7 +150,7 @@ fn tail_became_readable(path: &Path, old: &FileState) -> bool {
     }
     let read = || -> std::io::Result<Vec<u8>> {
         use std::io::{Read, Seek};
-        let mut f = std::fs::File::open(path)?;
+        let mut f = fs_err::File::open(path).map(fs_err::File::into_file)?;
         f.seek(std::io::SeekFrom::Start(old.consumed))?;
         let mut tail = Vec::with_capacity(pending as usize);
         f.take(pending).read_to_end(&mut tail)?;

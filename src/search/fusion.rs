@@ -1,0 +1,203 @@
+//! Fusion: the lexical and semantic evidence of a query made one ranking — the weighted sum or reciprocal-rank
+//! fusion of the two, the priors of where an answer is unlikely to be ([`super::prior`]), the share an answer
+//! inherits from the message before it, the floor for weak hits — and copies of one text collapsed to one hit.
+
+use super::{Fusion, NEXT_SHARE, Scored, SearchParams, params, same_window};
+use crate::index::Snapshot;
+use rustc_hash::FxHashMap;
+use std::hash::Hasher;
+
+/// The evidence a query has, gathered once per search: lexical matches and the best semantic candidates.
+pub(super) struct Evidence {
+    /// BM25 score per matching eligible message.
+    pub(super) lexical: FxHashMap<u32, f32>,
+    /// The same, best first.
+    pub(super) lex_sorted: Vec<(u32, f32)>,
+    /// The best semantic candidates (by the scan's first, approximate scores).
+    pub(super) sem_top: Vec<u32>,
+    /// Rank fusion only: every message's semantic rank.
+    pub(super) sem_rank: FxHashMap<u32, usize>,
+    /// Rank fusion only: every lexical match's rank.
+    pub(super) lex_rank: FxHashMap<u32, usize>,
+    /// Weighted fusion only: every candidate's prior (see [`prior::prior`]), read once per search though the
+    /// ranking is fused twice (before and after the exact re-scoring).
+    pub(super) priors: FxHashMap<u32, f32>,
+}
+
+impl Evidence {
+    /// Every candidate's fused score given each message's semantic score (`semantic`, `-inf` for none; empty
+    /// without a query vector), with the answers' inherited share; best first.
+    pub(super) fn fuse(
+        &self,
+        snap: &Snapshot,
+        p: &SearchParams,
+        ok: &[bool],
+        semantic: &[f32],
+    ) -> Vec<Scored> {
+        let sem = |m: u32| semantic.get(m as usize).copied().filter(|s| s.is_finite());
+        let max_lex = self.lex_sorted.first().map_or(1.0, |x| x.1).max(1e-6);
+        // A message not embedded yet (the second pass has not reached it) has no semantic evidence either way: it is
+        // given the median semantic score of the lexical matches that have some, so that it ranks by its words among
+        // them instead of sinking below every embedded match.
+        let imputed = if snap.messages_waiting > 0 && !semantic.is_empty() {
+            let mut known: Vec<f32> = self
+                .lex_sorted
+                .iter()
+                .filter_map(|(m, _)| sem(*m))
+                .map(|s| s.max(0.0))
+                .collect();
+            known.sort_by(f32::total_cmp);
+            known.get(known.len() / 2).copied().unwrap_or(0.0)
+        } else {
+            0.0
+        };
+        // Candidates: every lexical match, plus the best semantic ones above the threshold.
+        let mut candidates: Vec<u32> = self.lex_sorted.iter().map(|(m, _)| *m).collect();
+        candidates.extend(self.sem_top.iter().copied().filter(|m| {
+            sem(*m).is_some_and(|s| s >= p.threshold) && !self.lexical.contains_key(m)
+        }));
+        let w = p
+            .lexical_weight
+            .unwrap_or_else(|| params::default_lexical_weight(&p.query));
+        let mut out: Vec<Scored> = candidates
+            .into_iter()
+            .filter_map(|m| {
+                let measured = sem(m).map(|s| s.max(0.0));
+                let s = match measured {
+                    Some(s) => s,
+                    None if !snap.is_embedded(m as usize) => imputed,
+                    None => 0.0,
+                };
+                let l = self.lexical.get(&m).copied().unwrap_or(0.0);
+                // A message that asks (or that the query rules out) is rarely the evidence: the answer after it is.
+                let prior = self.priors.get(&m).copied().unwrap_or(1.0);
+                let score = prior
+                    * match p.fusion {
+                        Fusion::Weighted => w * (l / max_lex) + (1.0 - w) * s,
+                        Fusion::Rrf => {
+                            let r = |rank: Option<&usize>| {
+                                rank.map_or(0.0, |r| 1.0 / (60.0 + *r as f32 + 1.0))
+                            };
+                            r(self.lex_rank.get(&m)) + r(self.sem_rank.get(&m))
+                        }
+                        Fusion::Semantic => {
+                            if s < p.threshold {
+                                return None;
+                            }
+                            s
+                        }
+                        Fusion::Lexical => {
+                            if l <= 0.0 {
+                                return None;
+                            }
+                            l
+                        }
+                    };
+                Some(Scored {
+                    message: m,
+                    semantic: measured.unwrap_or(0.0),
+                    lexical: l,
+                    score,
+                    rank: 0,
+                })
+            })
+            .collect();
+        if p.fusion == Fusion::Weighted {
+            // The message after a candidate — its answer, a tool's output, a subagent's report — inherits a share
+            // of the candidate's score: questions are often worded like the message that asked, not like the one
+            // that answered.
+            let mut at: FxHashMap<u32, usize> = out
+                .iter()
+                .enumerate()
+                .map(|(k, s)| (s.message, k))
+                .collect();
+            let base: Vec<(u32, f32)> = out.iter().map(|s| (s.message, s.score)).collect();
+            for (m, sc) in base {
+                let n = m as usize + 1;
+                if n >= snap.messages.len()
+                    || !ok[n]
+                    || !same_window(&snap.messages[m as usize], &snap.messages[n])
+                {
+                    continue;
+                }
+                let add = NEXT_SHARE * sc;
+                match at.get(&(n as u32)) {
+                    Some(&k) => out[k].score += add,
+                    None => {
+                        // Not a candidate of its own: it must still have evidence of its own (no noise hits).
+                        let sv = sem(n as u32).unwrap_or(0.0).max(0.0);
+                        if sv < p.threshold {
+                            continue;
+                        }
+                        at.insert(n as u32, out.len());
+                        out.push(Scored {
+                            message: n as u32,
+                            semantic: sv,
+                            lexical: 0.0,
+                            score: (1.0 - w) * sv + add,
+                            rank: 0,
+                        });
+                    }
+                }
+            }
+        }
+        out.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| {
+                    snap.messages[b.message as usize]
+                        .timestamp_ms
+                        .cmp(&snap.messages[a.message as usize].timestamp_ms)
+                })
+                .then_with(|| a.message.cmp(&b.message))
+        });
+        out
+    }
+}
+
+/// Copies are recognised by their first this many bytes (a hand-back may carry a trailer the report lacks).
+const COPY_PREFIX_BYTES: usize = 1000;
+/// Only the best this many hits are compared (reading a text costs a page of the mapped file).
+const COPY_CANDIDATES: usize = 200;
+/// Texts shorter than this are never collapsed as copies: a short line ("ok", "Continue") said twice is two events.
+const COPY_MIN_BYTES: usize = 200;
+
+/// One hit per text said twice: a subagent's report and its hand-back in the parent (`[tool result] ` + the
+/// same text), a file read twice. The copies' best score stays at the best copy's place in the ranking; the
+/// message shown is the earliest copy, where the text was first said.
+pub(super) fn collapse_copies(snap: &Snapshot, ranked: Vec<Scored>) -> Vec<Scored> {
+    let mut seen: FxHashMap<u64, usize> = FxHashMap::default();
+    let mut out: Vec<Scored> = Vec::with_capacity(ranked.len());
+    for (r, s) in ranked.into_iter().enumerate() {
+        if r >= COPY_CANDIDATES {
+            out.push(s);
+            continue;
+        }
+        let bytes = snap.text_bytes(s.message as usize);
+        let body = bytes
+            .strip_prefix(b"[tool result] ".as_slice())
+            .unwrap_or(bytes)
+            .trim_ascii();
+        if body.len() < COPY_MIN_BYTES {
+            out.push(s);
+            continue;
+        }
+        let mut h = rustc_hash::FxHasher::default();
+        h.write(&body[..body.len().min(COPY_PREFIX_BYTES)]);
+        let h = h.finish();
+        match seen.get(&h) {
+            Some(&k) => {
+                let kept = &mut out[k];
+                let t = |m: u32| snap.messages[m as usize].timestamp_ms.unwrap_or(i64::MAX);
+                if t(s.message) < t(kept.message) {
+                    kept.message = s.message;
+                }
+            }
+            None => {
+                seen.insert(h, out.len());
+                out.push(s);
+            }
+        }
+    }
+    out
+}
