@@ -109,6 +109,22 @@ fn write_session(
     path
 }
 
+/// Writes `sessions` sessions of `messages` messages each in `project` (ids `<prefix>-0000-4000-8000-<n>`, the
+/// i-th message of session s saying `text(s, i)`), then indexes them.
+fn indexed_sessions(
+    m: &Machine,
+    project: &str,
+    prefix: &str,
+    (sessions, messages): (usize, usize),
+    text: impl Fn(usize, usize) -> String,
+) {
+    for s in 0..sessions {
+        let id = format!("{prefix}-0000-4000-8000-{s:012}");
+        write_session(m, project, &id, messages, |i| text(s, i));
+    }
+    run_ok(m.ghola().arg("index"));
+}
+
 fn session_ids(m: &Machine) -> Vec<String> {
     let v = run_json(m.ghola().args(["sessions", "--global", "--json"]));
     let mut ids: Vec<String> = v["sessions"]
@@ -256,16 +272,9 @@ fn duncan_search_mode_asks_more_windows_than_one_search_page() {
     let m = Machine::new();
     let project = "/home/dev/many";
     // 40 sessions that all talk about the same thing: more windows than one search page of hits covers.
-    for s in 0..40 {
-        write_session(
-            &m,
-            project,
-            &format!("5e551000-0000-4000-8000-{s:012}"),
-            6,
-            |i| format!("the caching layer of the billing service, part {i} of session {s}"),
-        );
-    }
-    run_ok(m.ghola().arg("index"));
+    indexed_sessions(&m, project, "5e551000", (40, 6), |s, i| {
+        format!("the caching layer of the billing service, part {i} of session {s}")
+    });
     let api = StandIn::start(
         4,
         Arc::new(|_: &Value| {
@@ -383,16 +392,9 @@ fn damage(path: &Path, how: Damage) {
 fn damage_to_any_file_ends_in_a_clear_message_never_a_panic_or_a_lost_session() {
     let m = Machine::new();
     let project = "/home/dev/fault";
-    for s in 0..4 {
-        write_session(
-            &m,
-            project,
-            &format!("fa017000-0000-4000-8000-{s:012}"),
-            8,
-            |i| format!("fault matrix talk {i} of session {s}: the parser and the {s} widgets"),
-        );
-    }
-    run_ok(m.ghola().arg("index"));
+    indexed_sessions(&m, project, "fa017000", (4, 8), |s, i| {
+        format!("fault matrix talk {i} of session {s}: the parser and the {s} widgets")
+    });
     run_ok(m.ghola().args(["notes", "on", "--project", project]));
     // Notes as a user edits them: one per category file.
     let notes_dir = notes_folder(&m);

@@ -650,29 +650,52 @@ fn the_api_request_is_shaped_as_the_messages_api_expects() {
     assert_eq!(line["strategy"], "session");
 }
 
-#[test]
-fn invalid_answers_get_two_corrections_then_the_window_fails() {
-    let tmp = tempfile::tempdir().unwrap();
-    fixture(tmp.path());
+/// Session S2 asked "Which database?", over the fixture written in `dir`.
+fn database_question(dir: &Path) -> QueryRequest {
+    fixture(dir);
     let mut req = QueryRequest::new("Which database?");
     req.mode = Mode::Session;
     req.session_id = Some(S2.into());
-    let cancel = AtomicBool::new(false);
-    let c = ctx(tmp.path(), tmp.path(), None);
+    req
+}
 
-    // Two bad inputs, then a good one.
+/// Asks `req` of a stand-in that gives `replies` in turn (the last from then on); returns the report and the
+/// requests the stand-in saw.
+fn ask_scripted(
+    req: &QueryRequest,
+    c: &RouteContext,
+    replies: Vec<Reply>,
+) -> (ghola::replay::QueryReport, Vec<Value>) {
     let n = std::sync::atomic::AtomicUsize::new(0);
     let s = StandIn::start(
         1,
-        Arc::new(move |_| match n.fetch_add(1, Ordering::SeqCst) {
-            0 => Reply::tool_use("duncan_response", json!({"hasContext": "yes"})),
-            1 => Reply::text("Postgres, I think"),
-            _ => answer(true, "Postgres 16"),
+        Arc::new(move |_| {
+            let k = n.fetch_add(1, Ordering::SeqCst).min(replies.len() - 1);
+            replies[k].clone()
         }),
     );
-    let report = ghola::replay::query(&req, &c, &api(&s), &cancel, &mut |_, _, _| {}).unwrap();
+    let cancel = AtomicBool::new(false);
+    let report = ghola::replay::query(req, c, &api(&s), &cancel, &mut |_, _, _| {}).unwrap();
+    (report, s.requests())
+}
+
+#[test]
+fn invalid_answers_get_two_corrections_then_the_window_fails() {
+    let tmp = tempfile::tempdir().unwrap();
+    let req = database_question(tmp.path());
+    let c = ctx(tmp.path(), tmp.path(), None);
+
+    // Two bad inputs, then a good one.
+    let (report, reqs) = ask_scripted(
+        &req,
+        &c,
+        vec![
+            Reply::tool_use("duncan_response", json!({"hasContext": "yes"})),
+            Reply::text("Postgres, I think"),
+            answer(true, "Postgres 16"),
+        ],
+    );
     assert_eq!(report.results[0].answer.as_deref(), Some("Postgres 16"));
-    let reqs = s.requests();
     assert_eq!(reqs.len(), 3);
     let correction = last_user_text(&reqs[1]);
     assert!(
@@ -685,12 +708,9 @@ fn invalid_answers_get_two_corrections_then_the_window_fails() {
     );
 
     // Never valid: three calls, then a reported error.
-    let s = StandIn::start(
-        1,
-        Arc::new(|_| Reply::tool_use("duncan_response", json!({"answer": 1}))),
-    );
-    let report = ghola::replay::query(&req, &c, &api(&s), &cancel, &mut |_, _, _| {}).unwrap();
-    assert_eq!(s.requests().len(), 3);
+    let never = Reply::tool_use("duncan_response", json!({"answer": 1}));
+    let (report, reqs) = ask_scripted(&req, &c, vec![never]);
+    assert_eq!(reqs.len(), 3);
     let r = &report.results[0];
     assert!(r.answer.is_none());
     assert!(
@@ -707,31 +727,23 @@ fn invalid_answers_get_two_corrections_then_the_window_fails() {
 #[test]
 fn transient_errors_are_retried_and_client_errors_are_not() {
     let tmp = tempfile::tempdir().unwrap();
-    fixture(tmp.path());
-    let mut req = QueryRequest::new("Which database?");
-    req.mode = Mode::Session;
-    req.session_id = Some(S2.into());
-    let cancel = AtomicBool::new(false);
+    let req = database_question(tmp.path());
     let c = ctx(tmp.path(), tmp.path(), None);
-    let n = std::sync::atomic::AtomicUsize::new(0);
-    let s = StandIn::start(
-        1,
-        Arc::new(move |_| match n.fetch_add(1, Ordering::SeqCst) {
-            0 => Reply::Error(529, "Overloaded".into()),
-            1 => Reply::Error(500, "internal".into()),
-            _ => answer(true, "Postgres 16"),
-        }),
+    let (report, reqs) = ask_scripted(
+        &req,
+        &c,
+        vec![
+            Reply::Error(529, "Overloaded".into()),
+            Reply::Error(500, "internal".into()),
+            answer(true, "Postgres 16"),
+        ],
     );
-    let report = ghola::replay::query(&req, &c, &api(&s), &cancel, &mut |_, _, _| {}).unwrap();
     assert_eq!(report.results[0].answer.as_deref(), Some("Postgres 16"));
-    assert_eq!(s.requests().len(), 3);
+    assert_eq!(reqs.len(), 3);
 
-    let s = StandIn::start(
-        1,
-        Arc::new(|_| Reply::Error(400, "messages: roles must alternate".into())),
-    );
-    let report = ghola::replay::query(&req, &c, &api(&s), &cancel, &mut |_, _, _| {}).unwrap();
-    assert_eq!(s.requests().len(), 1);
+    let refused = Reply::Error(400, "messages: roles must alternate".into());
+    let (report, reqs) = ask_scripted(&req, &c, vec![refused]);
+    assert_eq!(reqs.len(), 1);
     assert!(
         report.results[0]
             .error

@@ -297,4 +297,9 @@ fn with_a_watcher_the_listing_is_kept_until_a_change_is_seen() {
     // The listing knows each session's files: a session is found without a walk of the history.
     let files = h.session_files("f666").unwrap();
     assert_eq!(files.session_id, "f6666666-0000-0000-0000-000000000000");
+    // A session written a moment ago is found at once, its watcher event still on its way or not.
+    Transcript::new("a7777777-0000-0000-0000-000000000000", "/w/new")
+        .user("just now")
+        .write(&claude);
+    assert!(h.session_files("a7777777").is_ok());
 }

@@ -9,8 +9,9 @@
 
 use super::bench::peak_rss_mib;
 use anyhow::{Context, Result};
-use ghola::embed::{DIM, Vector};
-use ghola::index::{self, ChunkEmbedder, IndexError, Snapshot, UpdateOptions};
+use ghola::embed::Vector;
+use ghola::index::standin::HashEmbedder;
+use ghola::index::{self, ChunkEmbedder, Snapshot, UpdateOptions};
 use ghola::search::{self, SearchParams};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -179,38 +180,6 @@ fn line(rng: &mut Rng, id: &str, project: &str, s: usize, m: usize) -> String {
             "content": [{"type": "text", "text": text}]}})
     };
     v.to_string()
-}
-
-/// Deterministic unit vectors from a hash of the text: the cost of everything but the model.
-pub struct HashEmbedder;
-
-impl HashEmbedder {
-    fn vector(text: &str) -> Vector {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in text.bytes() {
-            h = (h ^ b as u64).wrapping_mul(0x100_0000_01b3);
-        }
-        let mut rng = Rng(h | 1);
-        let mut v = [0f32; DIM];
-        for x in v.iter_mut() {
-            *x = (rng.next() >> 40) as f32 / (1u64 << 24) as f32 - 0.5;
-        }
-        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
-        v.iter_mut().for_each(|x| *x /= norm);
-        v
-    }
-}
-
-impl ChunkEmbedder for HashEmbedder {
-    fn model_id(&self) -> String {
-        "bench/hash-vectors".into()
-    }
-    fn weights_sha256(&self, _: &Path) -> Result<String, IndexError> {
-        Ok("none".into())
-    }
-    fn embed_chunked(&self, texts: &[&str], _: usize) -> Result<Vec<Vec<Vector>>, IndexError> {
-        Ok(texts.iter().map(|t| vec![Self::vector(t)]).collect())
-    }
 }
 
 fn update(idx: &Path, claude: &Path) -> Result<(index::UpdateSummary, f64)> {

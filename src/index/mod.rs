@@ -17,6 +17,7 @@ mod resume;
 pub mod rows;
 pub mod segment;
 pub mod snapshot;
+pub mod standin;
 pub mod terms;
 pub mod update;
 mod vectors;

@@ -218,26 +218,42 @@ impl HistoryService {
 
     /// The full id of the session `given` names (an id or a unique prefix), from the listing.
     pub fn resolve_session(&self, given: &str) -> Result<String, LookupError> {
-        let l = self.listing();
-        transcript::resolve_session_id(
-            given,
-            l.sessions.iter().map(|s| s.summary.session_id.as_str()),
-        )
-        .map(str::to_owned)
+        self.with_fresh_retry(|l| {
+            transcript::resolve_session_id(
+                given,
+                l.sessions.iter().map(|s| s.summary.session_id.as_str()),
+            )
+            .map(str::to_owned)
+        })
     }
 
-    /// The files of the session `given` names: from the held listing's discovery (no walk of the history) when
-    /// it knows the session, else from a fresh discovery.
+    /// The files of the session `given` names, from the listing's discovery (no walk of the history).
     pub fn session_files(&self, given: &str) -> Result<transcript::SessionFiles, LookupError> {
-        let l = self.listing();
-        let ids = l.discovery.sessions.iter().map(|s| s.session_id.as_str());
-        let id = transcript::resolve_session_id(given, ids)?;
-        l.discovery
-            .sessions
-            .iter()
-            .find(|s| s.session_id == id)
-            .cloned()
-            .ok_or_else(|| LookupError::NotFound(given.to_string()))
+        self.with_fresh_retry(|l| {
+            let ids = l.discovery.sessions.iter().map(|s| s.session_id.as_str());
+            let id = transcript::resolve_session_id(given, ids)?;
+            l.discovery
+                .sessions
+                .iter()
+                .find(|s| s.session_id == id)
+                .cloned()
+                .ok_or_else(|| LookupError::NotFound(given.to_string()))
+        })
+    }
+
+    /// `f` on the listing; when it does not find what it looks for in a held listing, once more on a fresh one
+    /// (a session written a moment ago, whose watcher event is still on its way).
+    fn with_fresh_retry<T>(
+        &self,
+        f: impl Fn(&Listing) -> Result<T, LookupError>,
+    ) -> Result<T, LookupError> {
+        match f(&self.listing()) {
+            Err(LookupError::NotFound(_)) if self.watching.load(Ordering::SeqCst) => {
+                self.invalidate_listing();
+                f(&self.listing())
+            }
+            other => other,
+        }
     }
 
     /// Waits at most `limit` for the first indexing pass; returns whether it is done (at once when no freshness

@@ -1,0 +1,134 @@
+//! The ranking in-process and without the model: an index embedded with the word-hashing stand-in
+//! (`index::standin::WordsEmbedder`, whose vectors are near exactly when texts share words), searched with the
+//! stand-in's query vector, so that what each fusion, rule and collapse does is known in advance and runs in
+//! milliseconds.
+
+mod common;
+
+use common::transcript::Transcript;
+use ghola::index::standin::WordsEmbedder;
+use ghola::index::{Snapshot, UpdateOptions};
+use ghola::search::{Fusion, Rule, SearchParams, SearchResponse, search_with_vector};
+use std::path::Path;
+
+/// Indexes what is under `claude` with the stand-in and opens it.
+fn indexed(claude: &Path, idx: &Path) -> Snapshot {
+    ghola::index::update(
+        idx,
+        claude,
+        &WordsEmbedder,
+        UpdateOptions::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    Snapshot::open(idx).unwrap()
+}
+
+/// `query` over every project with `fusion`, no context, no floor.
+fn ask(snap: &Snapshot, query: &str, fusion: Fusion) -> SearchResponse {
+    ask_without(snap, query, fusion, &[])
+}
+
+/// [`ask`] with ranking rules turned off.
+fn ask_without(snap: &Snapshot, query: &str, fusion: Fusion, rules: &[Rule]) -> SearchResponse {
+    let mut p = SearchParams::new(query);
+    p.context = 0;
+    p.fusion = fusion;
+    p.relative_floor = 0.0;
+    p.without_rules = rules.to_vec();
+    search_with_vector(snap, Some(&WordsEmbedder::vector(query)), &p).unwrap()
+}
+
+fn texts(r: &SearchResponse) -> Vec<String> {
+    r.results
+        .iter()
+        .map(|h| {
+            h.context
+                .iter()
+                .find(|c| c.is_match)
+                .unwrap()
+                .content
+                .clone()
+        })
+        .collect()
+}
+
+#[test]
+fn every_fusion_ranks_the_message_that_has_the_query_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let claude = tmp.path().join("claude");
+    Transcript::new("a1111111-0000-0000-0000-000000000000", "/w/app")
+        .user("Size the tile cache for the renderer.")
+        .assistant("The tile cache holds sixty four megabytes of rendered tiles.")
+        .user("And the uploader?")
+        .assistant("The uploader retries with exponential backoff and jitter, five attempts.")
+        .write(&claude);
+    let snap = indexed(&claude, &tmp.path().join("idx"));
+    for fusion in [
+        Fusion::Weighted,
+        Fusion::Rrf,
+        Fusion::Semantic,
+        Fusion::Lexical,
+    ] {
+        let got = texts(&ask(&snap, "uploader backoff jitter", fusion));
+        assert!(
+            got.first()
+                .is_some_and(|t| t.contains("exponential backoff")),
+            "{fusion:?}: {got:?}"
+        );
+        if fusion == Fusion::Lexical {
+            assert!(
+                got.iter().all(|t| !t.contains("tile cache")),
+                "words only: a message without the query's words is no hit: {got:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn an_answer_ranks_above_the_question_it_answers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let claude = tmp.path().join("claude");
+    Transcript::new("b2222222-0000-0000-0000-000000000000", "/w/app")
+        .user("How should the uploader retry after a dropped connection?")
+        .assistant("The uploader should retry after a dropped connection with exponential backoff.")
+        .write(&claude);
+    let snap = indexed(&claude, &tmp.path().join("idx"));
+    let got = texts(&ask(
+        &snap,
+        "uploader retry dropped connection",
+        Fusion::Weighted,
+    ));
+    assert!(
+        got.first()
+            .is_some_and(|t| t.contains("exponential backoff")),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn copies_of_one_text_collapse_to_the_earliest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let claude = tmp.path().join("claude");
+    let report = format!(
+        "Migration report: the ledger tables moved to the new schema. {}",
+        "Every row was checked against its checksum and the totals agree. ".repeat(5)
+    );
+    Transcript::new("c3333333-0000-0000-0000-000000000000", "/w/app")
+        .user(&report)
+        .write(&claude);
+    Transcript::new("d4444444-0000-0000-0000-000000000000", "/w/app")
+        .starting("2025-05-01T10:00:00Z")
+        .user(&report)
+        .write(&claude);
+    let snap = indexed(&claude, &tmp.path().join("idx"));
+    let r = ask(&snap, "ledger migration report checksum", Fusion::Weighted);
+    assert_eq!(r.results.len(), 1, "{:?}", texts(&r));
+    assert!(
+        r.results[0]
+            .matched_message
+            .session_id
+            .starts_with("c3333333"),
+        "the earliest copy is shown"
+    );
+}
