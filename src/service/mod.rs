@@ -101,9 +101,8 @@ pub struct HistoryService {
     /// Changes the file watcher saw under `projects/` (and forgets made here): a listing read at another count is
     /// stale.
     changes: Arc<AtomicU64>,
-    /// The watcher (kept alive while the service is) and the receiver the freshness loop waits on.
+    /// The watcher, kept alive while the service is.
     watcher: Mutex<Option<notify::RecommendedWatcher>>,
-    signals: Mutex<Option<std::sync::mpsc::Receiver<()>>>,
     /// Whether a watcher runs: without one every listing call reads the history's file stamps again.
     watching: AtomicBool,
     /// Whether searches count the transcripts not indexed yet (the freshness loop runs, or the caller asked).
@@ -123,7 +122,6 @@ impl HistoryService {
             listing: Mutex::new(None),
             changes: Arc::default(),
             watcher: Mutex::new(None),
-            signals: Mutex::new(None),
             watching: AtomicBool::new(false),
             indexing: AtomicBool::new(false),
             first_pass: (Mutex::new(true), Condvar::new()),
@@ -164,15 +162,21 @@ impl HistoryService {
     /// Starts the file watcher on the history (once): from then on the listing is read again only after a change.
     /// Where no watcher can be had, every listing call checks the files' stamps instead.
     pub fn watch_history(&self) {
+        // Nobody waits on the signals here: dropped, they are not kept.
+        drop(self.start_watcher());
+    }
+
+    /// [`HistoryService::watch_history`], returning the receiver of its signals (`None` when a watcher already
+    /// runs or none can be had).
+    fn start_watcher(&self) -> Option<std::sync::mpsc::Receiver<()>> {
         let mut held = self.watcher.lock().unwrap_or_else(|e| e.into_inner());
         if held.is_some() {
-            return;
+            return None;
         }
-        if let Some((w, rx)) = watch::watch(&self.cfg.claude_dir, self.changes.clone()) {
-            *held = Some(w);
-            *self.signals.lock().unwrap_or_else(|e| e.into_inner()) = Some(rx);
-            self.watching.store(true, Ordering::SeqCst);
-        }
+        let (w, rx) = watch::watch(&self.cfg.claude_dir, self.changes.clone())?;
+        *held = Some(w);
+        self.watching.store(true, Ordering::SeqCst);
+        Some(rx)
     }
 
     /// Has searches count the transcripts not indexed yet (`index.pending_files`, and a note): for a caller that
@@ -438,14 +442,9 @@ impl HistoryService {
     fn freshness_loop(&self) {
         self.update_once(true);
         self.first_pass_done(true);
-        self.watch_history();
+        let signals = self.start_watcher();
         // The listing tools answer from memory from now on.
         self.listing();
-        let signals = self
-            .signals
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
         loop {
             let mut more = false;
             if let Some(e) = self.embedder() {
