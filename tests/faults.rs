@@ -61,21 +61,7 @@ fn output(cmd: &mut Command) -> Output {
 
 /// Runs `ghola hook EVENT` with `input` on stdin.
 fn hook(m: &Machine, event: &str, input: &Value) -> Output {
-    let mut child = m
-        .ghola()
-        .args(["hook", event])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.to_string().as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    common::run_hook(m.ghola(), event, &input.to_string())
 }
 
 fn line(session: &str, cwd: &str, i: usize, text: &str) -> String {

@@ -20,6 +20,19 @@ fn embedder() -> &'static Embedder {
     common::embedder()
 }
 
+/// The second pass over the index in `dir` with the real model: `segments` of them at most (`None`: all).
+fn embed_pending(dir: &Path, segments: Option<usize>) -> index::EmbedSummary {
+    index::embed_pending(
+        dir,
+        embedder(),
+        Default::default(),
+        segments,
+        &|| false,
+        &mut |_| {},
+    )
+    .unwrap()
+}
+
 /// `sessions` sessions of `per` messages each; message 3 of session 1 names a rare word.
 fn history(claude: &Path, sessions: usize, per: usize) {
     let dir = claude.join("projects/-work-proj");
@@ -111,29 +124,13 @@ fn words_first_then_embedded_ends_where_a_one_pass_build_ends() {
     assert_eq!((s.messages_added, s.full_update), (1, false));
 
     // The second pass, one segment at a time, newest sessions first.
-    let first = index::embed_pending(
-        &words,
-        embedder(),
-        Default::default(),
-        Some(1),
-        &|| false,
-        &mut |_| {},
-    )
-    .unwrap();
+    let first = embed_pending(&words, Some(1));
     assert_eq!(first.segments, 1);
     assert!(first.messages_waiting > 0);
     let snap = Snapshot::open(&words).unwrap();
     assert_eq!(snap.messages_waiting, 121 - first.messages);
     drop(snap);
-    let rest = index::embed_pending(
-        &words,
-        embedder(),
-        Default::default(),
-        None,
-        &|| false,
-        &mut |_| {},
-    )
-    .unwrap();
+    let rest = embed_pending(&words, None);
     assert_eq!(rest.messages_waiting, 0);
     assert_eq!(index::messages_waiting(&words), 0);
     // No keyword-only segment or its list left behind.
@@ -165,15 +162,7 @@ fn a_search_during_the_second_pass_ranks_unembedded_messages_by_their_words() {
     };
     index::update_words_only(&idx, &claude, opts, &mut |_| {}).unwrap();
     // Embed one segment only: the rare word's message (session 1) stays keyword-only.
-    index::embed_pending(
-        &idx,
-        embedder(),
-        Default::default(),
-        Some(1),
-        &|| false,
-        &mut |_| {},
-    )
-    .unwrap();
+    embed_pending(&idx, Some(1));
     let r = run_json(
         Command::new(env!("CARGO_BIN_EXE_ghola"))
             .args([
@@ -291,16 +280,13 @@ fn tampered_weights_are_refused_and_the_history_stays_searchable_by_words() {
         .unwrap_or_default();
     assert!(big.is_empty(), "{big:?}");
     // A search still answers, by words, and says so.
-    let out = ghola(&bin, home, &hub.url)
-        .args(["search", "QUOKKA-LEDGER", "--global", "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let out = common::run_ok(ghola(&bin, home, &hub.url).args([
+        "search",
+        "QUOKKA-LEDGER",
+        "--global",
+        "--json",
+    ]));
+    let r: Value = serde_json::from_slice(&out).unwrap();
     assert!(
         r["note"].as_str().unwrap().contains("keyword-only"),
         "{r:#}"
@@ -371,15 +357,7 @@ fn a_damaged_embedding_list_does_not_stop_the_second_pass() {
     let at = bytes.len() - 3;
     bytes[at] ^= 0xff;
     std::fs::write(&todo[0], bytes).unwrap();
-    let s = index::embed_pending(
-        &idx,
-        embedder(),
-        Default::default(),
-        None,
-        &|| false,
-        &mut |_| {},
-    )
-    .unwrap();
+    let s = embed_pending(&idx, None);
     assert_eq!((s.segments, s.messages_waiting), (1, 0));
     let snap = Snapshot::open(&idx).unwrap();
     assert_eq!(snap.messages_waiting, 0);

@@ -127,6 +127,14 @@ fn extract(m: &Machine, standin: &StandIn) -> Value {
     ]))
 }
 
+/// `ghola notes show --project P --json`.
+fn shown_notes(m: &Machine) -> Value {
+    run_json(
+        m.ghola(None)
+            .args(["notes", "show", "--project", &m.project, "--json"]),
+    )
+}
+
 fn first_session(m: &Machine) {
     m.append(
         SESSION,
@@ -171,16 +179,10 @@ fn extraction_sends_the_window_and_the_notes_redacted_and_merges_idempotently() 
     let m = Machine::new();
     first_session(&m);
     // A note written by hand before any extraction, without a provenance comment.
-    let dir_probe = m
-        .ghola(None)
-        .args(["notes", "edit", "--project", &m.project])
-        .env("EDITOR", "true")
-        .output()
-        .unwrap();
-    assert!(
-        dir_probe.status.success(),
-        "{}",
-        String::from_utf8_lossy(&dir_probe.stderr)
+    run_ok(
+        m.ghola(None)
+            .args(["notes", "edit", "--project", &m.project])
+            .env("EDITOR", "true"),
     );
     let dir = m.notes_dir_of_project();
     std::fs::write(
@@ -238,10 +240,7 @@ fn extraction_sends_the_window_and_the_notes_redacted_and_merges_idempotently() 
     );
     assert!(text.contains("[REDACTED"), "{text}");
 
-    let shown = run_json(
-        m.ghola(None)
-            .args(["notes", "show", "--project", &m.project, "--json"]),
-    );
+    let shown = shown_notes(&m);
     let cat = |c: &str| -> Vec<String> {
         shown["categories"][c]
             .as_array()
@@ -385,10 +384,7 @@ fn bad_tool_input_is_corrected_and_provider_errors_back_off() {
     assert_eq!(r["outcome"], "failed", "{out:#}");
     assert!(r["error"].as_str().unwrap().contains("529"), "{r}");
     assert_eq!(standin.requests().len(), 3, "two transient retries");
-    let shown = run_json(
-        m.ghola(None)
-            .args(["notes", "show", "--project", &m.project, "--json"]),
-    );
+    let shown = shown_notes(&m);
     assert!(
         shown["categories"]["decisions"]
             .as_array()
@@ -440,25 +436,7 @@ fn the_budget_stops_extraction_before_anything_is_sent_and_dry_run_sends_nothing
     );
 }
 
-/// Runs `ghola hook EVENT` with `input` on stdin.
-fn hook_output(mut cmd: Command, event: &str, input: &str) -> std::process::Output {
-    let mut child = cmd
-        .args(["hook", event])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
-}
-
+/// Runs the hook `event` with `input` as Claude Code does; its stdout and how long it took.
 fn hook(
     m: &Machine,
     api: Option<&str>,
@@ -466,7 +444,7 @@ fn hook(
     input: &Value,
 ) -> (String, std::time::Duration) {
     let started = std::time::Instant::now();
-    let out = hook_output(m.ghola(api), event, &input.to_string());
+    let out = common::run_hook(m.ghola(api), event, &input.to_string());
     assert!(
         out.status.success(),
         "{}",
@@ -475,14 +453,8 @@ fn hook(
     (String::from_utf8(out.stdout).unwrap(), started.elapsed())
 }
 
-fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
-    for _ in 0..600 {
-        if ok() {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    panic!("timed out waiting for {what}");
+fn wait_for(what: &str, ok: impl FnMut() -> bool) {
+    common::wait_for(what, std::time::Duration::from_secs(120), ok)
 }
 
 #[test]
@@ -558,7 +530,7 @@ fn hooks_queue_with_consent_only_and_the_worker_extracts_then_the_next_session_s
     // With GHOLA_HOOKS_OFF (ghola's own `claude -p`), a hook is silent.
     let mut c = m.ghola(None);
     c.env("GHOLA_HOOKS_OFF", "1");
-    let out = hook_output(c, "session-start", &start.to_string());
+    let out = common::run_hook(c, "session-start", &start.to_string());
     assert!(out.stdout.is_empty());
 }
 
@@ -611,7 +583,7 @@ fn the_session_start_context_stays_under_the_hook_bound_and_bad_input_is_harmles
     assert!(written.len() > ctx.len() && written.chars().count() <= 12_000 * 4);
     // Garbage on stdin, an unknown project: no output, success.
     for input in ["not json", "{}", "{\"cwd\": 5}"] {
-        let out = hook_output(m.ghola(None), "session-start", input);
+        let out = common::run_hook(m.ghola(None), "session-start", input);
         assert!(out.status.success());
         assert!(out.stdout.is_empty(), "{input}");
     }
@@ -664,10 +636,7 @@ fn forget_link_archive_and_hand_edits() {
         &m.project,
         "--yes",
     ]));
-    let shown = run_json(
-        m.ghola(None)
-            .args(["notes", "show", "--project", &m.project, "--json"]),
-    );
+    let shown = shown_notes(&m);
     assert!(
         shown["categories"]["decisions"]
             .as_array()
@@ -788,10 +757,7 @@ fn extraction_through_headless_claude_code_writes_no_transcript() {
         "the window reached the model through claude -p"
     );
     assert!(sent.iter().all(|r| !r.to_string().contains("SECRETSECRET")));
-    let shown = run_json(
-        m.ghola(None)
-            .args(["notes", "show", "--project", &m.project, "--json"]),
-    );
+    let shown = shown_notes(&m);
     assert_eq!(shown["categories"]["failures"].as_array().unwrap().len(), 1);
     // Only the fixture's project folder: the extraction persisted no session.
     let projects: Vec<String> = std::fs::read_dir(m.claude.join("projects"))

@@ -902,14 +902,8 @@ fn claude_turn(bin: &Path, home: &Path, project: &Path, url: &str, args: &[&str]
         })
 }
 
-fn wait_until(what: &str, mut ok: impl FnMut() -> bool) {
-    for _ in 0..900 {
-        if ok() {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    panic!("timed out waiting for {what}");
+fn wait_until(what: &str, ok: impl FnMut() -> bool) {
+    common::wait_for(what, std::time::Duration::from_secs(180), ok)
 }
 
 #[test]

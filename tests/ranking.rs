@@ -9,19 +9,34 @@ use common::transcript::Transcript;
 use ghola::index::standin::WordsEmbedder;
 use ghola::index::{Snapshot, UpdateOptions};
 use ghola::search::{Fusion, Rule, SearchParams, SearchResponse, search_with_vector};
-use std::path::Path;
 
-/// Indexes what is under `claude` with the stand-in and opens it.
-fn indexed(claude: &Path, idx: &Path) -> Snapshot {
+/// Writes `transcripts` into a fresh Claude dir, indexes them with the stand-in and opens the index (the folder
+/// lives as long as the first value).
+fn indexed(transcripts: &[Transcript]) -> (tempfile::TempDir, Snapshot) {
+    let tmp = tempfile::tempdir().unwrap();
+    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
+    for t in transcripts {
+        t.write(&claude);
+    }
+    let embedder = &WordsEmbedder;
     ghola::index::update(
-        idx,
-        claude,
-        &WordsEmbedder,
+        &idx,
+        &claude,
+        embedder,
         UpdateOptions::default(),
         &mut |_| {},
     )
     .unwrap();
-    Snapshot::open(idx).unwrap()
+    let snap = Snapshot::open(&idx).unwrap();
+    (tmp, snap)
+}
+
+/// Fails unless the first of `got` contains `needle`.
+fn assert_first(got: &[String], needle: &str, why: &str) {
+    assert!(
+        got.first().is_some_and(|t| t.contains(needle)),
+        "{why}: {got:?}"
+    );
 }
 
 /// `query` over every project with `fusion`, no context, no floor.
@@ -55,15 +70,16 @@ fn texts(r: &SearchResponse) -> Vec<String> {
 
 #[test]
 fn every_fusion_ranks_the_message_that_has_the_query_first() {
-    let tmp = tempfile::tempdir().unwrap();
-    let claude = tmp.path().join("claude");
-    Transcript::new("a1111111-0000-0000-0000-000000000000", "/w/app")
-        .user("Size the tile cache for the renderer.")
-        .assistant("The tile cache holds sixty four megabytes of rendered tiles.")
-        .user("And the uploader?")
-        .assistant("The uploader retries with exponential backoff and jitter, five attempts.")
-        .write(&claude);
-    let snap = indexed(&claude, &tmp.path().join("idx"));
+    let (_tmp, snap) =
+        indexed(&[
+            Transcript::new("a1111111-0000-0000-0000-000000000000", "/w/app")
+                .user("Size the tile cache for the renderer.")
+                .assistant("The tile cache holds sixty four megabytes of rendered tiles.")
+                .user("And the uploader?")
+                .assistant(
+                    "The uploader retries with exponential backoff and jitter, five attempts.",
+                ),
+        ]);
     for fusion in [
         Fusion::Weighted,
         Fusion::Rrf,
@@ -87,13 +103,12 @@ fn every_fusion_ranks_the_message_that_has_the_query_first() {
 
 #[test]
 fn an_answer_ranks_above_the_question_it_answers() {
-    let tmp = tempfile::tempdir().unwrap();
-    let claude = tmp.path().join("claude");
-    Transcript::new("b2222222-0000-0000-0000-000000000000", "/w/app")
-        .user("How should the uploader retry after a dropped connection?")
-        .assistant("The uploader should retry after a dropped connection with exponential backoff.")
-        .write(&claude);
-    let snap = indexed(&claude, &tmp.path().join("idx"));
+    let (_tmp, snap) = indexed(&[Transcript::new(
+        "b2222222-0000-0000-0000-000000000000",
+        "/w/app",
+    )
+    .user("How should the uploader retry after a dropped connection?")
+    .assistant("The uploader should retry after a dropped connection with exponential backoff.")]);
     let got = texts(&ask(
         &snap,
         "uploader retry dropped connection",
@@ -108,20 +123,16 @@ fn an_answer_ranks_above_the_question_it_answers() {
 
 #[test]
 fn copies_of_one_text_collapse_to_the_earliest() {
-    let tmp = tempfile::tempdir().unwrap();
-    let claude = tmp.path().join("claude");
     let report = format!(
         "Migration report: the ledger tables moved to the new schema. {}",
         "Every row was checked against its checksum and the totals agree. ".repeat(5)
     );
-    Transcript::new("c3333333-0000-0000-0000-000000000000", "/w/app")
-        .user(&report)
-        .write(&claude);
-    Transcript::new("d4444444-0000-0000-0000-000000000000", "/w/app")
-        .starting("2025-05-01T10:00:00Z")
-        .user(&report)
-        .write(&claude);
-    let snap = indexed(&claude, &tmp.path().join("idx"));
+    let (_tmp, snap) = indexed(&[
+        Transcript::new("c3333333-0000-0000-0000-000000000000", "/w/app").user(&report),
+        Transcript::new("d4444444-0000-0000-0000-000000000000", "/w/app")
+            .starting("2025-05-01T10:00:00Z")
+            .user(&report),
+    ]);
     let r = ask(&snap, "ledger migration report checksum", Fusion::Weighted);
     assert_eq!(r.results.len(), 1, "{:?}", texts(&r));
     assert!(

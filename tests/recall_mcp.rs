@@ -264,32 +264,29 @@ fn a_model_recalls_in_few_characters_and_reads_more_by_id() {
     );
 
     // Arguments that cannot be meant are refused, saying why.
+    let search = "search_project_history";
     for (tool, args, needle) in [
         (
-            "search_project_history",
+            search,
             json!({"query": "x", "format": "xml"}),
             "format must be",
         ),
         (
-            "search_project_history",
+            search,
             json!({"query": "x", "group_by": "project"}),
             "group_by must be",
         ),
         (
-            "search_project_history",
+            search,
             json!({"query": "x", "max_chars": 10}),
             "max_chars must be between",
         ),
         (
-            "search_project_history",
+            search,
             json!({"query": "x", "since": "soon"}),
             "neither an age",
         ),
-        (
-            "search_project_history",
-            json!({"query": "x", "session_id": "zzzz"}),
-            "zzzz",
-        ),
+        (search, json!({"query": "x", "session_id": "zzzz"}), "zzzz"),
         (
             "get_session_detail",
             json!({"session_id": RECENT, "around": "ffff"}),

@@ -185,14 +185,18 @@ fn sessions(v: &Value) -> Vec<String> {
 }
 
 #[test]
-fn filters_dates_exclusion_pagination_identifiers_and_bound() {
+fn project_scope_includes_subfolders_not_siblings() {
     let e = setup();
     // Project scope includes subdirectories, not siblings.
     let v = search(&e, "UTC", &["retry", "--project", "/w/a", "--context", "0"]).unwrap();
     assert_eq!(sessions(&v), ["sa", "sb"]);
     let v = search(&e, "UTC", &["retry", "--global", "--context", "0"]).unwrap();
     assert!(sessions(&v).contains(&"sc".to_string()));
+}
 
+#[test]
+fn identifiers_are_found_whole_and_by_parts() {
+    let e = setup();
     // Exact identifiers, whole and by parts.
     for q in [
         "ERR_CONNECTION_REFUSED",
@@ -208,7 +212,11 @@ fn filters_dates_exclusion_pagination_identifiers_and_bound() {
         let probe = q.to_lowercase().replace("token.rs", "token");
         assert!(top.contains(&probe), "{q}: top hit {top:?}");
     }
+}
 
+#[test]
+fn a_date_is_a_local_day_and_bad_bounds_are_refused() {
+    let e = setup();
     // Dates: 2025-01-15 is a local day. In UTC the 23:30 message is on the 15th; in Tokyo (UTC+9) on the 16th.
     let day = [
         "backoff",
@@ -243,7 +251,11 @@ fn filters_dates_exclusion_pagination_identifiers_and_bound() {
         let err = search(&e, "UTC", bad).unwrap_err();
         assert!(!err.is_empty());
     }
+}
 
+#[test]
+fn the_calling_sessions_latest_window_is_left_out() {
+    let e = setup();
     // The calling session's latest window is left out; its compacted window stays searchable.
     let v = search(
         &e,
@@ -263,7 +275,11 @@ fn filters_dates_exclusion_pagination_identifiers_and_bound() {
         got.contains(&"sa-1".to_string()) && !got.iter().any(|u| u == "sa-3" || u == "sa-4"),
         "{got:?}"
     );
+}
 
+#[test]
+fn hits_of_one_window_merge_into_one_result() {
+    let e = setup();
     // Window merging: with context 3 the two window-0 messages of sa come back once.
     let v = search(&e, "UTC", &["retry backoff", "--project", "/w/a"]).unwrap();
     let in_window0 = v["results"]
@@ -287,7 +303,11 @@ fn filters_dates_exclusion_pagination_identifiers_and_bound() {
             .iter()
             .any(|c| c["is_match"] == true)
     );
+}
 
+#[test]
+fn pages_never_overlap_or_skip_and_the_bound_holds() {
+    let e = setup();
     // Pagination: pages never overlap or skip, total_matches is exact.
     let page = |limit: usize, offset: usize| {
         let (l, o) = (limit.to_string(), offset.to_string());

@@ -52,13 +52,19 @@ fn service(claude: &Path, idx: &Path) -> Arc<HistoryService> {
     h
 }
 
-/// The two-project history, indexed, and a service over it (the folder lives as long as the first value).
-fn indexed() -> (tempfile::TempDir, std::path::PathBuf, Arc<HistoryService>) {
+/// The two-project history, not indexed, and a service over it (the folder lives as long as the first value).
+fn unindexed() -> (tempfile::TempDir, std::path::PathBuf, Arc<HistoryService>) {
     let tmp = tempfile::tempdir().unwrap();
     let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
     history(&claude);
-    index(&claude, &idx);
     let h = service(&claude, &idx);
+    (tmp, claude, h)
+}
+
+/// The two-project history, indexed, and a service over it (the folder lives as long as the first value).
+fn indexed() -> (tempfile::TempDir, std::path::PathBuf, Arc<HistoryService>) {
+    let (tmp, claude, h) = unindexed();
+    index(&claude, &h.config().index_dir);
     (tmp, claude, h)
 }
 
@@ -256,10 +262,7 @@ fn the_open_index_follows_updates() {
 
 #[test]
 fn without_a_watcher_the_listing_is_read_again_on_every_call() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
-    history(&claude);
-    let h = service(&claude, &idx);
+    let (_tmp, claude, h) = unindexed();
     assert_eq!(h.listing().sessions.len(), 2);
     Transcript::new("e5555555-0000-0000-0000-000000000000", "/w/new")
         .user("hello")
@@ -269,10 +272,7 @@ fn without_a_watcher_the_listing_is_read_again_on_every_call() {
 
 #[test]
 fn with_a_watcher_the_listing_is_kept_until_a_change_is_seen() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
-    history(&claude);
-    let h = service(&claude, &idx);
+    let (_tmp, claude, h) = unindexed();
     h.watch_history();
     let first = h.listing();
     assert!(

@@ -19,20 +19,14 @@ pub struct Client {
 impl Client {
     /// Starts the server on `claude`/`idx` with extra environment, and completes the handshake.
     pub fn start(claude: &Path, idx: &Path, env: &[(&str, &str)]) -> Client {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ghola"));
-        cmd.args([
-            "--claude-dir",
-            claude.to_str().unwrap(),
-            "--index-dir",
-            idx.to_str().unwrap(),
-        ])
-        .args(["serve", "--poll-seconds", "1"])
-        .env_remove("CLAUDE_CODE_SESSION_ID")
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("ANTHROPIC_BASE_URL")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
+        let mut cmd = super::ghola_at(claude, idx);
+        cmd.args(["serve", "--poll-seconds", "1"])
+            .env_remove("CLAUDE_CODE_SESSION_ID")
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("ANTHROPIC_BASE_URL")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
         for (k, v) in env {
             cmd.env(k, v);
         }

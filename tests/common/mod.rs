@@ -70,6 +70,38 @@ pub fn embedder() -> &'static ghola::embed::Embedder {
     })
 }
 
+/// Runs `cmd hook EVENT` (a `ghola` command) with `input` on stdin, as Claude Code runs a hook.
+pub fn run_hook(mut cmd: Command, event: &str, input: &str) -> std::process::Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = cmd
+        .args(["hook", event])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// Polls `ok` every 100 ms until it holds; fails naming `what` after `limit`.
+pub fn wait_for(what: &str, limit: std::time::Duration, mut ok: impl FnMut() -> bool) {
+    let until = std::time::Instant::now() + limit;
+    while !ok() {
+        assert!(
+            std::time::Instant::now() < until,
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
 /// `../shared/corpus`, the real transcripts the tests read in place (a missing corpus fails the caller).
 pub fn corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus")
