@@ -8,7 +8,7 @@ use common::standin::{Reply, StandIn};
 use common::{run_json, run_ok};
 use serde_json::{Value, json};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 
 const SESSION: &str = "5e551011-aaaa-4bbb-8ccc-000000000001";

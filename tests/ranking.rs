@@ -87,11 +87,7 @@ fn every_fusion_ranks_the_message_that_has_the_query_first() {
         Fusion::Lexical,
     ] {
         let got = texts(&ask(&snap, "uploader backoff jitter", fusion));
-        assert!(
-            got.first()
-                .is_some_and(|t| t.contains("exponential backoff")),
-            "{fusion:?}: {got:?}"
-        );
+        assert_first(&got, "exponential backoff", &format!("{fusion:?}"));
         if fusion == Fusion::Lexical {
             assert!(
                 got.iter().all(|t| !t.contains("tile cache")),
@@ -109,15 +105,23 @@ fn an_answer_ranks_above_the_question_it_answers() {
     )
     .user("How should the uploader retry after a dropped connection?")
     .assistant("The uploader should retry after a dropped connection with exponential backoff.")]);
-    let got = texts(&ask(
-        &snap,
-        "uploader retry dropped connection",
-        Fusion::Weighted,
-    ));
+    let query = "uploader retry dropped connection";
+    let on = ask(&snap, query, Fusion::Weighted);
+    assert_first(&texts(&on), "exponential backoff", "the answer");
+    // The question rule is what lowers the question: turned off, the question scores higher.
+    let off = ask_without(&snap, query, Fusion::Weighted, &[Rule::Question]);
+    let question = |r: &SearchResponse| {
+        r.results
+            .iter()
+            .find(|h| h.matched_message.uuid.ends_with("-0"))
+            .map(|h| h.score)
+            .expect("the question is a hit")
+    };
     assert!(
-        got.first()
-            .is_some_and(|t| t.contains("exponential backoff")),
-        "{got:?}"
+        question(&on) < question(&off),
+        "with the rule {} against {} without",
+        question(&on),
+        question(&off)
     );
 }
 
