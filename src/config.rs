@@ -78,9 +78,11 @@ pub struct Environment {
     pub api_key: Option<String>,
     /// `ANTHROPIC_BASE_URL`: where that API is (default `https://api.anthropic.com`).
     pub api_base_url: Option<String>,
-    /// `GHOLA_CLAUDE_BIN`, else `claude` on `PATH`: the Claude Code CLI every `claude` ghola runs is (replay,
-    /// notes extraction, `ghola start`).
+    /// `GHOLA_CLAUDE_BIN`: the Claude Code CLI to run, instead of `claude` on `PATH` (see
+    /// [`Environment::claude_bin`]).
     pub claude_bin: Option<PathBuf>,
+    /// `PATH`, where `claude` is looked for when `GHOLA_CLAUDE_BIN` does not name it.
+    pub path: Option<std::ffi::OsString>,
     /// `CLAUDE_PROJECT_DIR`: the calling project, as Claude Code gives it to hooks and servers.
     pub project_dir: Option<String>,
     /// `CLAUDE_CODE_SESSION_ID`: the calling session.
@@ -109,15 +111,22 @@ impl Environment {
     pub fn read() -> Self {
         let mut env = Self::from_vars(&non_empty_env);
         env.hooks_off = std::env::var_os(HOOKS_OFF_ENV).is_some();
-        env.claude_bin = env.claude_bin.or_else(|| {
-            std::env::split_paths(&std::env::var_os("PATH")?)
-                .map(|d| d.join("claude"))
-                .find(|p| p.is_file())
-        });
+        env.path = std::env::var_os("PATH");
         env
     }
 
-    /// The environment `var` gives (an unset or empty variable is `None`); `claude` is not looked for on `PATH`.
+    /// The Claude Code CLI every `claude` ghola runs (replay, notes extraction, `ghola start`):
+    /// `GHOLA_CLAUDE_BIN`, else `claude` in a folder of `PATH`; `None` when neither has it. Looked for when asked,
+    /// not at start-up: most commands (a hook, a search) never run `claude`.
+    pub fn claude_bin(&self) -> Option<PathBuf> {
+        self.claude_bin.clone().or_else(|| {
+            std::env::split_paths(self.path.as_ref()?)
+                .map(|d| d.join("claude"))
+                .find(|p| p.is_file())
+        })
+    }
+
+    /// The environment `var` gives (an unset or empty variable is `None`); `PATH` is left unset.
     pub fn from_vars(var: &dyn Fn(&str) -> Option<String>) -> Self {
         let home = || {
             var("HOME")
@@ -128,6 +137,7 @@ impl Environment {
             api_key: var("ANTHROPIC_API_KEY"),
             api_base_url: var("ANTHROPIC_BASE_URL"),
             claude_bin: var("GHOLA_CLAUDE_BIN").map(PathBuf::from),
+            path: None,
             project_dir: var("CLAUDE_PROJECT_DIR"),
             session_id: var("CLAUDE_CODE_SESSION_ID"),
             hooks_off: var(HOOKS_OFF_ENV).is_some(),

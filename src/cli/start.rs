@@ -100,7 +100,7 @@ pub fn start_cmd(
     if let Some(p) = &args.permission_mode {
         settings.permission_mode = p.clone();
     }
-    let Some(claude) = knobs.env.claude_bin.clone() else {
+    let Some(claude) = knobs.env.claude_bin() else {
         bail!(
             "Claude Code is not installed (no `claude` on PATH, GHOLA_CLAUDE_BIN unset): install it with \
              `npm install -g @anthropic-ai/claude-code`, run `claude` once to log in, then `ghola start` again"

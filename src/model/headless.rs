@@ -31,10 +31,11 @@ pub struct HeadlessClaude {
 }
 
 impl HeadlessClaude {
-    /// The `claude` the environment names (`Environment::claude_bin`), staging windows in `config_dir`.
+    /// The `claude` the environment names ([`crate::config::Environment::claude_bin`]), staging windows in
+    /// `config_dir`.
     pub fn from_environment(config_dir: &Path, env: &crate::config::Environment) -> Option<Self> {
         Some(Self {
-            bin: env.claude_bin.clone()?,
+            bin: env.claude_bin()?,
             config_dir: config_dir.to_path_buf(),
         })
     }
