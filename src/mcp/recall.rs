@@ -8,6 +8,18 @@ use crate::service::{Format, Grouping, SearchRequest, SessionChoice};
 use crate::transcript;
 use rmcp::model::CallToolResult;
 
+/// A typed choice (`format`, `group_by`) as the model spelled it; left out, the default.
+fn choice<T>(given: Option<&str>) -> Result<T, String>
+where
+    T: std::str::FromStr<Err = search::SearchError> + Default,
+{
+    given
+        .map(str::parse::<T>)
+        .transpose()
+        .map_err(|e| e.to_string())
+        .map(Option::unwrap_or_default)
+}
+
 impl GholaServer {
     /// The search request of a tool call (`global`: every project): the arguments as given, the calling
     /// project and session filled in. The service checks it.
@@ -32,20 +44,8 @@ impl GholaServer {
         r.include_subagents = a.include_subagents.unwrap_or(true);
         r.calling_session = self.cfg.session_id.clone();
         r.session = a.session_id.as_deref().and_then(SessionChoice::parse);
-        r.format = a
-            .format
-            .as_deref()
-            .map(str::parse)
-            .transpose()
-            .map_err(|e: search::SearchError| e.to_string())?
-            .unwrap_or_default();
-        r.grouping = a
-            .group_by
-            .as_deref()
-            .map(str::parse)
-            .transpose()
-            .map_err(|e: search::SearchError| e.to_string())?
-            .unwrap_or_default();
+        r.format = choice(a.format.as_deref())?;
+        r.grouping = choice(a.group_by.as_deref())?;
         Ok(r)
     }
 
