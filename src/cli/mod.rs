@@ -11,8 +11,10 @@ mod bench_scale;
 mod bench_ui;
 mod duncan;
 mod history;
+mod hook;
 mod knobs;
 mod notes;
+mod notes_extract;
 mod recall;
 mod start;
 
@@ -283,7 +285,7 @@ pub fn run(cli: Cli) -> Result<()> {
             &knobs,
             args,
         ),
-        Command::Hook { event } => notes::hook_cmd(
+        Command::Hook { event } => hook::hook_cmd(
             &index_dir,
             &claude_dir,
             cli.model_dir.as_deref(),

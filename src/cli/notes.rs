@@ -1,15 +1,13 @@
-//! `ghola notes …` and `ghola hook …`: the notes store seen from a terminal, and the plugin's hook entry point.
+//! `ghola notes …`: the notes store seen from a terminal (`notes_extract.rs` is `ghola notes extract`, the one
+//! subcommand that sends a window to a model).
 
 use super::history::project_dir;
 use super::knobs::Knobs;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
-use ghola::notes::extract::{Extractor, Outcome};
-use ghola::notes::hooks::{Event, HookEnv};
-use ghola::notes::merge::{Similarity, WordsOnly, similarity};
 use ghola::notes::worker::WorkerConfig;
 use ghola::notes::{Category, Store, context, item};
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 /// `ghola notes` (alone: `show`).
@@ -123,20 +121,6 @@ fn category(c: Option<&str>) -> Result<Option<Category>> {
     .transpose()
 }
 
-/// Global flags the worker needs to see the same dirs.
-pub fn worker_args(claude_dir: &Path, index_dir: &Path, model_dir: Option<&Path>) -> Vec<String> {
-    let mut a = vec![
-        "--claude-dir".to_string(),
-        claude_dir.display().to_string(),
-        "--index-dir".to_string(),
-        index_dir.display().to_string(),
-    ];
-    if let Some(m) = model_dir {
-        a.extend(["--model-dir".to_string(), m.display().to_string()]);
-    }
-    a
-}
-
 /// Runs `ghola notes …`.
 pub fn notes_cmd(
     index_dir: &Path,
@@ -171,11 +155,11 @@ pub fn notes_cmd(
             let (session, target) = match task {
                 None => (session, None),
                 Some(n) => {
-                    let (s, key) = task_session(&store, &project, n, line)?;
+                    let (s, key) = super::notes_extract::task_session(&store, &project, n, line)?;
                     (Some(s), Some(key))
                 }
             };
-            extract(
+            super::notes_extract::extract(
                 &store,
                 index_dir,
                 claude_dir,
@@ -264,30 +248,6 @@ pub fn notes_cmd(
             work(&cfg)
         }
     }
-}
-
-/// The Claude Code session and the line key of task `n` of the line `name` of `project`.
-fn task_session(
-    store: &Store,
-    project: &str,
-    n: u32,
-    name: Option<String>,
-) -> Result<(String, String)> {
-    let line = ghola::work::sitting::Line {
-        project: project.to_string(),
-        name,
-    };
-    let logs = ghola::work::sitting::task_logs(&line.tasks_dir(store));
-    let log = logs
-        .iter()
-        .find(|(_, l)| l.number == n)
-        .map(|(_, l)| l)
-        .with_context(|| format!("no task {n} in {}", line.tasks_dir(store).display()))?;
-    let s = log
-        .session_id
-        .clone()
-        .with_context(|| format!("task {n} has no Claude Code session"))?;
-    Ok((s, line.key()))
 }
 
 /// `ghola notes link CHILD PARENT` (or `--unlink`).
@@ -517,152 +477,6 @@ fn forget(store: &Store, project: &str, what: &str, yes: bool, out: &mut dyn Wri
     Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
-fn extract(
-    store: &Store,
-    index_dir: &Path,
-    claude_dir: &Path,
-    model_dir: Option<&Path>,
-    knobs: &Knobs,
-    project: &str,
-    session: Option<String>,
-    (dry_run, backend, target): (bool, Option<String>, Option<String>),
-    json: bool,
-    out: &mut dyn Write,
-) -> Result<()> {
-    if let Err(e) = ghola::notes::worker::update_index(index_dir, claude_dir, knobs.update) {
-        eprintln!("ghola: index update failed ({e}); extracting from the index as it is");
-    }
-    let snap = ghola::index::snapshot::Snapshot::open(index_dir)?;
-    let sessions: Vec<String> = match session {
-        Some(s) => vec![s],
-        None => ghola::notes::window::sessions_in(&snap, project),
-    };
-    let backend: Box<dyn ghola::replay::Backend> = if dry_run {
-        Box::new(NoBackend)
-    } else {
-        let choice = match backend {
-            Some(b) => b.parse()?,
-            None => knobs.settings.notes_backend,
-        };
-        ghola::model::choose(choice, claude_dir, &knobs.env).map_err(|e| anyhow::anyhow!("{e}"))?
-    };
-    let sim: Box<dyn Similarity> = if dry_run {
-        Box::new(WordsOnly)
-    } else {
-        similarity(&knobs.model(model_dir))
-    };
-    let ex = Extractor {
-        dry_run,
-        ..Extractor::new(store, backend.as_ref(), sim.as_ref(), &knobs.settings)
-    };
-    let cancel = std::sync::atomic::AtomicBool::new(false);
-    let mut results = Vec::new();
-    let mut total_tokens = 0;
-    for s in &sessions {
-        let windows = ghola::notes::window::windows_of(&snap, s);
-        if windows.is_empty() {
-            bail!("session {s} is not in the index (see `ghola sessions`)");
-        }
-        for w in windows {
-            let key = target.as_deref().unwrap_or(&w.project);
-            let outcome = ex.window(&snap, key, s, w.window, &cancel)?;
-            match &outcome {
-                Outcome::DryRun { prompts, tokens } => {
-                    total_tokens += tokens;
-                    if !json {
-                        for p in prompts {
-                            writeln!(
-                                out,
-                                "===== {s} window {} (about {tokens} tokens) =====\n{p}",
-                                w.window
-                            )?;
-                        }
-                    }
-                }
-                Outcome::Extracted {
-                    added,
-                    duplicates,
-                    superseded,
-                    tokens,
-                } => {
-                    total_tokens += tokens;
-                    if !json {
-                        writeln!(
-                            out,
-                            "{s} window {}: {added} new, {duplicates} duplicate(s), {superseded} superseded, {tokens} tokens",
-                            w.window
-                        )?;
-                    }
-                }
-                Outcome::NothingNew => {
-                    if !json {
-                        writeln!(out, "{s} window {}: nothing new to extract", w.window)?;
-                    }
-                }
-                Outcome::BudgetSpent { needed, left } => {
-                    if !json {
-                        writeln!(
-                            out,
-                            "{s} window {}: daily token budget spent (needs about {needed}, {left} left); \
-                             raise it with `ghola notes on --budget N`",
-                            w.window
-                        )?;
-                    }
-                    results.push(
-                        serde_json::json!({"session": s, "window": w.window, "result": outcome}),
-                    );
-                    break;
-                }
-                Outcome::Failed { error, .. } => {
-                    if !json {
-                        writeln!(out, "{s} window {}: failed: {error}", w.window)?;
-                    }
-                }
-            }
-            results.push(serde_json::json!({"session": s, "window": w.window, "result": outcome}));
-        }
-    }
-    if json {
-        writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({
-                "project": project, "dry_run": dry_run, "tokens": total_tokens, "windows": results
-            }))?
-        )?;
-    } else if dry_run {
-        writeln!(
-            out,
-            "Dry run: nothing sent. About {total_tokens} tokens in all."
-        )?;
-    }
-    Ok(())
-}
-
-/// The backend of a dry run: never called.
-struct NoBackend;
-
-impl ghola::replay::Backend for NoBackend {
-    fn name(&self) -> &'static str {
-        "none"
-    }
-    fn ask(
-        &self,
-        _: &ghola::model::Prompt,
-        _: &std::sync::atomic::AtomicBool,
-    ) -> Result<ghola::replay::Answer, ghola::replay::BackendError> {
-        Err(ghola::replay::BackendError::Setup("dry run".into()))
-    }
-    fn call(
-        &self,
-        _: &ghola::model::ToolCall,
-        _: &std::sync::atomic::AtomicBool,
-    ) -> Result<ghola::model::ToolAnswer, ghola::replay::BackendError> {
-        Err(ghola::replay::BackendError::Setup("dry run".into()))
-    }
-}
-
 fn print_status(s: &ghola::notes::NotesStatus, json: bool, out: &mut dyn Write) -> Result<()> {
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(s)?)?;
@@ -717,35 +531,6 @@ fn print_status(s: &ghola::notes::NotesStatus, json: bool, out: &mut dyn Write) 
         for f in &p.failures {
             writeln!(out, "  failed: {f}")?;
         }
-    }
-    Ok(())
-}
-
-/// `ghola hook EVENT`: reads Claude Code's hook input on stdin, prints what the hook says, never fails loudly
-/// (a broken hook must not break the session).
-pub fn hook_cmd(
-    index_dir: &Path,
-    claude_dir: &Path,
-    model_dir: Option<&Path>,
-    env: &ghola::config::Environment,
-    event: &str,
-) -> Result<()> {
-    let event: Event = event.parse()?;
-    let mut input = String::new();
-    let _ = std::io::stdin().take(1 << 20).read_to_string(&mut input);
-    let input: serde_json::Value = serde_json::from_str(&input).unwrap_or_default();
-    let env = HookEnv {
-        store: Store::new(&ghola::config::notes_dir()),
-        project_dir: env.project_dir.clone(),
-        hooks_off: env.hooks_off,
-        index_dir: index_dir.to_path_buf(),
-        exe: std::env::current_exe().context("cannot find the ghola executable")?,
-        worker_args: worker_args(claude_dir, index_dir, model_dir),
-    };
-    if let Some(text) = ghola::notes::hooks::handle(event, &input, &env) {
-        let mut out = std::io::stdout().lock();
-        out.write_all(text.as_bytes())?;
-        out.write_all(b"\n")?;
     }
     Ok(())
 }
