@@ -106,7 +106,7 @@ pub struct HistoryService {
     /// Whether a watcher runs: without one every listing call reads the history's file stamps again.
     watching: AtomicBool,
     /// Whether searches count the transcripts not indexed yet (the freshness loop runs, or the caller asked).
-    indexing: AtomicBool,
+    report_pending: AtomicBool,
     /// Set when the keyword-first pass over the history has finished (or failed, or none runs).
     first_pass: (Mutex<bool>, Condvar),
 }
@@ -123,7 +123,7 @@ impl HistoryService {
             changes: Arc::default(),
             watcher: Mutex::new(None),
             watching: AtomicBool::new(false),
-            indexing: AtomicBool::new(false),
+            report_pending: AtomicBool::new(false),
             first_pass: (Mutex::new(true), Condvar::new()),
         })
     }
@@ -182,7 +182,7 @@ impl HistoryService {
     /// Has searches count the transcripts not indexed yet (`index.pending_files`, and a note): for a caller that
     /// searches the index as it is, without updating it first. The freshness loop turns it on.
     pub fn report_pending_files(&self) {
-        self.indexing.store(true, Ordering::SeqCst);
+        self.report_pending.store(true, Ordering::SeqCst);
     }
 
     /// Says that the history changed in a way the watcher cannot see (a session forgotten here).
@@ -300,7 +300,7 @@ impl HistoryService {
             source,
         })?;
         let mut resp = search::search(&snap, self.embedder(), &p)?;
-        if self.indexing.load(Ordering::SeqCst) {
+        if self.report_pending.load(Ordering::SeqCst) {
             resp.index.pending_files = index::pending_files(&snap, &self.cfg.claude_dir);
         }
         for n in self.state_notes(first_pass_done, &resp) {
@@ -390,9 +390,9 @@ impl HistoryService {
         notes
     }
 
-    /// One update with whatever model is loaded (`wait`: for another writer), keyword-first. Returns the
-    /// messages added.
-    pub fn update_once(&self, wait: bool) -> usize {
+    /// One update with whatever model is loaded (`wait`: for another writer), keyword-first; a failure is
+    /// logged (the next round tries again).
+    pub fn update_once(&self, wait: bool) {
         let opts = UpdateOptions {
             wait,
             ..self.cfg.update
@@ -406,19 +406,13 @@ impl HistoryService {
             opts,
             &mut |_| {},
         ) {
-            Ok(s) if s.messages_added > 0 => {
-                tracing::info!(
-                    "indexed {} new messages ({} of them keyword-only for now)",
-                    s.messages_added,
-                    s.messages_deferred
-                );
-                s.messages_added
-            }
-            Ok(_) | Err(IndexError::Busy) => 0,
-            Err(e) => {
-                tracing::warn!("index update failed: {e}");
-                0
-            }
+            Ok(s) if s.messages_added > 0 => tracing::info!(
+                "indexed {} new messages ({} of them keyword-only for now)",
+                s.messages_added,
+                s.messages_deferred
+            ),
+            Ok(_) | Err(IndexError::Busy) => {}
+            Err(e) => tracing::warn!("index update failed: {e}"),
         }
     }
 
@@ -426,7 +420,7 @@ impl HistoryService {
     /// for it), then, forever, appends as transcripts change and, between them, one keyword-only segment at a
     /// time through the embedding pass once the model is loaded. Starts the watcher and the model load too.
     pub fn keep_fresh(self: &Arc<Self>) {
-        self.indexing.store(true, Ordering::SeqCst);
+        self.report_pending.store(true, Ordering::SeqCst);
         self.first_pass_done(false);
         self.load_model_in_background();
         let me = self.clone();
