@@ -12,6 +12,7 @@ pub mod model;
 pub mod notes;
 pub mod replay;
 pub mod search;
+pub mod secrets;
 pub mod service;
 pub mod settings;
 pub mod transcript;

@@ -55,6 +55,12 @@ fn no_panic(out: &Output, what: &str) {
     );
 }
 
+/// Fails unless the command's error names the lack of space.
+fn says_no_space(out: &Output) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.to_lowercase().contains("space"), "{err}");
+}
+
 fn output(cmd: &mut Command) -> Output {
     cmd.stdin(Stdio::null()).output().unwrap()
 }
@@ -123,6 +129,12 @@ fn session_ids(m: &Machine) -> Vec<String> {
     ids
 }
 
+/// Searches every project for `query` and fails unless a hit's text holds `expect`.
+fn assert_found(m: &Machine, query: &str, expect: &str) {
+    let hits = run_json(m.ghola().args(["search", query, "--global", "--json"]));
+    assert!(hits["results"].to_string().contains(expect), "{hits:#}");
+}
+
 fn show(m: &Machine, id: &str) -> Output {
     output(m.ghola().args(["show", id, "--json"]))
 }
@@ -186,15 +198,10 @@ fn a_lost_archive_state_loses_no_archived_session() {
     assert!(m.idx.join("archive/STATE").exists());
     let verified = String::from_utf8(run_ok(m.ghola().args(["index", "--verify"]))).unwrap();
     assert!(verified.contains("archive verified"), "{verified}");
-    let hits = run_json(m.ghola().args([
-        "search",
+    assert_found(
+        &m,
         "one more line after the state was lost",
-        "--global",
-        "--json",
-    ]));
-    assert!(
-        hits["results"].to_string().contains("state was lost"),
-        "{hits:#}"
+        "state was lost",
     );
 }
 
@@ -681,13 +688,7 @@ fn a_full_disk_fails_clearly_and_loses_nothing() {
     );
     no_panic(&out, "notes on, full disk");
     if !out.status.success() {
-        assert!(
-            String::from_utf8_lossy(&out.stderr)
-                .to_lowercase()
-                .contains("space"),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        says_no_space(&out);
         assert_eq!(
             fs::read(m.notes.join("config.toml")).unwrap_or_default(),
             settings_before
@@ -705,13 +706,7 @@ fn a_full_disk_fails_clearly_and_loses_nothing() {
             "{notes_now}"
         );
     } else {
-        assert!(
-            String::from_utf8_lossy(&out.stderr)
-                .to_lowercase()
-                .contains("space"),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        says_no_space(&out);
         assert!(
             notes_now.contains("widgets") && notes_now.contains("tidy"),
             "{notes_now}"
@@ -722,16 +717,7 @@ fn a_full_disk_fails_clearly_and_loses_nothing() {
     fs::remove_file(filler).unwrap();
     run_ok(m.ghola().arg("index"));
     assert_eq!(count(&m), 400);
-    let hits = run_json(m.ghola().args([
-        "search",
-        "after the disk filled up message 399",
-        "--global",
-        "--json",
-    ]));
-    assert!(
-        hits["results"].to_string().contains("message 399"),
-        "{hits:#}"
-    );
+    assert_found(&m, "after the disk filled up message 399", "message 399");
     let shown = run_json(m.ghola().args(["show", id, "--json"]));
     assert_eq!(shown["messages"].as_array().unwrap().len(), 400);
     drop(disk);

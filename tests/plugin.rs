@@ -422,6 +422,16 @@ fn past_answer_reached_the_model(requests: &[Value], said: &str) -> String {
 /// cargo nor ghola: a machine without Rust.
 const NO_RUST_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
+/// The plugin's launcher (`bin/ghola-mcp` of `plugin`) as a user without Rust runs it, with releases at
+/// `release`, the model hub unreachable and `data` as the plugin's data folder.
+fn launcher(plugin: &Path, home: &Path, data: &Path, release: &str) -> Command {
+    let mut cmd = Command::new(plugin.join("bin/ghola-mcp"));
+    user_env(&mut cmd, home, release, "http://127.0.0.1:9");
+    cmd.env("CLAUDE_PLUGIN_ROOT", plugin)
+        .env("CLAUDE_PLUGIN_DATA", data);
+    cmd
+}
+
 /// The environment of a user's machine for this test: scratch HOME, no Rust, the release and the Hub on loopback.
 fn user_env(cmd: &mut Command, home: &Path, release: &str, hub: &str) {
     cmd.env("HOME", home)
@@ -665,16 +675,10 @@ fn the_launcher_refuses_a_tampered_release_and_installs_nothing() {
     let release = release_server(home, true);
     let plugin = stage_plugin_files(home);
     let data = home.join("plugin-data");
-    let mut cmd = Command::new(plugin.join("bin/ghola-mcp"));
-    user_env(
-        &mut cmd,
-        home,
-        &format!("{}/v{}", release.url, version()),
-        "http://127.0.0.1:9",
-    );
-    cmd.env("CLAUDE_PLUGIN_ROOT", &plugin)
-        .env("CLAUDE_PLUGIN_DATA", &data);
-    let out = cmd.output().unwrap();
+    let release_url = format!("{}/v{}", release.url, version());
+    let out = launcher(&plugin, home, &data, &release_url)
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
     assert!(
@@ -695,17 +699,10 @@ fn the_launcher_says_what_to_do_when_offline() {
     let home = tempfile::tempdir().unwrap();
     let home = home.path();
     let plugin = stage_plugin_files(home);
-    let mut cmd = Command::new(plugin.join("bin/ghola-mcp"));
-    user_env(
-        &mut cmd,
-        home,
-        "http://127.0.0.1:9/v0",
-        "http://127.0.0.1:9",
-    );
-    cmd.env("CLAUDE_PLUGIN_ROOT", &plugin)
-        .env("CLAUDE_PLUGIN_DATA", home.join("data"));
     let t = std::time::Instant::now();
-    let out = cmd.output().unwrap();
+    let out = launcher(&plugin, home, &home.join("data"), "http://127.0.0.1:9/v0")
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(
@@ -743,16 +740,8 @@ fn the_launcher_runs_ghola_bin_then_the_cache_then_a_ghola_on_path_of_its_versio
     let plugin = stage_plugin_files(home);
     let data = home.join("data");
     let run = |path: &str, extra: &[(&str, &Path)]| {
-        let mut cmd = Command::new(plugin.join("bin/ghola-mcp"));
-        user_env(
-            &mut cmd,
-            home,
-            "http://127.0.0.1:9/v0",
-            "http://127.0.0.1:9",
-        );
-        cmd.env("CLAUDE_PLUGIN_ROOT", &plugin)
-            .env("CLAUDE_PLUGIN_DATA", &data)
-            .env("PATH", path);
+        let mut cmd = launcher(&plugin, home, &data, "http://127.0.0.1:9/v0");
+        cmd.env("PATH", path);
         for (k, v) in extra {
             cmd.env(k, v);
         }
@@ -802,11 +791,8 @@ fn two_launchers_starting_at_once_both_end_with_a_whole_binary() {
     let url = format!("{}/v{}", release.url, version());
     let children: Vec<_> = (0..2)
         .map(|_| {
-            let mut cmd = Command::new(plugin.join("bin/ghola-mcp"));
-            user_env(&mut cmd, home, &url, "http://127.0.0.1:9");
-            cmd.env("CLAUDE_PLUGIN_ROOT", &plugin)
-                .env("CLAUDE_PLUGIN_DATA", &data)
-                .env("HF_HUB_OFFLINE", "1")
+            let mut cmd = launcher(&plugin, home, &data, &url);
+            cmd.env("HF_HUB_OFFLINE", "1")
                 .env("CLAUDE_CONFIG_DIR", home.join("claude"))
                 .stdin(std::process::Stdio::piped())
                 .stdout(std::process::Stdio::piped())

@@ -4,7 +4,7 @@ use anyhow::{Context, Result, bail};
 use ghola::transcript::catalog::{self, Listing};
 use ghola::transcript::{self, Message, Session, resolve_session_id};
 use serde_json::json;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 /// The history's listing, through the cache in the index folder.
@@ -143,16 +143,33 @@ pub fn sessions(
     Ok(())
 }
 
-pub fn show(
-    claude_dir: &Path,
-    index_dir: &Path,
-    session: &str,
-    window: Option<u32>,
-    subagents: bool,
-    json: bool,
-) -> Result<()> {
+/// How `ghola show` shows a session.
+pub struct ShowOptions {
+    /// Only this compaction window.
+    pub window: Option<u32>,
+    /// Subagents' messages too.
+    pub subagents: bool,
+    /// Credentials as written (to a terminal only).
+    pub reveal: bool,
+    pub json: bool,
+}
+
+pub fn show(claude_dir: &Path, index_dir: &Path, session: &str, opts: ShowOptions) -> Result<()> {
+    let ShowOptions {
+        window,
+        subagents,
+        reveal,
+        json,
+    } = opts;
+    if reveal && !std::io::stdout().is_terminal() {
+        bail!(
+            "--reveal prints credentials as written, so it only writes to a terminal; stdout here is a pipe or a \
+             file (or Claude Code's Bash tool). Run it in your own terminal."
+        );
+    }
     // Transcripts Claude Code deleted are read from the archive.
     let sources = ghola::index::archive::sources(index_dir);
+    let sources = if reveal { sources.revealing() } else { sources };
     let found = sources.discover_all(claude_dir);
     let id = resolve_session_id(
         session,

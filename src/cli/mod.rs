@@ -16,6 +16,7 @@ mod knobs;
 mod notes;
 mod notes_extract;
 mod recall;
+mod secrets;
 mod start;
 
 use anyhow::Result;
@@ -73,6 +74,10 @@ pub enum Command {
         /// Include subagent conversations.
         #[arg(long)]
         subagents: bool,
+        /// Show credentials as written instead of `[REDACTED:<rule>]` (only to a terminal: never to a pipe,
+        /// a file or Claude Code's Bash tool).
+        #[arg(long)]
+        reveal: bool,
         #[arg(long)]
         json: bool,
     },
@@ -99,6 +104,9 @@ pub enum Command {
     Forget(recall::ForgetArgs),
     /// Search past conversations (hybrid lexical + semantic ranking).
     Search(recall::SearchArgs),
+    /// The credentials (keys, tokens, passwords) your history holds: per finding its session, rule and a
+    /// preview, never the value. ghola shows them redacted everywhere.
+    Secrets(secrets::SecretsArgs),
     /// Ask the past sessions behind the top hits (duncan): each window is replayed to a model that must
     /// answer from it alone. Sends those conversations to the model provider.
     Query(duncan::QueryArgs),
@@ -240,8 +248,19 @@ pub fn run(cli: Cli) -> Result<()> {
             session,
             window,
             subagents,
+            reveal,
             json,
-        } => history::show(&claude_dir, &index_dir, &session, window, subagents, json),
+        } => history::show(
+            &claude_dir,
+            &index_dir,
+            &session,
+            history::ShowOptions {
+                window,
+                subagents,
+                reveal,
+                json,
+            },
+        ),
         Command::Index {
             no_wait,
             verify,
@@ -257,6 +276,7 @@ pub fn run(cli: Cli) -> Result<()> {
         ),
         Command::Status { json } => recall::status_cmd(&index_dir, &claude_dir, &knobs, json),
         Command::Forget(args) => recall::forget_cmd(&index_dir, args),
+        Command::Secrets(args) => secrets::secrets_cmd(&claude_dir, &index_dir, args),
         Command::Search(args) => recall::search_cmd(
             &index_dir,
             &claude_dir,

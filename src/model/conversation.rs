@@ -78,6 +78,24 @@ impl ApiMessage {
             .any(|b| matches!(b, Block::ToolResult { .. }))
     }
 
+    /// Replaces the credentials in every block (text, a tool call's input, a tool's result) with placeholders:
+    /// a replay sends the window to a model provider, and nothing leaves the machine unredacted.
+    fn redact(&mut self, tally: &mut crate::secrets::Tally) {
+        for b in &mut self.content {
+            match b {
+                Block::Text { text } => {
+                    crate::secrets::redact_in_place(text, tally);
+                }
+                Block::ToolUse { input, .. } => {
+                    crate::secrets::redact_json(input, tally);
+                }
+                Block::ToolResult { content, .. } => {
+                    crate::secrets::redact_in_place(content, tally);
+                }
+            }
+        }
+    }
+
     /// Rough token count: about three and a half characters per token for mixed prose and code.
     pub fn estimated_tokens(&self) -> usize {
         self.content.iter().map(Block::chars).sum::<usize>() * 2 / 7 + 4
@@ -107,6 +125,8 @@ pub struct RebuildStats {
     /// Tool calls for which the transcript holds no result at all.
     pub results_missing: usize,
     pub images_dropped: usize,
+    /// Credentials replaced by placeholders before the window is sent, per rule.
+    pub secrets_hidden: crate::secrets::Tally,
 }
 
 /// A session window rebuilt as an API conversation.
@@ -367,6 +387,9 @@ pub fn rebuild(
         source,
     };
     let mut messages = alternate(raw, &results, &mut stats);
+    for m in &mut messages {
+        m.redact(&mut stats.secrets_hidden);
+    }
     if messages.is_empty() {
         return Err(RebuildError::Empty {
             session: source.session_id.clone(),

@@ -67,7 +67,7 @@ pub fn recent_sessions(
                         .lines()
                         .find(|l| !l.trim().is_empty())
                         .unwrap_or("");
-                    let line = super::redact::redact(line).0;
+                    let line = crate::secrets::redact(line);
                     let mut t: String = line.trim().chars().take(90).collect();
                     if line.trim().chars().count() > 90 {
                         t.push('…');

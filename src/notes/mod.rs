@@ -4,7 +4,7 @@
 //! - [`item`] one note and its markdown line (provenance in an HTML comment);
 //! - [`store`] the per-project folder of markdown files (the truth), metadata, archive and log;
 //! - [`merge`] folding what an extraction found into the notes (dedup, supersede, plan replaced, caps);
-//! - [`redact`] secrets out of anything sent; [`window`] a session window from the index, as the extractor
+//! - secrets out of anything sent (`crate::secrets`); [`window`] a session window from the index, as the extractor
 //!   reads it; [`extract`] the model call, budget and merge of one window;
 //! - [`worker`] the queue and the detached worker; [`hooks`] the plugin's hooks; [`context`] the compiled
 //!   context a session starts with.
@@ -17,7 +17,6 @@ pub mod extract;
 pub mod hooks;
 pub mod item;
 pub mod merge;
-pub mod redact;
 pub mod store;
 pub mod window;
 pub mod worker;

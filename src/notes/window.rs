@@ -3,7 +3,6 @@
 //! kept; long tool output as its head and tail; thinking left out; secrets redacted. A long window is cut
 //! into chunks at message boundaries, each extracted in turn, so nothing is dropped for length.
 
-use super::redact::redact;
 use crate::index::snapshot::{NO_AGENT, Snapshot};
 
 /// Characters of one chunk sent to the extractor (about 20k tokens).
@@ -210,8 +209,9 @@ pub fn shape(
             stored.timestamp_ms,
             &stored.content,
         );
-        let (text, n) = redact(&text);
-        shaped.redacted += n;
+        let mut hidden = crate::secrets::Tally::default();
+        let text = crate::secrets::redact_counting(&text, &mut hidden).into_owned();
+        shaped.redacted += hidden.total() as usize;
         let text = head_tail(&text, chunk_chars.saturating_sub(100).max(1000));
         if current.messages > 0 && current.text.len() + text.len() > chunk_chars {
             shaped.chunks.push(std::mem::take(&mut current));

@@ -58,6 +58,16 @@ impl Part {
         }
     }
 
+    /// Replaces the credentials in the part's text (a tool call's summary included) with placeholders, adding
+    /// them to `tally`.
+    pub fn redact(&mut self, tally: &mut crate::secrets::Tally) {
+        let text = match self {
+            Part::Text { text } | Part::Thinking { text } | Part::ToolResult { text, .. } => text,
+            Part::ToolUse { summary, .. } => summary,
+        };
+        crate::secrets::redact_in_place(text, tally);
+    }
+
     /// The part as one readable string.
     pub fn render(&self) -> String {
         match self {
@@ -219,7 +229,7 @@ fn result_text(content: &RawContent, report: &mut FileReport) -> String {
 }
 
 /// One line saying what a tool call did: its most telling input field (command, path, pattern, url, …),
-/// then its description when that adds something.
+/// then its description when that adds something; credentials in it replaced (see `crate::secrets`).
 pub fn summarize_input(input: &Value) -> String {
     const PRIMARY: &[&str] = &[
         "command",
@@ -264,7 +274,9 @@ pub fn summarize_input(input: &Value) -> String {
             line.push_str(v.trim());
         }
     }
-    one_line(&line, SUMMARY_CHARS)
+    // Redacted before it is cut, so that a credential cut in half by the cut is still found whole; a summary is
+    // therefore redacted even when messages are read as written (`Sources::revealing`).
+    one_line(&crate::secrets::redact(&line), SUMMARY_CHARS)
 }
 
 /// Collapses whitespace runs (newlines included) and cuts at `max` characters.

@@ -3,6 +3,7 @@
 
 pub mod catalog;
 pub mod clean;
+pub mod credentials;
 pub mod discover;
 pub mod entry;
 pub mod lookup;

@@ -50,6 +50,10 @@ pub struct Session {
     pub files: Vec<FileStatus>,
     /// Claude Code deleted the transcript; it was read from ghola's archive.
     pub archived: bool,
+    /// Credentials replaced by placeholders as the messages were built, per rule (empty when read with
+    /// [`Sources::revealing`]).
+    #[serde(skip_serializing_if = "crate::secrets::Tally::is_empty")]
+    pub secrets_hidden: crate::secrets::Tally,
 }
 
 impl Session {
@@ -163,6 +167,8 @@ pub fn load_session_from(src: &Sources, files: &SessionFiles, plan: &ReadPlan) -
     let ctx = Context {
         session_id: &files.session_id,
         project: &project,
+        redact: !src.reveals(),
+        hidden: std::cell::RefCell::default(),
     };
     let mut report_sink = FileReport::default();
     let mut main = Builder::default();
@@ -240,7 +246,11 @@ pub fn load_session_from(src: &Sources, files: &SessionFiles, plan: &ReadPlan) -
 
     let uuids: std::collections::HashSet<&str> =
         main.messages.iter().map(|m| m.uuid.as_str()).collect();
-    let title = title.resolve(&uuids);
+    let mut title = title.resolve(&uuids);
+    let mut secrets_hidden = ctx.hidden.take();
+    if let Some(t) = title.as_mut().filter(|_| ctx.redact) {
+        crate::secrets::redact_in_place(t, &mut secrets_hidden);
+    }
     Session {
         session_id: files.session_id.clone(),
         project,
@@ -252,6 +262,7 @@ pub fn load_session_from(src: &Sources, files: &SessionFiles, plan: &ReadPlan) -
         boundaries,
         files: statuses,
         archived: files.archived,
+        secrets_hidden,
     }
 }
 
@@ -268,6 +279,10 @@ fn window_at(boundaries: &[Option<DateTime<Utc>>], t: Option<DateTime<Utc>>) -> 
 struct Context<'a> {
     session_id: &'a str,
     project: &'a str,
+    /// Replace credentials in every part (see `crate::secrets`).
+    redact: bool,
+    /// What was replaced.
+    hidden: std::cell::RefCell<crate::secrets::Tally>,
 }
 
 /// Builds the messages of one stream, merging assistant entries that share `message.id`.
@@ -295,6 +310,12 @@ impl Builder {
         let Some(mut parts) = parts_of(entry, report) else {
             return;
         };
+        if ctx.redact {
+            let mut hidden = ctx.hidden.borrow_mut();
+            for p in &mut parts {
+                p.redact(&mut hidden);
+            }
+        }
         let msg = entry.message.as_ref();
         let api_id = msg
             .and_then(|m| m.id.clone())

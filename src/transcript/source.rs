@@ -32,12 +32,16 @@ pub trait ArchiveView: Send + Sync {
 #[derive(Clone, Default)]
 pub struct Sources {
     archive: Option<Arc<dyn ArchiveView>>,
+    /// Messages come out as written, credentials and all (`ghola show --reveal`, `ghola secrets`); otherwise
+    /// every message is redacted as it is built (see `crate::secrets`).
+    reveal: bool,
 }
 
 impl std::fmt::Debug for Sources {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Sources")
             .field("archive", &self.archive.is_some())
+            .field("reveal", &self.reveal)
             .finish()
     }
 }
@@ -69,13 +73,30 @@ impl Seek for Opened {
 impl Sources {
     /// Files on disk only.
     pub const fn disk() -> Sources {
-        Sources { archive: None }
+        Sources {
+            archive: None,
+            reveal: false,
+        }
+    }
+
+    /// The same sources, with messages built as written: credentials are not redacted. Only for a person's
+    /// own terminal (`ghola show --reveal`) and the report that finds credentials (`ghola secrets`); never for
+    /// anything that leaves the machine or reaches a model.
+    pub fn revealing(mut self) -> Sources {
+        self.reveal = true;
+        self
+    }
+
+    /// Whether messages are built as written (see [`Sources::revealing`]).
+    pub fn reveals(&self) -> bool {
+        self.reveal
     }
 
     /// Files on disk, else their copies in `archive`.
     pub fn with_archive(archive: Arc<dyn ArchiveView>) -> Sources {
         Sources {
             archive: Some(archive),
+            reveal: false,
         }
     }
 

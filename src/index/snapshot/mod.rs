@@ -531,7 +531,10 @@ impl Snapshot {
     /// Live message `i` with every field, for display.
     pub fn stored(&self, i: usize) -> StoredMessage {
         let r = &self.messages[i];
-        self.segments[r.segment as usize].stored(r.index as usize)
+        let mut m = self.segments[r.segment as usize].stored(r.index as usize);
+        // Rows written before the reader redacted (or by rules since improved) are redacted as they are read.
+        crate::secrets::redact_in_place(&mut m.content, &mut crate::secrets::Tally::default());
+        m
     }
 
     /// The vector of a live chunk.

@@ -1,0 +1,288 @@
+//! The one redaction engine: finds credentials in text and replaces each with a typed placeholder
+//! (`[REDACTED:aws-access-key-id]`).
+//!
+//! ghola keeps every transcript byte forever (the archive), where Claude Code deletes its own after 30 days, and
+//! shows and sends that text again (search, show, the browser, duncan's replay, note extraction). Everything that
+//! shows or sends text passes it through here first: the transcript reader redacts every message it builds (so
+//! the index, the listings and the pages never hold a value), and the model-facing paths that read raw entries
+//! (duncan's conversation rebuild) redact what they send. It sits at the bottom of the module order, needing
+//! nothing, so that every layer (and later other machines and a team hub) uses the same rules.
+//!
+//! The rules and where they come from: [`rules`]. What they miss and what they take that is not a secret, measured
+//! over `../shared/corpus` and a planted set: docs/secrets.md.
+
+mod rules;
+
+use regex::RegexSet;
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+use rules::{Check, Rule};
+
+/// The compiled rules and a set of all their patterns, which tells in one pass which rules can match at all (most
+/// messages hold no credential and cost that one pass).
+struct Engine {
+    rules: Vec<Rule>,
+    any: RegexSet,
+}
+
+static ENGINE: LazyLock<Engine> = LazyLock::new(|| {
+    let rules = rules::all();
+    let any = RegexSet::new(rules.iter().map(|r| r.re.as_str())).expect("secret rule set");
+    Engine { rules, any }
+});
+
+/// A credential found in a text: the rule that found it and where its value is (byte offsets).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// The rule's id, as in the placeholder (`aws-access-key-id`).
+    pub rule: &'static str,
+    /// Byte offset of the value's first byte.
+    pub start: usize,
+    /// Byte offset one past the value's last byte.
+    pub end: usize,
+}
+
+impl Finding {
+    /// The value in the text it was found in.
+    pub fn value<'t>(&self, text: &'t str) -> &'t str {
+        &text[self.start..self.end]
+    }
+}
+
+/// Every rule's id, in priority order: what `ghola secrets` totals by and docs/secrets.md lists.
+pub fn rule_ids() -> Vec<&'static str> {
+    ENGINE.rules.iter().map(|r| r.id).collect()
+}
+
+/// The credentials in `text`, in order, none overlapping (where two rules' matches overlap, the earlier rule in
+/// [`rule_ids`] wins).
+pub fn find(text: &str) -> Vec<Finding> {
+    let hits = ENGINE.any.matches(text);
+    if !hits.matched_any() {
+        return Vec::new();
+    }
+    let mut found: Vec<Finding> = Vec::new();
+    for i in hits.iter() {
+        let rule = &ENGINE.rules[i];
+        for caps in rule.re.captures_iter(text) {
+            let Some(m) = caps.get(rule.group) else {
+                continue;
+            };
+            let passes = match rule.check {
+                Check::None => true,
+                Check::Random => looks_secret(m.as_str()),
+                Check::Named => {
+                    let whole = caps.get(0).expect("a match has group 0");
+                    looks_secret(m.as_str()) && names_a_secret(&text[whole.start()..m.start()])
+                }
+            };
+            if m.is_empty() || !passes {
+                continue;
+            }
+            if is_placeholder(m.as_str()) {
+                continue;
+            }
+            let f = Finding {
+                rule: rule.id,
+                start: m.start(),
+                end: m.end(),
+            };
+            if !found.iter().any(|g| g.start < f.end && f.start < g.end) {
+                found.push(f);
+            }
+        }
+    }
+    found.sort_by_key(|f| f.start);
+    found
+}
+
+/// The placeholder a value of `rule` is replaced with.
+pub fn placeholder(rule: &str) -> String {
+    format!("[REDACTED:{rule}]")
+}
+
+/// Whether `text` holds a placeholder this engine wrote (then it was already redacted there).
+fn is_placeholder(value: &str) -> bool {
+    value.starts_with("[REDACTED")
+}
+
+/// `text` with every credential replaced by its placeholder; borrowed when there was none.
+pub fn redact(text: &str) -> Cow<'_, str> {
+    redact_counting(text, &mut Tally::default())
+}
+
+/// [`redact`], adding what it replaced to `tally`.
+pub fn redact_counting<'t>(text: &'t str, tally: &mut Tally) -> Cow<'t, str> {
+    let found = find(text);
+    if found.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for f in &found {
+        out.push_str(&text[at..f.start]);
+        out.push_str(&placeholder(f.rule));
+        at = f.end;
+        tally.add(f.rule, 1);
+    }
+    out.push_str(&text[at..]);
+    Cow::Owned(out)
+}
+
+/// Redacts `text` in place; returns whether anything was replaced.
+pub fn redact_in_place(text: &mut String, tally: &mut Tally) -> bool {
+    match redact_counting(text, tally) {
+        Cow::Borrowed(_) => false,
+        Cow::Owned(s) => {
+            *text = s;
+            true
+        }
+    }
+}
+
+/// Redacts every string inside a JSON value (object keys are names, not values, and are kept); returns how many
+/// credentials were replaced. For text that leaves as JSON (a replay request's messages, a tool's input).
+pub fn redact_json(v: &mut serde_json::Value, tally: &mut Tally) -> u64 {
+    use serde_json::Value;
+    let before = tally.total();
+    match v {
+        Value::String(s) => {
+            redact_in_place(s, tally);
+        }
+        Value::Array(items) => {
+            for i in items {
+                redact_json(i, tally);
+            }
+        }
+        Value::Object(map) => {
+            for (_, i) in map.iter_mut() {
+                redact_json(i, tally);
+            }
+        }
+        _ => {}
+    }
+    tally.total() - before
+}
+
+/// A value shown so that its owner can recognise it and nobody can use it: its first four characters, then a
+/// mask (never the length, never the rest).
+pub fn preview(value: &str) -> String {
+    let head: String = value.chars().take(4).collect();
+    format!("{head}…****")
+}
+
+/// Counts of replaced or found credentials, per rule.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Tally(pub BTreeMap<String, u64>);
+
+impl Tally {
+    /// Adds `n` for `rule`.
+    pub fn add(&mut self, rule: &str, n: u64) {
+        *self.0.entry(rule.to_string()).or_default() += n;
+    }
+
+    /// Adds all of `other`.
+    pub fn absorb(&mut self, other: &Tally) {
+        for (rule, n) in &other.0 {
+            self.add(rule, *n);
+        }
+    }
+
+    /// Whether nothing was counted.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// All rules together.
+    pub fn total(&self) -> u64 {
+        self.0.values().sum()
+    }
+}
+
+/// Whether the name part of `name = value` (everything before the value) names a secret itself rather than a
+/// count, type, path, id or tokenizer of one.
+fn names_a_secret(name_and_sep: &str) -> bool {
+    let name = name_and_sep.to_ascii_lowercase();
+    const NOT: [&str; 18] = [
+        "tokeniz",
+        "tokens",
+        "token_count",
+        "token_type",
+        "token_id",
+        "tokenid",
+        "token_usage",
+        "token_limit",
+        "token_budget",
+        "secret_name",
+        "secretname",
+        "key_id",
+        "_hash",
+        "hashed_",
+        "_file",
+        "_path",
+        "secretref",
+        "_ref",
+    ];
+    !NOT.iter().any(|n| name.contains(n))
+}
+
+/// Whether a value given to a secret-sounding name (or of a loose shape) is a credential rather than code, a
+/// placeholder, a plain word, a number or a path: the check behind the generic rules, where false positives
+/// would otherwise be many (`token: string`, `password = request.form`, `max_tokens: 4096`, `${API_KEY}`).
+fn looks_secret(value: &str) -> bool {
+    let v = value.trim_end_matches(['.', ':', '!', '?']);
+    if v.chars().count() < 6 {
+        return false;
+    }
+    // Credentials are printable ASCII; progress bars, prose in other scripts and box drawing are not.
+    if !v.chars().all(|c| c.is_ascii_graphic()) {
+        return false;
+    }
+    let lower = v.to_ascii_lowercase();
+    const PLACEHOLDERS: [&str; 10] = [
+        "${", "$(", "{{", "%s", "***", "xxxx", "...", "…", "redacted", "<",
+    ];
+    if PLACEHOLDERS.iter().any(|p| lower.contains(p)) || v.starts_with('$') {
+        return false;
+    }
+    const CODE: [&str; 12] = [
+        "self.",
+        "this.",
+        "os.",
+        "env.",
+        "process.",
+        "config.",
+        "settings.",
+        "args.",
+        "options.",
+        "req.",
+        "request.",
+        "ctx.",
+    ];
+    if CODE.iter().any(|p| lower.starts_with(p)) || v.contains(['(', '[', '{']) {
+        return false;
+    }
+    if v.contains("://") || v.starts_with(['/', '.', '~']) {
+        return false;
+    }
+    let has_digit = v.chars().any(|c| c.is_ascii_digit());
+    // Words, identifiers, kebab and dotted names: `string`, `get_token`, `AuthToken`, `my-secret-name`.
+    if !has_digit
+        && v.chars()
+            .all(|c| c.is_alphabetic() || matches!(c, '_' | '-' | '.'))
+    {
+        return false;
+    }
+    // Numbers, versions and dates: `4096`, `1.2.3`, `2025-01-01`.
+    if v.chars()
+        .all(|c| c.is_ascii_digit() || matches!(c, '.' | '_' | ',' | '-' | ':'))
+    {
+        return false;
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,220 @@
+use super::*;
+
+/// A deterministic run of `n` characters from `alphabet` (so the planted values are generated, not real).
+fn run(seed: u64, n: usize, alphabet: &str) -> String {
+    let a: Vec<char> = alphabet.chars().collect();
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            a[(x % a.len() as u64) as usize]
+        })
+        .collect()
+}
+
+const ALNUM: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+const UPPER: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+const B64: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/// (rule expected, text holding the value, the value).
+fn planted() -> Vec<(&'static str, String, String)> {
+    let mut out = Vec::new();
+    let mut add = |rule, value: String, text: String| out.push((rule, text, value));
+    let k = format!("AKIA{}", run(1, 16, UPPER));
+    add(
+        "aws-access-key-id",
+        k.clone(),
+        format!("export AWS_ACCESS_KEY_ID={k}"),
+    );
+    let s = run(2, 40, B64);
+    add(
+        "aws-secret-access-key",
+        s.clone(),
+        format!("aws_secret_access_key = {s}\nregion = eu-west-1"),
+    );
+    let pem = format!(
+        "-----BEGIN RSA PRIVATE KEY-----\n{}\n{}\n-----END RSA PRIVATE KEY-----",
+        run(3, 64, B64),
+        run(4, 40, B64)
+    );
+    add("private-key", pem.clone(), format!("cat id_rsa\n{pem}\n"));
+    let gcp = format!(
+        "-----BEGIN PRIVATE KEY-----\\n{}\\n-----END PRIVATE KEY-----\\n",
+        run(5, 64, B64)
+    );
+    add(
+        "gcp-service-account-key",
+        gcp.clone(),
+        format!(
+            r#"{{"type": "service_account", "private_key": "{gcp}", "client_email": "a@b.iam.gserviceaccount.com"}}"#
+        ),
+    );
+    let az = format!("{}==", run(6, 86, B64));
+    add(
+        "azure-connection-string",
+        az.clone(),
+        format!(
+            "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={az};EndpointSuffix=core.windows.net"
+        ),
+    );
+    let gh = format!("ghp_{}", run(7, 36, ALNUM));
+    add(
+        "github-token",
+        gh.clone(),
+        format!("git remote set-url origin https://{gh}@github.com/o/r"),
+    );
+    let ghf = format!("github_pat_{}_{}", run(8, 22, ALNUM), run(9, 59, ALNUM));
+    add(
+        "github-fine-grained-pat",
+        ghf.clone(),
+        format!("GH_TOKEN is {ghf}"),
+    );
+    let gl = format!("glpat-{}", run(10, 20, ALNUM));
+    add("gitlab-token", gl.clone(), format!("use {gl} for the API"));
+    let sl = format!(
+        "xoxb-{}-{}-{}",
+        run(11, 12, "0123456789"),
+        run(12, 12, "0123456789"),
+        run(13, 24, ALNUM)
+    );
+    add("slack-token", sl.clone(), format!("SLACK says {sl}"));
+    let st = format!("sk_live_{}", run(14, 24, ALNUM));
+    add(
+        "stripe-key",
+        st.clone(),
+        format!("stripe.api_key = \"{st}\""),
+    );
+    let an = format!("sk-ant-api03-{}", run(15, 93, ALNUM));
+    add(
+        "anthropic-api-key",
+        an.clone(),
+        format!("my key is {an} please use it"),
+    );
+    let oa = format!("sk-proj-{}", run(16, 48, ALNUM));
+    add(
+        "openai-api-key",
+        oa.clone(),
+        format!("OPENAI_API_KEY: {oa}"),
+    );
+    let hf = format!("hf_{}", run(17, 34, ALNUM));
+    add(
+        "huggingface-token",
+        hf.clone(),
+        format!("huggingface-cli login --token {hf}"),
+    );
+    let gk = format!("AIza{}", run(18, 35, ALNUM));
+    add("gcp-api-key", gk.clone(), format!("?key={gk}&q=1"));
+    let npm = format!("npm_{}", run(19, 36, ALNUM));
+    add(
+        "npm-token",
+        npm.clone(),
+        format!("//registry.npmjs.org/:_authToken={npm}"),
+    );
+    let pypi = format!("pypi-AgEIcHlwaS5vcmc{}", run(20, 60, ALNUM));
+    add("pypi-token", pypi.clone(), format!("password = {pypi}"));
+    let jwt = format!(
+        "eyJ{}.eyJ{}.{}",
+        run(21, 20, ALNUM),
+        run(22, 40, ALNUM),
+        run(23, 43, ALNUM)
+    );
+    add("jwt", jwt.clone(), format!("Cookie: session={jwt}"));
+    let pw = format!("{}7!", run(24, 12, ALNUM));
+    add(
+        "url-password",
+        pw.clone(),
+        format!("DATABASE_URL=postgres://app:{pw}@db.internal:5432/app"),
+    );
+    let env = run(25, 32, ALNUM);
+    add(
+        "env-secret",
+        env.clone(),
+        format!("# .env\nMAILGUN_SECRET={env}\nDEBUG=1"),
+    );
+    let pass = format!("Tr0ub4dor&{}", run(26, 4, "0123456789"));
+    add(
+        "secret-assignment",
+        pass.clone(),
+        format!("login with password: {pass} then"),
+    );
+    let tok = run(27, 40, "0123456789abcdef");
+    add(
+        "secret-assignment",
+        tok.clone(),
+        format!(r#"{{\"auth_token\": \"{tok}\"}}"#),
+    );
+    out
+}
+
+#[test]
+fn every_planted_credential_is_found_by_its_rule_and_replaced() {
+    for (rule, text, value) in planted() {
+        let found = find(&text);
+        assert!(
+            found
+                .iter()
+                .any(|f| f.rule == rule && f.value(&text) == value),
+            "{rule} not found in {text:?}: {found:?}"
+        );
+        let red = redact(&text);
+        assert!(!red.contains(&value), "{rule}: {red}");
+        assert!(red.contains(&placeholder(rule)), "{rule}: {red}");
+    }
+}
+
+#[test]
+fn what_is_not_a_secret_is_left_alone() {
+    let plain = [
+        "session 550e8400-e29b-41d4-a716-446655440000 resumed",
+        "commit 3f786850e387550fdab836ed7e6dc881de23001b and a1b2c3d",
+        "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+        "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==",
+        "function(a,b){return a.token=b,a.password=c,a}",
+        "password = request.form[\"password\"]",
+        "token: string; secret?: Option<String>",
+        "let api_key = std::env::var(\"API_KEY\")?;",
+        "API_KEY=${API_KEY}",
+        "export GITHUB_TOKEN=$(gh auth token)",
+        "\"usage\": {\"input_tokens\": 12345, \"output_tokens\": 678}",
+        "max_tokens=4096, secret_name = my-app-secret",
+        "tokenizer = AutoTokenizer.from_pretrained(name)",
+        "postgres://user:password@localhost/db and https://example.com:8080/x",
+        "The token budget is small; we chose tantivy.",
+        "sk-learn-style-names-are-words-only",
+        "Authorization: Bearer $TOKEN",
+        "password: ********",
+    ];
+    for text in plain {
+        let found = find(text);
+        assert!(found.is_empty(), "{text:?}: {found:?}");
+    }
+}
+
+#[test]
+fn placeholders_are_not_found_again_and_json_keys_are_kept() {
+    let (_, text, value) = planted().remove(0);
+    let once = redact(&text).into_owned();
+    assert_eq!(redact(&once), once);
+    let mut v = serde_json::json!({"AWS_ACCESS_KEY_ID": text, "n": 1, "list": [text]});
+    let mut tally = Tally::default();
+    assert_eq!(redact_json(&mut v, &mut tally), 2);
+    assert!(!v.to_string().contains(&value));
+    assert!(v.get("AWS_ACCESS_KEY_ID").is_some());
+    assert_eq!(tally.0.get("aws-access-key-id"), Some(&2));
+}
+
+#[test]
+fn a_preview_shows_four_characters_and_never_the_length() {
+    assert_eq!(preview("AKIA1234567890ABCDEF"), "AKIA…****");
+    assert_eq!(preview("ab"), "ab…****");
+}
+
+#[test]
+fn a_private_key_cut_before_its_end_line_is_still_taken() {
+    let body = run(30, 200, B64);
+    let text = format!("-----BEGIN OPENSSH PRIVATE KEY-----\n{body}");
+    let red = redact(&text);
+    assert!(!red.contains(&body[..40]), "{red}");
+}
