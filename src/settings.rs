@@ -100,6 +100,10 @@ pub struct Settings {
     pub permission_mode: String,
     /// `[archive] enabled`: keep a compressed copy of every transcript indexed (default true).
     pub archive_enabled: bool,
+    /// `redact_stored` (top level, or `[secrets] redact_stored`): store the archive's copies with their
+    /// credentials overwritten as they are indexed (default false: the archive keeps the bytes as written, and
+    /// every output redacts them).
+    pub redact_stored: bool,
 }
 
 impl Default for Settings {
@@ -114,6 +118,7 @@ impl Default for Settings {
             editor: None,
             permission_mode: "acceptEdits".into(),
             archive_enabled: true,
+            redact_stored: false,
         }
     }
 }
@@ -204,6 +209,14 @@ pub fn load_from(path: &Path) -> Result<Settings, SettingsError> {
         s.archive_enabled = v
             .as_bool()
             .ok_or_else(|| bad("archive.enabled", "true or false"))?;
+    }
+    if let Some(v) = doc
+        .get("redact_stored")
+        .or_else(|| get("secrets", "redact_stored"))
+    {
+        s.redact_stored = v
+            .as_bool()
+            .ok_or_else(|| bad("redact_stored", "true or false"))?;
     }
     Ok(s)
 }

@@ -106,6 +106,7 @@ impl Knobs {
                 .map_or(ghola::index::update::PUBLISH_EVERY, |n| n as usize),
             neighbour,
             keep_archive,
+            redact_stored: settings.redact_stored,
             ..UpdateOptions::default()
         };
         let embed_kernel = match var("GHOLA_EMBED_KERNEL") {

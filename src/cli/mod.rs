@@ -276,7 +276,13 @@ pub fn run(cli: Cli) -> Result<()> {
         ),
         Command::Status { json } => recall::status_cmd(&index_dir, &claude_dir, &knobs, json),
         Command::Forget(args) => recall::forget_cmd(&index_dir, args),
-        Command::Secrets(args) => secrets::secrets_cmd(&claude_dir, &index_dir, args),
+        Command::Secrets(args) => secrets::secrets_cmd(
+            &claude_dir,
+            &index_dir,
+            cli.model_dir.as_deref(),
+            &knobs,
+            args,
+        ),
         Command::Search(args) => recall::search_cmd(
             &index_dir,
             &claude_dir,

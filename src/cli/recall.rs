@@ -269,6 +269,13 @@ pub fn status_cmd(index_dir: &Path, claude_dir: &Path, knobs: &Knobs, json: bool
             s.archive.stored_bytes as f64 / 1e6,
             s.sessions_only_in_archive
         );
+        if s.credentials_hidden > 0 {
+            println!(
+                "credentials hidden {} (shown as [REDACTED:<rule>]; `ghola secrets` lists them, `ghola secrets \
+                 redact --all` scrubs ghola's copies)",
+                s.credentials_hidden
+            );
+        }
     }
     Ok(())
 }
@@ -492,7 +499,7 @@ pub fn search_cmd(
         Err(e) => return Err(e),
     }
     if !a.no_update {
-        run_update(
+        let s = run_update(
             index_dir,
             claude_dir,
             history.embedder(),
@@ -500,6 +507,12 @@ pub fn search_cmd(
             true,
         )
         .context("updating the index (use --no-update to skip)")?;
+        if s.credentials_hidden > 0 {
+            eprintln!(
+                "ghola: {}",
+                ghola::service::credentials_note(s.credentials_hidden)
+            );
+        }
         if let Some(e) = history.embedder() {
             run_embedding(
                 index_dir,

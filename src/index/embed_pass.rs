@@ -197,7 +197,13 @@ fn embed_segment(
     if current.model_id != manifest.model_id || current.weights_sha256 != manifest.weights_sha256 {
         return Ok(());
     }
-    let mut w = append_writer(dir, current, UpdateSummary::default(), false, false)?;
+    let mut w = append_writer(
+        dir,
+        current,
+        UpdateSummary::default(),
+        false,
+        super::update::ArchiveCopy::Off,
+    )?;
     let new_id = w.manifest.next_segment;
     let info = super::records::SegmentInfo {
         id: new_id,

@@ -178,36 +178,54 @@ pub fn forget(
         }
     }
     save_forgotten(dir, &f)?;
-    // The index: the sessions' messages dead, their fingerprints gone, their segments rewritten.
-    if let Some(manifest) = super::snapshot::read_manifest(dir)? {
-        // Every message, whatever the memory limit for searching: none of the sessions' may stay.
-        let snap = Snapshot::open_with(dir, u64::MAX, false)?;
-        let mut gids = Vec::new();
-        let mut segments = HashSet::new();
-        for (i, m) in snap.messages.iter().enumerate() {
-            if sessions.contains(snap.session_id(i)) {
-                gids.push(m.gid);
-                segments.insert(snap.segment_id(i));
-            }
-        }
-        // Superseded versions of the same messages live in the manifest's dead list already.
-        drop(snap);
-        out.messages_removed = gids.len();
-        // Nothing is read from transcripts: the archive is handled below, on its own.
-        let mut w = append_writer(dir, manifest, UpdateSummary::default(), false, false)?;
-        w.kill(gids);
-        w.manifest
-            .files
-            .retain(|st| !sessions.contains(&st.session_id));
-        w.publish(None)?;
-        let mut ids: Vec<u64> = segments.into_iter().collect();
-        ids.sort();
-        w.purge(&ids)?;
-        out.segments_rewritten = ids.len();
-        w.lexical.compact(&mut w.lex_writer)?;
-    }
+    (out.messages_removed, out.segments_rewritten) = drop_from_index(dir, sessions)?;
     // The archive.
     let mut a = ArchiveWriter::open(dir)?;
     out.archive_bytes_reclaimed = a.forget_sessions(sessions)?;
     Ok(out)
+}
+
+/// Removes every message of `sessions` from the index (the caller holds the index lock): their rows killed,
+/// their files' fingerprints dropped (so an update reads those files again from the start, unless the sessions
+/// are also recorded as forgotten), the segments that held them rewritten without them and the lexical index
+/// compacted, so no text, vector or posting of theirs stays on disk. Returns the messages removed and the
+/// segments rewritten.
+pub(super) fn drop_from_index(
+    dir: &Path,
+    sessions: &HashSet<String>,
+) -> Result<(usize, usize), IndexError> {
+    let Some(manifest) = super::snapshot::read_manifest(dir)? else {
+        return Ok((0, 0));
+    };
+    // Every message, whatever the memory limit for searching: none of the sessions' may stay.
+    let snap = Snapshot::open_with(dir, u64::MAX, false)?;
+    let mut gids = Vec::new();
+    let mut segments = HashSet::new();
+    for (i, m) in snap.messages.iter().enumerate() {
+        if sessions.contains(snap.session_id(i)) {
+            gids.push(m.gid);
+            segments.insert(snap.segment_id(i));
+        }
+    }
+    // Superseded versions of the same messages live in the manifest's dead list already.
+    drop(snap);
+    let removed = gids.len();
+    // Nothing is read from transcripts: the archive is handled by the caller, on its own.
+    let mut w = append_writer(
+        dir,
+        manifest,
+        UpdateSummary::default(),
+        false,
+        super::update::ArchiveCopy::Off,
+    )?;
+    w.kill(gids);
+    w.manifest
+        .files
+        .retain(|st| !sessions.contains(&st.session_id));
+    w.publish(None)?;
+    let mut ids: Vec<u64> = segments.into_iter().collect();
+    ids.sort();
+    w.purge(&ids)?;
+    w.lexical.compact(&mut w.lex_writer)?;
+    Ok((removed, ids.len()))
 }

@@ -15,6 +15,7 @@ pub mod records;
 pub mod render;
 mod resume;
 pub mod rows;
+pub mod scrub;
 pub mod segment;
 pub mod snapshot;
 pub mod standin;
@@ -123,6 +124,8 @@ pub struct Status {
     pub archive: archive::ArchiveStats,
     /// Sessions Claude Code deleted that the archive still has whole: readable and replayable only from it.
     pub sessions_only_in_archive: usize,
+    /// Credentials the index's messages show as `[REDACTED:<rule>]` placeholders (`ghola secrets` lists them).
+    pub credentials_hidden: u64,
 }
 
 /// Records that a reader found the index of `dir` damaged (`what` says where): the next update then takes the
@@ -196,7 +199,12 @@ pub fn status(
         .iter()
         .map(|s| fs_err::metadata(segment::paths(index_dir, s.id).vectors).map_or(0, |m| m.len()))
         .sum();
+    let placeholder = memchr::memmem::Finder::new(b"[REDACTED:");
+    let credentials_hidden = (0..snap.messages.len())
+        .map(|i| placeholder.find_iter(snap.text_bytes(i)).count() as u64)
+        .sum();
     Ok(Status {
+        credentials_hidden,
         projects: projects.len(),
         sessions: sessions.len(),
         messages: snap.messages.len(),

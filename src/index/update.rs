@@ -41,6 +41,30 @@ pub struct UpdateOptions {
     pub neighbour: Neighbour,
     /// Copy the transcript bytes read into the archive (`[archive] enabled`, `GHOLA_ARCHIVE`).
     pub keep_archive: bool,
+    /// Store those bytes with their credentials overwritten (`redact_stored = true`).
+    pub redact_stored: bool,
+}
+
+/// What an index writer copies into the archive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArchiveCopy {
+    /// Nothing (the archive is off, or the writer reads no transcript).
+    Off,
+    /// The bytes as Claude Code wrote them.
+    AsWritten,
+    /// The bytes with their credentials overwritten (`crate::secrets::redact_bytes_in_place`).
+    Redacted,
+}
+
+impl ArchiveCopy {
+    /// The copy the options ask for.
+    pub fn of(opts: &UpdateOptions) -> Self {
+        match (opts.keep_archive, opts.redact_stored) {
+            (false, _) => ArchiveCopy::Off,
+            (true, false) => ArchiveCopy::AsWritten,
+            (true, true) => ArchiveCopy::Redacted,
+        }
+    }
 }
 
 /// Publishes of at least this many messages are deferred by [`UpdateOptions::words_first`]: embedding them
@@ -67,6 +91,7 @@ impl Default for UpdateOptions {
             defer_from: None,
             neighbour: Neighbour::default(),
             keep_archive: true,
+            redact_stored: false,
         }
     }
 }
@@ -101,6 +126,9 @@ pub struct Progress {
 /// What an update did.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct UpdateSummary {
+    /// Credentials the reader replaced by placeholders in the messages this update read (see
+    /// `crate::secrets`): what the first search after it tells the user about, once.
+    pub credentials_hidden: u64,
     pub files_seen: usize,
     pub files_read: usize,
     /// Transcript bytes parsed (an append parses only what was appended).
@@ -341,7 +369,7 @@ pub fn update_with(
                 .sum();
             let big = grown > BIG_BATCH_BYTES;
             (
-                append_writer(dir, m, summary, big, opts.keep_archive)?,
+                append_writer(dir, m, summary, big, ArchiveCopy::of(&opts))?,
                 changed,
                 on_disk,
             )
@@ -377,6 +405,7 @@ pub fn update_with(
     for (done, c) in changed.into_iter().enumerate() {
         let p = plan_session(c.files, c.changes, appending);
         let session = transcript::load_session_from(&sources, c.files, &p.plan);
+        w.summary.credentials_hidden += session.secrets_hidden.total();
         indexed += w.add_session(c.files, &session, &p.resumes, p.states, p.rewritten);
         if w.pending_messages() >= opts.publish_every {
             w.publish(embedder)?;
@@ -554,14 +583,14 @@ pub(super) fn append_writer(
     manifest: Manifest,
     summary: UpdateSummary,
     big: bool,
-    keep_archive: bool,
+    archive: ArchiveCopy,
 ) -> Result<Writer<'_>, IndexError> {
     let verify = super::segment::Verify::since_publish(dir);
     let lexical = Lexical::open(&dir.join("lexical"))?;
     let lex_writer = lexical.writer(big)?;
     Ok(
         Writer::new(dir, manifest, lexical, lex_writer, None, verify, summary)
-            .keeping_archive(keep_archive),
+            .keeping_archive(archive),
     )
 }
 
@@ -671,7 +700,7 @@ fn full_writer<'a>(
         super::segment::Verify::since_publish(dir),
         summary,
     )
-    .keeping_archive(opts.keep_archive);
+    .keeping_archive(ArchiveCopy::of(opts));
     for m in archived {
         w.requeue(m);
     }

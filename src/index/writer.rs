@@ -116,16 +116,18 @@ impl<'a> Writer<'a> {
         }
     }
 
-    /// Copies what this writer reads into the archive from now on (`keep`: the settings allow it). An archive
+    /// Copies what this writer reads into the archive from now on, as `copy` says (the settings). An archive
     /// that cannot be opened is logged and skipped: the next writer fills the gap.
-    pub fn keeping_archive(mut self, keep: bool) -> Self {
-        self.archive = keep
+    pub fn keeping_archive(mut self, copy: super::update::ArchiveCopy) -> Self {
+        use super::update::ArchiveCopy;
+        self.archive = (copy != ArchiveCopy::Off)
             .then(|| {
                 ArchiveWriter::open(self.dir)
                     .inspect_err(|e| tracing::warn!("archive not kept this run: {e}"))
                     .ok()
             })
-            .flatten();
+            .flatten()
+            .map(|a| a.redacting(copy == ArchiveCopy::Redacted));
         self
     }
 

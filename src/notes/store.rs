@@ -98,6 +98,40 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), NotesError> {
     crate::atomic_file::write_atomic(path, bytes).map_err(io(path))
 }
 
+/// Overwrites the credentials in every notes file under `root` (markdown, logs, metadata), each replaced
+/// atomically under the notes' write lock: notes are extracted from redacted windows, but notes written by an
+/// older ghola, or typed by hand, may hold one. Returns what was replaced, per rule.
+pub fn redact_all(root: &Path) -> Result<crate::secrets::Tally, NotesError> {
+    let mut tally = crate::secrets::Tally::default();
+    if !root.is_dir() {
+        return Ok(tally);
+    }
+    let _lock = write_lock(root)?;
+    let mut todo = vec![root.to_path_buf()];
+    while let Some(dir) = todo.pop() {
+        for e in std::fs::read_dir(&dir).map_err(io(&dir))?.flatten() {
+            let path = e.path();
+            let Ok(kind) = e.file_type() else { continue };
+            if kind.is_dir() {
+                todo.push(path);
+                continue;
+            }
+            let wanted = path
+                .extension()
+                .is_some_and(|x| x == "md" || x == "json" || x == "jsonl");
+            if !kind.is_file() || !wanted {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).map_err(io(&path))?;
+            if let std::borrow::Cow::Owned(red) = crate::secrets::redact_counting(&text, &mut tally)
+            {
+                write_atomic(&path, red.as_bytes())?;
+            }
+        }
+    }
+    Ok(tally)
+}
+
 /// Holds the notes dir's short write lock until dropped.
 pub struct WriteLock(#[allow(dead_code)] File);
 

@@ -166,6 +166,70 @@ pub fn redact_json(v: &mut serde_json::Value, tally: &mut Tally) -> u64 {
     tally.total() - before
 }
 
+/// Redacts stored transcript bytes in place, keeping their length: each credential's bytes are overwritten by
+/// its placeholder, padded with `*` (or cut to `[REDACTED]`, or all `*`, where the value is shorter), so every
+/// offset into the file — resume points, message offsets, archive frames — stays true. Works line by line on the
+/// raw JSON text; a value is never overwritten past a `"` that ends its JSON string nor into half an escape, so
+/// every line that was valid JSON stays valid. Lines that are not UTF-8 are left as they are. Returns how many
+/// credentials were overwritten.
+pub fn redact_bytes_in_place(bytes: &mut [u8], tally: &mut Tally) -> u64 {
+    let mut n = 0;
+    let mut start = 0;
+    while start < bytes.len() {
+        let end = memchr_newline(&bytes[start..]).map_or(bytes.len(), |i| start + i + 1);
+        let line = &mut bytes[start..end];
+        if let Ok(text) = std::str::from_utf8(line) {
+            let spans: Vec<(usize, usize, &'static str)> = find(text)
+                .into_iter()
+                .map(|f| (f.start, json_safe_end(text, f.start, f.end), f.rule))
+                .filter(|(s, e, _)| e > s)
+                .collect();
+            for (s, e, rule) in spans {
+                overwrite(&mut line[s..e], rule);
+                tally.add(rule, 1);
+                n += 1;
+            }
+        }
+        start = end;
+    }
+    n
+}
+
+fn memchr_newline(b: &[u8]) -> Option<usize> {
+    b.iter().position(|&c| c == b'\n')
+}
+
+/// Where an overwrite of `text[start..end]` must stop so that the raw JSON stays valid: before the first
+/// unescaped `"` (the value's string ends there) and never between a backslash and what it escapes.
+fn json_safe_end(text: &str, start: usize, end: usize) -> usize {
+    let b = text.as_bytes();
+    let mut i = start;
+    while i < end {
+        match b[i] {
+            b'"' => return i,
+            b'\\' if i + 1 >= end => return i,
+            b'\\' => i += 2,
+            _ => i += 1,
+        }
+    }
+    end.min(b.len())
+}
+
+/// Overwrites `span` with `rule`'s placeholder padded with `*` to the span's length (shorter forms where it does
+/// not fit).
+fn overwrite(span: &mut [u8], rule: &str) {
+    let full = placeholder(rule);
+    let text: &[u8] = if full.len() <= span.len() {
+        full.as_bytes()
+    } else if b"[REDACTED]".len() <= span.len() {
+        b"[REDACTED]"
+    } else {
+        b""
+    };
+    span[..text.len()].copy_from_slice(text);
+    span[text.len()..].fill(b'*');
+}
+
 /// A value shown so that its owner can recognise it and nobody can use it: its first four characters, then a
 /// mask (never the length, never the rest).
 pub fn preview(value: &str) -> String {

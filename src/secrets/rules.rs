@@ -30,8 +30,9 @@ pub(super) struct Rule {
     pub check: Check,
 }
 
-/// A separator between a name and its value: `=`, `:`, `:=`, `=>`, with optional quotes (JSON-escaped too).
-const SEP: &str = r#"\\?["']?\s*(?::=|=>|=|:)\s*\\?["']?"#;
+/// A separator between a name and its value: `=`, `:`, `:=`, `=>`, with optional quotes (JSON-escaped, once or
+/// twice, too: a tool's output quoting JSON, as a transcript line stores it).
+const SEP: &str = r#"\\{0,3}["']?\s*(?::=|=>|=|:)\s*\\{0,3}["']?"#;
 
 /// Names that say their value is a password, secret, token or key.
 /// No dot: `config.api_key` is named from `api_key`, and `tokenizer.json: 100%` (a file name) is no name at all.
@@ -50,7 +51,7 @@ pub(super) fn all() -> Vec<Rule> {
     vec![
         rule(
             "gcp-service-account-key",
-            r#"\\?"private_key\\?"\s*:\s*\\?"(-----BEGIN[ A-Z]{0,40}PRIVATE KEY-----[^"]{16,}?)\\?""#,
+            r#"\\{0,3}"private_key\\{0,3}"\s*:\s*\\{0,3}"(-----BEGIN[ A-Z]{0,40}PRIVATE KEY-----[^"]{16,}?)\\{0,3}""#,
             1,
             Shape,
         ),

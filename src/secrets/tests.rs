@@ -218,3 +218,37 @@ fn a_private_key_cut_before_its_end_line_is_still_taken() {
     let red = redact(&text);
     assert!(!red.contains(&body[..40]), "{red}");
 }
+
+#[test]
+fn stored_bytes_are_redacted_in_place_keeping_length_and_json() {
+    let mut lines = String::new();
+    let mut values = Vec::new();
+    for (_, text, value) in planted() {
+        let line = serde_json::json!({"type": "user", "message": {"content": text}}).to_string();
+        lines.push_str(&line);
+        lines.push('\n');
+        values.push(value);
+    }
+    lines.push_str("not json but a token=ab12cd34ef56 here\n");
+    let mut bytes = lines.clone().into_bytes();
+    let n = redact_bytes_in_place(&mut bytes, &mut Tally::default());
+    assert!(n as usize >= values.len(), "{n}");
+    assert_eq!(bytes.len(), lines.len());
+    let out = String::from_utf8(bytes).unwrap();
+    for (line, before) in out.lines().zip(lines.lines()) {
+        if serde_json::from_str::<serde_json::Value>(before).is_ok() {
+            serde_json::from_str::<serde_json::Value>(line)
+                .unwrap_or_else(|e| panic!("{e}: {line}"));
+        }
+    }
+    for v in values {
+        // The JSON-escaped form is what the line holds.
+        let escaped = serde_json::to_string(&v).unwrap();
+        let escaped = &escaped[1..escaped.len() - 1];
+        assert!(!out.contains(escaped), "{v} left in {out}");
+    }
+    assert!(!out.contains("ab12cd34ef56"));
+    // Redacting again changes nothing.
+    let mut again = out.clone().into_bytes();
+    assert_eq!(redact_bytes_in_place(&mut again, &mut Tally::default()), 0);
+}

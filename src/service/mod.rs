@@ -109,6 +109,18 @@ pub struct HistoryService {
     report_pending: AtomicBool,
     /// Set when the keyword-first pass over the history has finished (or failed, or none runs).
     first_pass: (Mutex<bool>, Condvar),
+    /// Credentials the freshness loop's updates hid in new messages that no search has told of yet: the next
+    /// search says so in one note line, once.
+    credentials_untold: AtomicU64,
+}
+
+/// The one line that tells a user that new messages held credentials, shown redacted: printed to stderr by the
+/// CLI's search, and a note of the next MCP search after the update that found them.
+pub fn credentials_note(n: u64) -> String {
+    format!(
+        "{n} credential(s) in newly indexed messages are shown as [REDACTED:<rule>]; `ghola secrets` in a terminal \
+         lists them"
+    )
 }
 
 impl HistoryService {
@@ -123,6 +135,7 @@ impl HistoryService {
             changes: Arc::default(),
             watcher: Mutex::new(None),
             watching: AtomicBool::new(false),
+            credentials_untold: AtomicU64::new(0),
             report_pending: AtomicBool::new(false),
             first_pass: (Mutex::new(true), Condvar::new()),
         })
@@ -387,6 +400,10 @@ impl HistoryService {
                 resp.index.pending_files
             ));
         }
+        let untold = self.credentials_untold.swap(0, Ordering::SeqCst);
+        if untold > 0 {
+            notes.push(credentials_note(untold));
+        }
         notes
     }
 
@@ -406,11 +423,15 @@ impl HistoryService {
             opts,
             &mut |_| {},
         ) {
-            Ok(s) if s.messages_added > 0 => tracing::info!(
-                "indexed {} new messages ({} of them keyword-only for now)",
-                s.messages_added,
-                s.messages_deferred
-            ),
+            Ok(s) if s.messages_added > 0 => {
+                self.credentials_untold
+                    .fetch_add(s.credentials_hidden, Ordering::SeqCst);
+                tracing::info!(
+                    "indexed {} new messages ({} of them keyword-only for now)",
+                    s.messages_added,
+                    s.messages_deferred
+                )
+            }
             Ok(_) | Err(IndexError::Busy) => {}
             Err(e) => tracing::warn!("index update failed: {e}"),
         }

@@ -210,6 +210,8 @@ pub struct ArchiveWriter {
     /// The pack being appended to, positioned at its end.
     pack: Option<(u64, File)>,
     dirty: bool,
+    /// Redact every byte recorded from now on (`redact_stored`), see [`ArchiveWriter::redacting`].
+    redact_new: bool,
 }
 
 impl ArchiveWriter {
@@ -248,7 +250,16 @@ impl ArchiveWriter {
             state,
             pack: None,
             dirty: rebuilt,
+            redact_new: false,
         })
+    }
+
+    /// Stores the bytes recorded from now on with their credentials overwritten (`redact_stored = true`; see
+    /// `crate::secrets::redact_bytes_in_place`, which keeps every offset true). A file whose archived copy was
+    /// scrubbed (`ghola secrets redact`) has what is added to it redacted whatever this says.
+    pub fn redacting(mut self, on: bool) -> Self {
+        self.redact_new = on;
+        self
     }
 
     /// Whether `path` is archived (an empty file is too).
@@ -265,14 +276,26 @@ impl ArchiveWriter {
     /// `start` past the archived length is a gap (the archive was off), so the caller passes the file from 0;
     /// bytes from 0 that begin with what is archived (same length and crc32) add only their tail; other bytes
     /// from 0 start a new generation (the file was rewritten).
+    ///
+    /// A file whose archived copy is redacted (scrubbed by `ghola secrets redact`, or recorded with
+    /// [`ArchiveWriter::redacting`]) is recognised by the crc of its redacted bytes, which keep their length:
+    /// its tail is added redacted, and the original is never stored again as a "new generation".
     pub fn record(&mut self, file: &ArchivedFile, start: u64, bytes: &[u8]) -> std::io::Result<()> {
         let have = self.state.files.get(&file.path);
+        let mut redact = self.redact_new;
         let (start, bytes, fresh) = match have {
             None if start == 0 => (0, bytes, true),
             None => return Ok(()),
             Some(e) if start == 0 => {
                 let n = e.len.min(bytes.len() as u64) as usize;
-                if e.len as usize <= bytes.len() && crc32fast::hash(&bytes[..n]) == e.crc {
+                let same = e.len as usize <= bytes.len() && crc32fast::hash(&bytes[..n]) == e.crc;
+                let same_redacted = !same && e.len as usize <= bytes.len() && {
+                    let mut head = bytes[..n].to_vec();
+                    crate::secrets::redact_bytes_in_place(&mut head, &mut Default::default()) > 0
+                        && crc32fast::hash(&head) == e.crc
+                };
+                if same || same_redacted {
+                    redact |= same_redacted;
                     (e.len, &bytes[n..], false)
                 } else {
                     (0, bytes, true)
@@ -290,6 +313,14 @@ impl ArchiveWriter {
         if bytes.is_empty() && !fresh {
             return Ok(());
         }
+        let mut owned;
+        let bytes = if redact {
+            owned = bytes.to_vec();
+            crate::secrets::redact_bytes_in_place(&mut owned, &mut Default::default());
+            &owned[..]
+        } else {
+            bytes
+        };
         let at = self.write_frame(file, start, bytes)?;
         let entry = self
             .state
@@ -311,22 +342,7 @@ impl ArchiveWriter {
         start: u64,
         bytes: &[u8],
     ) -> std::io::Result<FrameAt> {
-        let header = format::encode(&FrameHeader {
-            file: file.clone(),
-            start,
-            len: bytes.len() as u64,
-        });
-        let payload = zstd::bulk::compress(bytes, ZSTD_LEVEL)?;
-        let mut crc = crc32fast::Hasher::new();
-        crc.update(&header);
-        crc.update(&payload);
-        let mut frame = Vec::with_capacity(FRAME_PREFIX + header.len() + payload.len());
-        frame.extend_from_slice(FRAME_MAGIC);
-        frame.extend_from_slice(&(header.len() as u32).to_le_bytes());
-        frame.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-        frame.extend_from_slice(&crc.finalize().to_le_bytes());
-        frame.extend_from_slice(&header);
-        frame.extend_from_slice(&payload);
+        let frame = frame_bytes(file, start, bytes)?;
         let (id, offset) = self.pack_for_append()?;
         let (_, f) = self.pack.as_mut().expect("pack open");
         f.write_all(&frame)?;
@@ -389,11 +405,66 @@ impl ArchiveWriter {
     /// packs are deleted. Also drops the frames of earlier generations. Returns the bytes reclaimed.
     pub fn forget_sessions(&mut self, sessions: &HashSet<String>) -> std::io::Result<u64> {
         self.commit()?;
-        self.pack = None;
-        let before: u64 = self.state.packs.iter().map(|p| p.len).sum();
         self.state
             .files
             .retain(|_, e| !sessions.contains(&e.file.session_id));
+        self.rewrite(|_, _| Ok(None))
+    }
+
+    /// Overwrites the credentials in the archived copies of the files `chosen` accepts (see
+    /// `crate::secrets::redact_bytes_in_place`: lengths and offsets are kept), for good: the packs are
+    /// rewritten (a scrubbed file as one new frame, the others copied as they are), `STATE` is switched to
+    /// them in one rename, and the old packs, which held the values, are deleted. Killed at any point, the
+    /// archive is the old one or the new one. Adds what was overwritten to `tally`; returns the files changed.
+    pub fn redact_files(
+        &mut self,
+        chosen: &dyn Fn(&ArchivedFile) -> bool,
+        tally: &mut crate::secrets::Tally,
+    ) -> std::io::Result<usize> {
+        self.commit()?;
+        let mut changed = 0;
+        self.rewrite(|e, packs| {
+            if !chosen(&e.file) {
+                return Ok(None);
+            }
+            let mut bytes = file_bytes(e, packs)?;
+            if crate::secrets::redact_bytes_in_place(&mut bytes, tally) == 0 {
+                return Ok(None);
+            }
+            changed += 1;
+            Ok(Some(bytes))
+        })?;
+        Ok(changed)
+    }
+
+    /// The credentials the archived copies of the files `chosen` accepts still hold, per rule (nothing is
+    /// written): what [`ArchiveWriter::redact_files`] would overwrite.
+    pub fn credentials_in(
+        &self,
+        chosen: &dyn Fn(&ArchivedFile) -> bool,
+    ) -> std::io::Result<(crate::secrets::Tally, HashSet<String>)> {
+        let mut tally = crate::secrets::Tally::default();
+        let mut sessions = HashSet::new();
+        let mut packs = Packs::new(&self.dir);
+        for e in self.state.files.values().filter(|e| chosen(&e.file)) {
+            let mut bytes = file_bytes(e, &mut packs)?;
+            if crate::secrets::redact_bytes_in_place(&mut bytes, &mut tally) > 0 {
+                sessions.insert(e.file.session_id.clone());
+            }
+        }
+        Ok((tally, sessions))
+    }
+
+    /// Rewrites the packs with the current generation of every file: `replace` returns new bytes for a file
+    /// (written as one frame from offset 0) or `None` to copy its frames as they are. Then `STATE` is switched
+    /// to the new packs and every other pack is deleted (including any a writer left uncommitted: nothing the
+    /// old packs held may stay). Returns the bytes reclaimed.
+    fn rewrite(
+        &mut self,
+        mut replace: impl FnMut(&FileEntry, &mut Packs) -> std::io::Result<Option<Vec<u8>>>,
+    ) -> std::io::Result<u64> {
+        self.pack = None;
+        let before: u64 = self.state.packs.iter().map(|p| p.len).sum();
         let old_packs: Vec<u64> = self.state.packs.iter().map(|p| p.id).collect();
         let mut packs = Packs::new(&self.dir);
         let mut next = State {
@@ -402,27 +473,41 @@ impl ArchiveWriter {
             files: BTreeMap::new(),
         };
         let mut out: Option<(u64, File, u64)> = None;
-        for (path, entry) in std::mem::take(&mut self.state.files) {
-            let mut frames = Vec::with_capacity(entry.frames.len());
-            for at in &entry.frames {
-                let raw = packs.raw(*at)?;
-                if out.as_ref().is_none_or(|(_, _, len)| *len >= PACK_BYTES) {
-                    if let Some((id, f, len)) = out.take() {
-                        f.sync_all()?;
-                        next.packs.push(PackState { id, len });
-                    }
-                    let (id, f) = create_pack(&self.dir, &mut next.next_pack)?;
-                    out = Some((id, f, 0));
+        let mut put = |raw: &[u8], next: &mut State| -> std::io::Result<FrameAt> {
+            if out.as_ref().is_none_or(|(_, _, len)| *len >= PACK_BYTES) {
+                if let Some((id, f, len)) = out.take() {
+                    f.sync_all()?;
+                    next.packs.push(PackState { id, len });
                 }
-                let (id, f, len) = out.as_mut().expect("output pack");
-                f.write_all(&raw)?;
-                frames.push(FrameAt {
-                    pack: *id,
-                    offset: *len,
-                });
-                *len += raw.len() as u64;
+                let (id, f) = create_pack(&self.dir, &mut next.next_pack)?;
+                out = Some((id, f, 0));
             }
-            next.files.insert(path, FileEntry { frames, ..entry });
+            let (id, f, len) = out.as_mut().expect("output pack");
+            f.write_all(raw)?;
+            let at = FrameAt {
+                pack: *id,
+                offset: *len,
+            };
+            *len += raw.len() as u64;
+            Ok(at)
+        };
+        for (path, entry) in std::mem::take(&mut self.state.files) {
+            let entry = match replace(&entry, &mut packs)? {
+                Some(bytes) => {
+                    let mut e = FileEntry::new(&entry.file);
+                    let at = put(&frame_bytes(&entry.file, 0, &bytes)?, &mut next)?;
+                    e.extend(&bytes, at);
+                    e
+                }
+                None => {
+                    let mut frames = Vec::with_capacity(entry.frames.len());
+                    for at in &entry.frames {
+                        frames.push(put(&packs.raw(*at)?, &mut next)?);
+                    }
+                    FileEntry { frames, ..entry }
+                }
+            };
+            next.files.insert(path, entry);
         }
         if let Some((id, f, len)) = out.take() {
             f.sync_all()?;
@@ -430,8 +515,6 @@ impl ArchiveWriter {
         }
         write_state(&self.dir, &next)?;
         self.state = next;
-        // Every pack the new state does not name goes, including any a writer left uncommitted: forgetting
-        // promises that no pack keeps the forgotten bytes.
         let keep: HashSet<u64> = self.state.packs.iter().map(|p| p.id).collect();
         for id in pack_ids(&self.dir).into_iter().chain(old_packs) {
             if !keep.contains(&id) {
@@ -441,6 +524,49 @@ impl ArchiveWriter {
         let after: u64 = self.state.packs.iter().map(|p| p.len).sum();
         Ok(before.saturating_sub(after))
     }
+}
+
+/// A frame as stored: prefix, header (the file, `start`, the length) and the zstd payload of `bytes`.
+fn frame_bytes(file: &ArchivedFile, start: u64, bytes: &[u8]) -> std::io::Result<Vec<u8>> {
+    let header = format::encode(&FrameHeader {
+        file: file.clone(),
+        start,
+        len: bytes.len() as u64,
+    });
+    let payload = zstd::bulk::compress(bytes, ZSTD_LEVEL)?;
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(&header);
+    crc.update(&payload);
+    let mut frame = Vec::with_capacity(FRAME_PREFIX + header.len() + payload.len());
+    frame.extend_from_slice(FRAME_MAGIC);
+    frame.extend_from_slice(&(header.len() as u32).to_le_bytes());
+    frame.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    frame.extend_from_slice(&crc.finalize().to_le_bytes());
+    frame.extend_from_slice(&header);
+    frame.extend_from_slice(&payload);
+    Ok(frame)
+}
+
+/// The current generation of an archived file, read back from its frames and checked (frame crcs, offsets,
+/// length and the whole file's crc).
+fn file_bytes(e: &FileEntry, packs: &mut Packs) -> std::io::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(e.len as usize);
+    for at in &e.frames {
+        let name = pack_path(packs.dir, at.pack).display().to_string();
+        let raw = packs.raw(*at)?;
+        let (h, bytes) = frames::open_frame(&name, &raw).map_err(std::io::Error::other)?;
+        if h.start != out.len() as u64 {
+            return Err(std::io::Error::other(format!("{name}: frame out of place")));
+        }
+        out.extend_from_slice(&bytes);
+    }
+    if out.len() as u64 != e.len || crc32fast::hash(&out) != e.crc {
+        return Err(std::io::Error::other(format!(
+            "archived copy of {} is damaged",
+            e.file.path
+        )));
+    }
+    Ok(out)
 }
 
 mod frames;
