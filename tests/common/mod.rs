@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod files;
 pub mod mcp_client;
 pub mod standin;

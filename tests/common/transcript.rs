@@ -54,6 +54,35 @@ impl Transcript {
         self.message("assistant", json!([{"type": "text", "text": text}]))
     }
 
+    /// An assistant message that thinks `thought`, then says `text`.
+    pub fn thinking(self, thought: &str, text: &str) -> Self {
+        self.message(
+            "assistant",
+            json!([{"type": "thinking", "thinking": thought, "signature": "x"}, {"type": "text", "text": text}]),
+        )
+    }
+
+    /// A tool call (an assistant message) and its result (the next user message).
+    pub fn tool(self, name: &str, input: Value, result: &str) -> Self {
+        let id = format!("toolu-{}-{}", self.session, self.lines.len());
+        self.message(
+            "assistant",
+            json!([{"type": "tool_use", "id": id, "name": name, "input": input}]),
+        )
+        .message(
+            "user",
+            json!([{"type": "tool_result", "tool_use_id": id, "content": result}]),
+        )
+    }
+
+    /// The summary Claude Code writes after a compaction (a user entry marked `isCompactSummary`).
+    pub fn compact_summary(mut self, text: &str) -> Self {
+        self = self.message("user", json!(text));
+        let last = self.lines.last_mut().unwrap();
+        last["isCompactSummary"] = json!(true);
+        self
+    }
+
     /// A compaction boundary: what follows is the next window.
     pub fn compaction(mut self) -> Self {
         let (uuid, ts) = self.next();
@@ -75,6 +104,27 @@ impl Transcript {
             .join("projects")
             .join(folder)
             .join(format!("{}.jsonl", self.session))
+    }
+
+    /// Writes this transcript as subagent `agent` of `parent` (Claude Code 2.1's layout:
+    /// `<session>/subagents/agent-<id>.jsonl` beside the parent's transcript); returns its path.
+    pub fn write_as_subagent(&self, claude: &Path, parent: &str, agent: &str) -> PathBuf {
+        let dir = self.path(claude).with_file_name(parent).join("subagents");
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("agent-{agent}.jsonl"));
+        let body: String = self
+            .lines
+            .iter()
+            .map(|l| {
+                let mut l = l.clone();
+                l["sessionId"] = json!(parent);
+                l["agentId"] = json!(agent);
+                l["isSidechain"] = json!(true);
+                format!("{l}\n")
+            })
+            .collect();
+        std::fs::write(&path, body).unwrap();
+        path
     }
 
     /// Writes the transcript (one JSON object per line) under `claude`; returns its path.
