@@ -100,9 +100,9 @@ pub struct Settings {
     pub permission_mode: String,
     /// `[archive] enabled`: keep a compressed copy of every transcript indexed (default true).
     pub archive_enabled: bool,
-    /// `redact_stored` (top level, or `[secrets] redact_stored`): store the archive's copies with their
-    /// credentials overwritten as they are indexed (default false: the archive keeps the bytes as written, and
-    /// every output redacts them).
+    /// `[archive] redact_stored` (also read at the top level and under `[secrets]`): store the archive's copies
+    /// with their credentials overwritten as they are indexed (default false: the archive keeps the bytes as
+    /// written, and every output redacts them).
     pub redact_stored: bool,
 }
 
@@ -210,8 +210,8 @@ pub fn load_from(path: &Path) -> Result<Settings, SettingsError> {
             .as_bool()
             .ok_or_else(|| bad("archive.enabled", "true or false"))?;
     }
-    if let Some(v) = doc
-        .get("redact_stored")
+    if let Some(v) = get("archive", "redact_stored")
+        .or_else(|| doc.get("redact_stored"))
         .or_else(|| get("secrets", "redact_stored"))
     {
         s.redact_stored = v

@@ -112,8 +112,13 @@ fn newest_first(items: &[Item]) -> Vec<Item> {
     v.into_iter().map(|(_, i)| i).collect()
 }
 
+/// One note as a bullet, credentials replaced: a note typed by hand (or by an older ghola) may hold one, and
+/// the compiled context goes into a model's context.
 fn bullet(i: &Item) -> String {
-    format!("- {}\n", i.text.replace('\n', "\n  "))
+    format!(
+        "- {}\n",
+        crate::secrets::redact(&i.text).replace('\n', "\n  ")
+    )
 }
 
 /// The compiled context, at most `max_chars` characters; empty when there is nothing to say.

@@ -70,13 +70,17 @@ pub fn find(text: &str) -> Vec<Finding> {
             let Some(m) = caps.get(rule.group) else {
                 continue;
             };
+            let name = || {
+                let whole = caps.get(0).expect("a match has group 0");
+                &text[whole.start()..m.start()]
+            };
             let passes = match rule.check {
                 Check::None => true,
-                Check::Random => looks_secret(m.as_str()),
-                Check::Named => {
-                    let whole = caps.get(0).expect("a match has group 0");
-                    looks_secret(m.as_str()) && names_a_secret(&text[whole.start()..m.start()])
-                }
+                Check::Random => looks_secret(m.as_str(), false),
+                Check::Named => looks_secret(m.as_str(), false) && names_a_secret(name()),
+                Check::EnvLine => looks_secret(m.as_str(), true) && names_a_secret(name()),
+                Check::Prefixed => token_after_prefix(m.as_str()),
+                Check::UrlPassword => url_password(m.as_str()),
             };
             if m.is_empty() || !passes {
                 continue;
@@ -265,6 +269,49 @@ impl Tally {
     }
 }
 
+/// Whether what follows a known token prefix (`sk-`, `sk-proj-`, `hf_`) is a token: at least 20 characters, at
+/// most two `-`/`_` in it (kebab and snake names have more), and not a short run of lowercase letters.
+fn token_after_prefix(value: &str) -> bool {
+    let body = [
+        "sk-proj-",
+        "sk-svcacct-",
+        "sk-admin-",
+        "sk-None-",
+        "sk-",
+        "hf_",
+    ]
+    .iter()
+    .find_map(|p| value.strip_prefix(p))
+    .unwrap_or(value);
+    let separators = body.chars().filter(|c| matches!(c, '-' | '_')).count();
+    let lowercase_word = body.chars().all(|c| c.is_ascii_lowercase()) && body.len() < 30;
+    body.len() >= 20 && separators <= 2 && !lowercase_word
+}
+
+/// Whether the password of a URL is one: anything of three characters or more but a placeholder (the
+/// documentation's `user:password@`, `:pass@`, `${DB_PASSWORD}`, `<password>`, `***`).
+fn url_password(value: &str) -> bool {
+    let lower = value.to_ascii_lowercase();
+    const WORDS: [&str; 10] = [
+        "password",
+        "passwd",
+        "pass",
+        "pwd",
+        "pw",
+        "secret",
+        "changeme",
+        "yourpassword",
+        "your_password",
+        "mypassword",
+    ];
+    value.chars().count() >= 3
+        && !WORDS.contains(&lower.as_str())
+        && !["${", "$(", "{{", "<", "***", "xxx", "…", "...", "[redacted"]
+            .iter()
+            .any(|p| lower.contains(p))
+        && !value.starts_with('$')
+}
+
 /// Whether the name part of `name = value` (everything before the value) names a secret itself rather than a
 /// count, type, path, id or tokenizer of one.
 fn names_a_secret(name_and_sep: &str) -> bool {
@@ -295,7 +342,7 @@ fn names_a_secret(name_and_sep: &str) -> bool {
 /// Whether a value given to a secret-sounding name (or of a loose shape) is a credential rather than code, a
 /// placeholder, a plain word, a number or a path: the check behind the generic rules, where false positives
 /// would otherwise be many (`token: string`, `password = request.form`, `max_tokens: 4096`, `${API_KEY}`).
-fn looks_secret(value: &str) -> bool {
+fn looks_secret(value: &str, long_words: bool) -> bool {
     let v = value.trim_end_matches(['.', ':', '!', '?']);
     if v.chars().count() < 6 {
         return false;
@@ -332,11 +379,19 @@ fn looks_secret(value: &str) -> bool {
         return false;
     }
     let has_digit = v.chars().any(|c| c.is_ascii_digit());
-    // Words, identifiers, kebab and dotted names: `string`, `get_token`, `AuthToken`, `my-secret-name`.
-    if !has_digit
-        && v.chars()
-            .all(|c| c.is_alphabetic() || matches!(c, '_' | '-' | '.'))
-    {
+    // Words, identifiers, kebab and dotted names: `string`, `get_token`, `AuthToken`, `my-secret-name`. On an
+    // environment file's secret line, a long run of letters alone is a value (`SESSION_SECRET=kQzvTrwLpXy…`),
+    // unless it reads as a placeholder (`your_api_key_here`).
+    let lettered = v
+        .chars()
+        .all(|c| c.is_alphabetic() || matches!(c, '_' | '-' | '.'));
+    let long_letters = long_words
+        && v.len() >= 12
+        && v.chars().all(|c| c.is_ascii_alphabetic())
+        && !["your", "here", "example", "changeme", "placeholder"]
+            .iter()
+            .any(|p| lower.contains(p));
+    if !has_digit && lettered && !long_letters {
         return false;
     }
     // Numbers, versions and dates: `4096`, `1.2.3`, `2025-01-01`.

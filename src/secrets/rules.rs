@@ -19,6 +19,15 @@ pub(super) enum Check {
     /// [`Check::Random`], and the name the value is given must mean the secret itself, not a count, a type,
     /// a path or an id of one (`max_tokens`, `tokenizer`, `token_type`, `key_file`; see [`super::names_a_secret`]).
     Named,
+    /// [`Check::Named`] for an environment file's `NAME_SECRET=value` line, where the shape of the name says so
+    /// much that a long value of letters only counts too (see [`super::looks_secret`]).
+    EnvLine,
+    /// A known prefix then a token: what follows the prefix is long and not a kebab or snake name
+    /// (`sk-learn-style-names`; see [`super::token_after_prefix`]).
+    Prefixed,
+    /// The password of a URL: anything but a placeholder (`user:password@`, `:pass@`, `${PW}`; see
+    /// [`super::url_password`]).
+    UrlPassword,
 }
 
 /// One rule: its id (the placeholder's name), the pattern, the capture group holding the value (0: the whole
@@ -31,8 +40,8 @@ pub(super) struct Rule {
 }
 
 /// A separator between a name and its value: `=`, `:`, `:=`, `=>`, with optional quotes (JSON-escaped, once or
-/// twice, too: a tool's output quoting JSON, as a transcript line stores it).
-const SEP: &str = r#"\\{0,3}["']?\s*(?::=|=>|=|:)\s*\\{0,3}["']?"#;
+/// twice, too: a tool's output quoting JSON, as a transcript line stores it), or prose: `the password is …`.
+const SEP: &str = r#"(?:\\{0,3}["']?\s*(?::=|=>|=|:)\s*\\{0,3}["']?|\s+(?:is|was)\s+["']?)"#;
 
 /// Names that say their value is a password, secret, token or key.
 /// No dot: `config.api_key` is named from `api_key`, and `tokenizer.json: 100%` (a file name) is no name at all.
@@ -47,7 +56,7 @@ pub(super) fn all() -> Vec<Rule> {
         group,
         check,
     };
-    use Check::{Named, None as Shape, Random};
+    use Check::{EnvLine, Named, None as Shape, Prefixed, Random, UrlPassword};
     vec![
         rule(
             "gcp-service-account-key",
@@ -133,9 +142,9 @@ pub(super) fn all() -> Vec<Rule> {
             "openai-api-key",
             r"\bsk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}",
             0,
-            Random,
+            Prefixed,
         ),
-        rule("huggingface-token", r"\bhf_[A-Za-z0-9]{30,40}\b", 0, Random),
+        rule("huggingface-token", r"\bhf_[A-Za-z0-9]{30,40}\b", 0, Prefixed),
         rule("gcp-api-key", r"\bAIza[0-9A-Za-z_\-]{35}\b", 0, Shape),
         rule("npm-token", r"\bnpm_[A-Za-z0-9]{36}\b", 0, Shape),
         rule("pypi-token", r"\bpypi-AgE[A-Za-z0-9_\-]{50,}", 0, Shape),
@@ -149,7 +158,7 @@ pub(super) fn all() -> Vec<Rule> {
             "url-password",
             r#"\b[A-Za-z][A-Za-z0-9+.\-]{1,20}://[^\s:/@"'<>`]{1,100}:([^\s@/"'<>`]{1,200})@[A-Za-z0-9\[]"#,
             1,
-            Random,
+            UrlPassword,
         ),
         rule(
             "bearer-token",
@@ -159,9 +168,9 @@ pub(super) fn all() -> Vec<Rule> {
         ),
         rule(
             "env-secret",
-            r"(?m)^[ \t]*(?:export[ \t]+)?[A-Z][A-Z0-9_]*(?:_KEY|_SECRET|_TOKEN|_PASSWORD|_PASS|_PWD|_CREDENTIALS?|_AUTH)[ \t]*=[ \t]*[\x22']?([^\s\x22'#]{6,})",
+            r"(?m)(?:^|\\n|\x22)[ \t]*(?:export[ \t]+)?[A-Z][A-Z0-9_]*(?:_KEY|_SECRET|_TOKEN|_PASSWORD|_PASS|_PWD|_CREDENTIALS?|_AUTH)[ \t]*=[ \t]*[\x22']?([^\s\x22'#\\]{6,})",
             1,
-            Named,
+            EnvLine,
         ),
         rule(
             "secret-assignment",

@@ -127,6 +127,28 @@ fn planted() -> Vec<(&'static str, String, String)> {
         pw.clone(),
         format!("DATABASE_URL=postgres://app:{pw}@db.internal:5432/app"),
     );
+    let word_pw = "supersecretpassword".to_string();
+    add(
+        "url-password",
+        word_pw.clone(),
+        format!("psql postgres://admin:{word_pw}@db.prod.internal:5432/app"),
+    );
+    let hf_letters = format!("hf_{}", run(31, 34, "abcdefghijklmnopqrstuvwxyz"));
+    add(
+        "huggingface-token",
+        hf_letters.clone(),
+        format!("HF_TOKEN is {hf_letters}"),
+    );
+    let env_letters = run(
+        32,
+        28,
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
+    );
+    add(
+        "env-secret",
+        env_letters.clone(),
+        format!("SESSION_SECRET={env_letters}\nPORT=3000"),
+    );
     let env = run(25, 32, ALNUM);
     add(
         "env-secret",
@@ -138,6 +160,12 @@ fn planted() -> Vec<(&'static str, String, String)> {
         "secret-assignment",
         pass.clone(),
         format!("login with password: {pass} then"),
+    );
+    let prose = format!("{}9{}", run(28, 6, ALNUM), run(29, 5, ALNUM));
+    add(
+        "secret-assignment",
+        prose.clone(),
+        format!("fyi the staging password is {prose} until Friday"),
     );
     let tok = run(27, 40, "0123456789abcdef");
     add(
@@ -174,7 +202,7 @@ fn what_is_not_a_secret_is_left_alone() {
         "function(a,b){return a.token=b,a.password=c,a}",
         "password = request.form[\"password\"]",
         "token: string; secret?: Option<String>",
-        "let api_key = std::env::var(\"API_KEY\")?;",
+        "api_key = os.getenv(\"API_KEY\")",
         "API_KEY=${API_KEY}",
         "export GITHUB_TOKEN=$(gh auth token)",
         "\"usage\": {\"input_tokens\": 12345, \"output_tokens\": 678}",
@@ -185,6 +213,10 @@ fn what_is_not_a_secret_is_left_alone() {
         "sk-learn-style-names-are-words-only",
         "Authorization: Bearer $TOKEN",
         "password: ********",
+        "the token is expired and the password was reset",
+        "The secret is 42",
+        "SECRET_KEY=your_secret_key_here\nAPI_KEY=changeme",
+        "redis://:pass@localhost:6379 and https://user:${PW}@host",
     ];
     for text in plain {
         let found = find(text);
