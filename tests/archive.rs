@@ -6,7 +6,7 @@ mod common;
 
 use common::mcp_client::Client;
 use common::standin::{Reply, StandIn};
-use common::{copy_dir, corpus, run_json, run_ok};
+use common::{copy_dir, corpus, run_fails, run_json, run_ok};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -242,13 +242,12 @@ fn forget_removes_sessions_for_good_and_the_archive_can_be_turned_off() {
     };
     assert!(of_it(search("test_leeway_accepts_recently_expired_token")) > 0);
     // Off a terminal, forget wants --yes.
-    let out = ghola(&claude, &idx)
-        .args(["forget", "fec0adcb"])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--yes"));
+    run_fails(
+        ghola(&claude, &idx)
+            .args(["forget", "fec0adcb"])
+            .stdin(std::process::Stdio::null()),
+        "--yes",
+    );
     let done = run_json(ghola(&claude, &idx).args(["forget", "fec0adcb", "--yes", "--json"]));
     assert_eq!(done["sessions"], 1, "{done}");
     assert!(done["messages_removed"].as_u64().unwrap() > 0);

@@ -15,34 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 
-/// A scratch machine: a Claude dir, an index dir and a notes dir, all in one temp dir.
-struct Machine {
-    _tmp: tempfile::TempDir,
-    claude: PathBuf,
-    idx: PathBuf,
-    notes: PathBuf,
-}
-
-impl Machine {
-    fn new() -> Machine {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().to_path_buf();
-        Machine {
-            _tmp: tmp,
-            claude: root.join("claude"),
-            idx: root.join("idx"),
-            notes: root.join("notes"),
-        }
-    }
-
-    fn ghola(&self) -> Command {
-        let mut c = common::ghola_at(&self.claude, &self.idx);
-        c.env("GHOLA_NOTES_DIR", &self.notes)
-            .env("GHOLA_CONFIG", self.notes.join("config.toml"))
-            .env_remove("ANTHROPIC_API_KEY");
-        c
-    }
-}
+use common::home::Home as Machine;
 
 /// Fails on a panic that ended the process (exit code 101, or the main thread's panic message), whatever the
 /// exit code otherwise. (A panic ghola contains, such as tantivy's on damaged postings, is reported and the
@@ -133,6 +106,12 @@ fn session_ids(m: &Machine) -> Vec<String> {
 fn assert_found(m: &Machine, query: &str, expect: &str) {
     let hits = run_json(m.ghola().args(["search", query, "--global", "--json"]));
     assert!(hits["results"].to_string().contains(expect), "{hits:#}");
+}
+
+/// Appends `text` to the file at `path`, as Claude Code appends a line.
+fn append(path: &Path, text: &str) {
+    let mut f = fs::OpenOptions::new().append(true).open(path).unwrap();
+    f.write_all(text.as_bytes()).unwrap();
 }
 
 fn show(m: &Machine, id: &str) -> Output {
@@ -404,7 +383,7 @@ fn damage_to_any_file_ends_in_a_clear_message_never_a_panic_or_a_lost_session() 
     }
     let want = everything(&m);
     assert_eq!(want.len(), 4);
-    let pristine = m._tmp.path().join("pristine");
+    let pristine = m.root().join("pristine");
     copy_dir(&m.idx, &pristine.join("idx"));
     copy_dir(&m.notes, &pristine.join("notes"));
     let restore = || {
@@ -621,12 +600,11 @@ fn a_full_disk_fails_clearly_and_loses_nothing() {
         eprintln!("skipped: this machine does not allow mounting a tmpfs (needs root)");
         return;
     };
-    let m = Machine {
-        _tmp: tempfile::tempdir().unwrap(),
-        claude: tmp.path().join("claude"),
-        idx: disk.0.join("idx"),
-        notes: disk.0.join("notes"),
-    };
+    // The index and the notes on the small disk.
+    let mut m = Machine::new();
+    m.claude = tmp.path().join("claude");
+    m.idx = disk.0.join("idx");
+    m.notes = disk.0.join("notes");
     let project = "/home/dev/full";
     let id = "f0110000-0000-4000-8000-000000000001";
     let path = write_session(&m, project, id, 20, |i| {
@@ -745,14 +723,10 @@ fn the_server_reads_a_last_line_without_newline_as_it_arrives() {
         ],
     );
     // A line arrives without its newline (a copy, a restore): the server indexes it.
-    let mut f = fs::OpenOptions::new().append(true).open(&path).unwrap();
-    write!(
-        f,
-        "{}",
-        line(id, project, 1, "in docs/CHANGES.md under zebrafish heading")
-    )
-    .unwrap();
-    drop(f);
+    append(
+        &path,
+        &line(id, project, 1, "in docs/CHANGES.md under zebrafish heading"),
+    );
     let found = |c: &mut common::mcp_client::Client, n: u64| {
         let (err, text) = c.call(
             n,
@@ -780,14 +754,10 @@ fn the_server_reads_a_last_line_without_newline_as_it_arrives() {
         n += 1;
     }
     // Its newline and one more line arrive: still one hit for it, and the new line is found.
-    let mut f = fs::OpenOptions::new().append(true).open(&path).unwrap();
-    write!(
-        f,
-        "\n{}\n",
-        line(id, project, 2, "the okapi section follows")
-    )
-    .unwrap();
-    drop(f);
+    append(
+        &path,
+        &format!("\n{}\n", line(id, project, 2, "the okapi section follows")),
+    );
     loop {
         n += 1;
         let (_, text) = c.call(

@@ -163,22 +163,13 @@ fn a_search_during_the_second_pass_ranks_unembedded_messages_by_their_words() {
     index::update_words_only(&idx, &claude, opts, &mut |_| {}).unwrap();
     // Embed one segment only: the rare word's message (session 1) stays keyword-only.
     embed_pending(&idx, Some(1));
-    let r = run_json(
-        Command::new(env!("CARGO_BIN_EXE_ghola"))
-            .args([
-                "--claude-dir",
-                claude.to_str().unwrap(),
-                "--index-dir",
-                idx.to_str().unwrap(),
-            ])
-            .args([
-                "search",
-                "QUOKKA-LEDGER migration",
-                "--global",
-                "--no-update",
-                "--json",
-            ]),
-    );
+    let r = run_json(common::ghola_at(&claude, &idx).args([
+        "search",
+        "QUOKKA-LEDGER migration",
+        "--global",
+        "--no-update",
+        "--json",
+    ]));
     let (messages, embedded) = (
         r["index"]["messages"].as_u64().unwrap(),
         r["index"]["embedded_messages"].as_u64().unwrap(),

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{run_json, run_ok};
+use common::{run_fails, run_json, run_ok};
 use ghola::embed::Embedder;
 use ghola::index::{self, ChunkEmbedder, IndexError, Snapshot, UpdateOptions};
 use serde_json::{Value, json};
@@ -11,6 +11,30 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// [`scratch`] with session `id` of `n` lines written and indexed; returns its transcript's path too.
+fn indexed_session(
+    id: &str,
+    n: usize,
+) -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    std::path::PathBuf,
+    std::path::PathBuf,
+) {
+    let (tmp, claude, idx) = scratch();
+    write_session(&claude, id, n);
+    update(&idx, &claude);
+    let p = session_path(&claude, id);
+    (tmp, claude, idx, p)
+}
+
+/// A scratch folder with the Claude dir and the index dir to use inside it (neither created).
+fn scratch() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
+    (tmp, claude, idx)
+}
 
 fn embedder() -> &'static Embedder {
     common::embedder()
@@ -69,8 +93,7 @@ fn live(idx: &Path) -> Vec<(String, String)> {
 
 #[test]
 fn appends_rewrites_and_deletions() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
+    let (_tmp, claude, idx) = scratch();
     write_session(&claude, "s1", 10);
     write_session(&claude, "s2", 4);
     let s = update(&idx, &claude);
@@ -122,8 +145,7 @@ fn appends_rewrites_and_deletions() {
 
 #[test]
 fn identical_text_is_embedded_once_and_model_change_reembeds() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
+    let (_tmp, claude, idx) = scratch();
     let p = session_path(&claude, "d1");
     fs::create_dir_all(p.parent().unwrap()).unwrap();
     let body: String = (0..6)
@@ -193,8 +215,7 @@ fn many_sessions(claude: &Path, sessions: usize, per: usize) {
 
 #[test]
 fn two_writers_at_once_index_everything_once() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
+    let (_tmp, claude, idx) = scratch();
     many_sessions(&claude, 20, 15);
     let a = ghola(&claude, &idx)
         .arg("index")
@@ -217,18 +238,15 @@ fn two_writers_at_once_index_everything_once() {
         .open(idx.join("index.lock"))
         .unwrap();
     lock.lock().unwrap();
-    let out = ghola(&claude, &idx)
-        .args(["index", "--no-wait"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("another ghola is updating"));
+    run_fails(
+        ghola(&claude, &idx).args(["index", "--no-wait"]),
+        "another ghola is updating",
+    );
 }
 
 #[test]
 fn kill_9_at_any_point_loses_nothing_published() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
+    let (_tmp, claude, idx) = scratch();
     many_sessions(&claude, 30, 20);
     for delay_ms in [150u64, 400, 900, 1500] {
         let mut child = ghola(&claude, &idx)
@@ -258,8 +276,7 @@ fn kill_9_at_any_point_loses_nothing_published() {
 
 #[test]
 fn damaged_files_are_detected_set_aside_and_rebuilt() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
+    let (_tmp, claude, idx) = scratch();
     many_sessions(&claude, 3, 5);
     update(&idx, &claude);
     let mut files = vec![idx.join("manifest.bin")];
@@ -320,8 +337,7 @@ fn content_of(idx: &Path, uuid: &str) -> Vec<String> {
 
 #[test]
 fn an_append_parses_only_the_appended_bytes_and_never_opens_the_index() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
+    let (tmp, claude, idx) = scratch();
     write_session(&claude, "a1", 10);
     write_session(&claude, "a2", 6);
     assert!(update(&idx, &claude).full_update, "a first build is full");
@@ -396,11 +412,7 @@ fn an_append_parses_only_the_appended_bytes_and_never_opens_the_index() {
 
 #[test]
 fn small_segments_are_merged_and_superseded_versions_dropped() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
-    write_session(&claude, "m1", 2);
-    update(&idx, &claude);
-    let p = session_path(&claude, "m1");
+    let (_tmp, claude, idx, p) = indexed_session("m1", 2);
     let mut merges = 0;
     for i in 2..40 {
         append(&p, &line("m1", i, &format!("appended message number {i}")));
@@ -446,8 +458,7 @@ fn dated_session(claude: &Path, session: &str, n: usize, day: u32) {
 
 #[test]
 fn the_memory_limit_leaves_out_the_oldest_sessions() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
+    let (_tmp, claude, idx) = scratch();
     for (s, day) in [("old", 1), ("middle", 2), ("new", 3)] {
         dated_session(&claude, s, 5, day);
     }
@@ -478,8 +489,7 @@ fn an_index_of_the_previous_format_is_upgraded_and_keeps_its_archive() {
     use ghola::index::format::{encode, write_framed_version};
     use ghola::index::migrate::v1;
     use ghola::index::records::{ChunkKind, ChunkRecord, SegmentInfo, StoredMessage};
-    let tmp = tempfile::tempdir().unwrap();
-    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
+    let (_tmp, claude, idx) = scratch();
     write_session(&claude, "still-here", 4);
     // A format-1 index holding a session whose transcript Claude Code has since deleted.
     let texts = ["we chose zebra stripes for the dashboard", "zebra it is"];
@@ -582,11 +592,7 @@ fn an_index_of_the_previous_format_is_upgraded_and_keeps_its_archive() {
 
 #[test]
 fn an_update_before_a_query_can_defer_merging() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
-    write_session(&claude, "q1", 2);
-    update(&idx, &claude);
-    let p = session_path(&claude, "q1");
+    let (_tmp, claude, idx, p) = indexed_session("q1", 2);
     let deferred = UpdateOptions {
         merge: false,
         ..UpdateOptions::default()
@@ -611,8 +617,7 @@ fn an_update_before_a_query_can_defer_merging() {
 
 #[test]
 fn verify_finds_damage_that_kept_its_mtime() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
+    let (_tmp, claude, idx) = scratch();
     many_sessions(&claude, 3, 5);
     update(&idx, &claude);
     let vec = fs::read_dir(idx.join("segments"))
@@ -672,8 +677,7 @@ fn view(s: &Snapshot) -> (Vec<String>, Vec<String>) {
 /// written twice, new sessions, a rewritten file (dead messages) and merges, it equals a fresh open's view.
 #[test]
 fn reopen_after_a_publish_equals_a_fresh_open() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
+    let (_tmp, claude, idx) = scratch();
     many_sessions(&claude, 3, 5);
     update(&idx, &claude);
     let mut snap = Snapshot::open(&idx).unwrap();
@@ -708,8 +712,7 @@ fn reopen_after_a_publish_equals_a_fresh_open() {
 /// manifest's generation after 200 ms, as a publish would put the manifest forward).
 #[test]
 fn a_reader_between_the_lexical_commit_and_the_manifest_waits_for_them_to_agree() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
+    let (_tmp, claude, idx) = scratch();
     many_sessions(&claude, 2, 4);
     update(&idx, &claude);
     let g = Snapshot::open(&idx).unwrap().manifest.generation;
@@ -737,8 +740,7 @@ fn a_reader_between_the_lexical_commit_and_the_manifest_waits_for_them_to_agree(
 /// or mapped cannot always be deleted or renamed over.
 #[test]
 fn a_held_reader_survives_publishes_merges_and_forgets_by_other_processes() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
+    let (_tmp, claude, idx) = scratch();
     many_sessions(&claude, 12, 10);
     run_ok(
         ghola(&claude, &idx)

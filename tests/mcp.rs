@@ -23,16 +23,8 @@ fn serves_tools_over_stdio() {
     let claude = tmp.path().join("claude");
     fixture(&claude);
     let idx = tmp.path().join("idx");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ghola"))
-        .args([
-            "--claude-dir",
-            claude.to_str().unwrap(),
-            "--index-dir",
-            idx.to_str().unwrap(),
-            "serve",
-            "--poll-seconds",
-            "1",
-        ])
+    let mut child = common::ghola_at(&claude, &idx)
+        .args(["serve", "--poll-seconds", "1"])
         .env("CLAUDE_PROJECT_DIR", "/w/app")
         .env_remove("CLAUDE_CODE_SESSION_ID")
         .stdin(Stdio::piped())
@@ -234,21 +226,12 @@ fn duncan_query_over_mcp_sends_progress_validates_and_cancels() {
             .unwrap()
             .contains("MODEL PROVIDER")
     );
-    for p in [
-        "question",
-        "mode",
-        "scope",
-        "project",
-        "session_id",
-        "window",
-        "git_branch",
-        "limit",
-        "offset",
-        "copies",
-        "batch_size",
-        "include_subagents",
-        "model",
-    ] {
+    let params = common::mcp_client::TOOLS
+        .iter()
+        .find(|(name, _)| *name == "duncan_query")
+        .unwrap()
+        .1;
+    for p in params {
         assert!(
             duncan["inputSchema"]["properties"].get(p).is_some(),
             "duncan_query lacks {p}"
@@ -388,15 +371,8 @@ fn appended_lines_become_searchable_and_two_servers_share_one_index() {
     assert_eq!(r["results"][0]["matched_message"]["uuid"], "u9");
     let r = wait_for(&mut b, 400, "ZEPHYRQUARTZ");
     assert_eq!(r["total_matches"], 1, "indexed exactly once: {r}");
-    let status = std::process::Command::new(env!("CARGO_BIN_EXE_ghola"))
-        .args([
-            "--claude-dir",
-            claude.to_str().unwrap(),
-            "--index-dir",
-            idx.to_str().unwrap(),
-            "status",
-            "--json",
-        ])
+    let status = common::ghola_at(&claude, &idx)
+        .args(["status", "--json"])
         .output()
         .unwrap();
     let status: Value = serde_json::from_slice(&status.stdout).unwrap();

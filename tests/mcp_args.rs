@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::mcp_client::Client;
+use common::mcp_client::{Client, TOOLS};
 use common::standin::{Reply, StandIn};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
@@ -12,80 +12,6 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 /// The output bound every tool answer stays under (`search::response::RESPONSE_CHARS`).
 const BOUND: usize = 40_000;
-
-const TOOLS: &[(&str, &[&str])] = &[
-    (
-        "search_project_history",
-        &[
-            "query",
-            "project",
-            "after",
-            "before",
-            "context_before_after",
-            "threshold",
-            "relative_floor",
-            "max_results",
-            "offset",
-            "include_subagents",
-            "since",
-            "session_id",
-            "group_by",
-            "max_chars",
-            "format",
-        ],
-    ),
-    (
-        "search_global_history",
-        &[
-            "query",
-            "after",
-            "before",
-            "max_results",
-            "offset",
-            "threshold",
-            "since",
-            "group_by",
-            "format",
-        ],
-    ),
-    (
-        "get_session_detail",
-        &[
-            "session_id",
-            "window",
-            "offset",
-            "limit",
-            "around",
-            "before",
-            "after",
-            "format",
-        ],
-    ),
-    ("duncan_projects", &["offset", "limit"]),
-    (
-        "duncan_list_sessions",
-        &["mode", "project", "limit", "offset", "since"],
-    ),
-    ("project_notes", &["category", "project", "limit", "offset"]),
-    (
-        "duncan_query",
-        &[
-            "question",
-            "mode",
-            "scope",
-            "project",
-            "session_id",
-            "window",
-            "git_branch",
-            "limit",
-            "offset",
-            "copies",
-            "batch_size",
-            "include_subagents",
-            "model",
-        ],
-    ),
-];
 
 /// Whether a successful answer to these arguments is JSON: the listings always; a search and a session read when
 /// asked for it (their default is text for a model, a session read's only with `around`); duncan never (a
@@ -183,6 +109,13 @@ fn any_json() -> impl Strategy<Value = Value> {
     })
 }
 
+/// One of `values`, as a JSON string.
+fn one_of(values: &[&'static str]) -> BoxedStrategy<Value> {
+    prop::sample::select(values.to_vec())
+        .prop_map(|v| json!(v))
+        .boxed()
+}
+
 /// A value of the kind the key usually takes (so that many calls get past validation), or anything.
 fn for_key(key: &'static str) -> BoxedStrategy<Value> {
     let plausible: BoxedStrategy<Value> = match key {
@@ -193,41 +126,13 @@ fn for_key(key: &'static str) -> BoxedStrategy<Value> {
             (0usize..2500).prop_map(|n| json!("x".repeat(n))),
         ]
         .boxed(),
-        "mode" => prop_oneof![
-            Just(json!("search")),
-            Just(json!("project")),
-            Just(json!("global")),
-            Just(json!("session")),
-            Just(json!("branch")),
-            Just(json!("self")),
-            Just(json!("sideways")),
-        ]
-        .boxed(),
-        "session_id" => prop_oneof![
-            Just(json!("abcd0001")),
-            Just(json!("abcd")),
-            Just(json!("../etc/passwd")),
-            Just(json!("aéééé")),
-        ]
-        .boxed(),
-        "project" => prop_oneof![
-            Just(json!("/w/app")),
-            Just(json!("C:\\w\\app")),
-            Just(json!(""))
-        ]
-        .boxed(),
-        "after" | "before" => prop_oneof![
-            Just(json!("2025-05-02")),
-            Just(json!("2025-05-01T10:00:00Z")),
-            Just(json!("yesterday")),
-        ]
-        .boxed(),
-        "category" => prop_oneof![
-            Just(json!("decisions")),
-            Just(json!("plan")),
-            Just(json!("nope"))
-        ]
-        .boxed(),
+        "mode" => one_of(&[
+            "search", "project", "global", "session", "branch", "self", "sideways",
+        ]),
+        "session_id" => one_of(&["abcd0001", "abcd", "../etc/passwd", "aéééé"]),
+        "project" => one_of(&["/w/app", "C:\\w\\app", ""]),
+        "after" | "before" => one_of(&["2025-05-02", "2025-05-01T10:00:00Z", "yesterday"]),
+        "category" => one_of(&["decisions", "plan", "nope"]),
         "threshold" | "relative_floor" => prop_oneof![
             4 => (0.0f64..1.0).prop_map(|f| json!(f)),
             1 => (-1.0f64..2.0).prop_map(|f| json!(f)),
@@ -239,14 +144,9 @@ fn for_key(key: &'static str) -> BoxedStrategy<Value> {
         ]
         .boxed(),
         "include_subagents" => any::<bool>().prop_map(Value::Bool).boxed(),
-        "scope" => prop_oneof![
-            Just(json!("project")),
-            Just(json!("global")),
-            Just(json!("everywhere"))
-        ]
-        .boxed(),
-        "git_branch" => prop_oneof![Just(json!("main")), Just(json!("no-such-branch"))].boxed(),
-        "model" => prop_oneof![Just(json!("claude-haiku-4-5")), Just(json!(""))].boxed(),
+        "scope" => one_of(&["project", "global", "everywhere"]),
+        "git_branch" => one_of(&["main", "no-such-branch"]),
+        "model" => one_of(&["claude-haiku-4-5", ""]),
         "limit" | "copies" | "batch_size" => prop_oneof![
             4 => (1i64..6).prop_map(Value::from),
             1 => (-2i64..60).prop_map(Value::from),

@@ -4,6 +4,7 @@
 
 mod common;
 
+use common::home::Home;
 use common::standin::{Reply, StandIn};
 use common::{run_json, run_ok};
 use serde_json::{Value, json};
@@ -14,26 +15,24 @@ use std::sync::Arc;
 const SESSION: &str = "5e551011-aaaa-4bbb-8ccc-000000000001";
 const SECRET: &str = "sk-ant-api03-SECRETSECRETSECRETSECRET0123456789";
 
-/// A scratch machine: Claude dir, index, notes dir, project.
+/// A scratch machine (`common::home::Home`) with one project, `/work/payments`.
 struct Machine {
-    _tmp: tempfile::TempDir,
-    claude: PathBuf,
-    index: PathBuf,
-    notes: PathBuf,
-    config: PathBuf,
+    home: Home,
     project: String,
+}
+
+impl std::ops::Deref for Machine {
+    type Target = Home;
+    fn deref(&self) -> &Home {
+        &self.home
+    }
 }
 
 impl Machine {
     fn new() -> Machine {
-        let tmp = tempfile::tempdir().unwrap();
         let m = Machine {
-            claude: tmp.path().join("claude"),
-            index: tmp.path().join("index"),
-            notes: tmp.path().join("notes"),
-            config: tmp.path().join("config.toml"),
+            home: Home::new(),
             project: "/work/payments".into(),
-            _tmp: tmp,
         };
         std::fs::create_dir_all(&m.claude).unwrap();
         m
@@ -85,12 +84,8 @@ impl Machine {
     }
 
     fn ghola(&self, api: Option<&str>) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_ghola"));
-        c.args(["--claude-dir", self.claude.to_str().unwrap()])
-            .args(["--index-dir", self.index.to_str().unwrap()])
-            .env("GHOLA_NOTES_DIR", &self.notes)
-            .env("GHOLA_CONFIG", &self.config)
-            .env_remove("GHOLA_HOOKS_OFF")
+        let mut c = self.home.ghola();
+        c.env_remove("GHOLA_HOOKS_OFF")
             .env_remove("GHOLA_NOTES_MODEL")
             .env("GHOLA_CLAUDE_BIN", "/nonexistent/claude")
             .env("PATH", "/usr/bin:/bin");
@@ -125,6 +120,16 @@ fn extract(m: &Machine, standin: &StandIn) -> Value {
         &m.project,
         "--json",
     ]))
+}
+
+/// [`extract`], which must extract its one window; returns the requests the stand-in saw.
+fn extracted(m: &Machine, standin: &StandIn) -> Vec<Value> {
+    let out = extract(m, standin);
+    assert_eq!(
+        out["windows"][0]["result"]["outcome"], "extracted",
+        "{out:#}"
+    );
+    standin.requests()
 }
 
 /// `ghola notes show --project P --json`.
@@ -205,12 +210,7 @@ fn extraction_sends_the_window_and_the_notes_redacted_and_merges_idempotently() 
             Reply::tool_use("record_notes", f)
         }),
     );
-    let out = extract(&m, &standin);
-    assert_eq!(
-        out["windows"][0]["result"]["outcome"], "extracted",
-        "{out:#}"
-    );
-    let reqs = standin.requests();
+    let reqs = extracted(&m, &standin);
     assert_eq!(reqs.len(), 1);
     let req = &reqs[0];
     assert_eq!(
@@ -338,12 +338,7 @@ fn bad_tool_input_is_corrected_and_provider_errors_back_off() {
             }
         }),
     );
-    let out = extract(&m, &standin);
-    assert_eq!(
-        out["windows"][0]["result"]["outcome"], "extracted",
-        "{out:#}"
-    );
-    let reqs = standin.requests();
+    let reqs = extracted(&m, &standin);
     assert_eq!(reqs.len(), 2);
     let retry = reqs[1]["messages"].to_string();
     assert!(
@@ -385,12 +380,7 @@ fn bad_tool_input_is_corrected_and_provider_errors_back_off() {
     assert!(r["error"].as_str().unwrap().contains("529"), "{r}");
     assert_eq!(standin.requests().len(), 3, "two transient retries");
     let shown = shown_notes(&m);
-    assert!(
-        shown["categories"]["decisions"]
-            .as_array()
-            .unwrap()
-            .is_empty()
-    );
+    assert_eq!(shown["categories"]["decisions"], json!([]), "{shown:#}");
 }
 
 #[test]
@@ -637,18 +627,8 @@ fn forget_link_archive_and_hand_edits() {
         "--yes",
     ]));
     let shown = shown_notes(&m);
-    assert!(
-        shown["categories"]["decisions"]
-            .as_array()
-            .unwrap()
-            .is_empty()
-    );
-    assert!(
-        shown["categories"]["failures"]
-            .as_array()
-            .unwrap()
-            .is_empty()
-    );
+    assert_eq!(shown["categories"]["decisions"], json!([]), "{shown:#}");
+    assert_eq!(shown["categories"]["failures"], json!([]), "{shown:#}");
     let log = std::fs::read_to_string(dir.join("log.jsonl")).unwrap();
     assert!(log.contains("forgotten") && log.contains("much faster (measured)"));
     // Unknown item: a clear error.

@@ -89,12 +89,7 @@ fn a_windows_history_on_this_machine_is_found_by_the_project_it_lists() {
     );
     run_ok(common::ghola_at(&claude, &idx).arg("index"));
     let projects = run_json(common::ghola_at(&claude, &idx).args(["projects", "--json"]));
-    let listed: Vec<&str> = projects["projects"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["project"].as_str().unwrap())
-        .collect();
+    let listed: Vec<&str> = common::strings(&projects, "projects", "project");
     assert!(listed.contains(&app), "{listed:?}");
     // Every project as listed finds its own sessions.
     for p in &listed {

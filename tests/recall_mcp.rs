@@ -238,12 +238,7 @@ fn a_model_recalls_in_few_characters_and_reads_more_by_id() {
     let (err, listed) = call(&mut c, "duncan_list_sessions", json!({"since": "7d"}));
     assert!(!err, "{listed}");
     let listed: Value = serde_json::from_str(&listed).unwrap();
-    let ids: Vec<&str> = listed["sessions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["session_id"].as_str().unwrap())
-        .collect();
+    let ids: Vec<&str> = common::strings(&listed, "sessions", "session_id");
     assert!(ids.contains(&RECENT) && !ids.contains(&OLD), "{ids:?}");
 
     // Inside the calling session: what compaction took away, and nothing from other sessions.

@@ -6,7 +6,7 @@
 mod common;
 
 use common::standin::{Reply, StandIn, last_user_text};
-use common::{claude_bin, run_json};
+use common::{claude_bin, run_fails, run_json};
 use ghola::model::api::MessagesApi;
 use ghola::model::conversation::{ApiMessage, Block, Speaker, check};
 use ghola::replay::route::RouteContext;
@@ -114,6 +114,20 @@ fn simple_session(claude: &Path, id: &str, cwd: &str, branch: &str, q: &str, a: 
 fn fixture(claude: &Path) {
     let cwd = "/w/app";
     let dir = claude.join("projects/-w-app");
+    // An assistant's text reply on S1's chain.
+    let said = |uuid: &str, parent: &str, t: u32, id: &str, text: &str| {
+        let content = json!([{"type": "text", "text": text}]);
+        assistant(
+            uuid,
+            Some(parent),
+            S1,
+            cwd,
+            t,
+            id,
+            "claude-sonnet-4-5",
+            content,
+        )
+    };
     let s1 = vec![
         entry(
             "user",
@@ -243,38 +257,11 @@ fn fixture(claude: &Path) {
             8,
             json!("Now let's write the tests"),
         ),
-        assistant(
-            "a6",
-            Some("u3"),
-            S1,
-            cwd,
-            9,
-            "m4",
-            "claude-sonnet-4-5",
-            json!([{"type":"text","text":"Tests written."}]),
-        ),
+        said("a6", "u3", 9, "m4", "Tests written."),
         user("u4", Some("a6"), S1, cwd, 10, json!("an abandoned prompt")),
-        assistant(
-            "a7",
-            Some("u4"),
-            S1,
-            cwd,
-            11,
-            "m5",
-            "claude-sonnet-4-5",
-            json!([{"type":"text","text":"an abandoned answer"}]),
-        ),
+        said("a7", "u4", 11, "m5", "an abandoned answer"),
         user("u5", Some("a6"), S1, cwd, 12, json!("the real follow-up")),
-        assistant(
-            "a8",
-            Some("u5"),
-            S1,
-            cwd,
-            13,
-            "m6",
-            "claude-sonnet-4-5",
-            json!([{"type":"text","text":"the final answer"}]),
-        ),
+        said("a8", "u5", 13, "m6", "the final answer"),
     ];
     write(&dir.join(format!("{S1}.jsonl")), &s1);
     let tr = dir.join(S1).join("tool-results");
@@ -431,13 +418,12 @@ fn rebuild_pairs_tools_follows_the_chain_and_reads_persisted_output() {
         "the summary opens the window: {first}"
     );
     let text = all_text(&later.messages);
+    let window_0 = "Let me check the code";
     assert!(
-        text.contains("the final answer") && !text.contains("abandoned"),
-        "{text}"
-    );
-    assert!(
-        !text.contains("Let me check the code"),
-        "window 0 is not in window 1"
+        text.contains("the final answer")
+            && !text.contains("abandoned")
+            && !text.contains(window_0),
+        "window 1 alone, its last branch: {text}"
     );
 }
 
@@ -659,6 +645,19 @@ fn database_question(dir: &Path) -> QueryRequest {
     req
 }
 
+/// Asks the database question of a stand-in that gives `replies` in turn (see [`ask_scripted`]).
+fn ask_database(replies: Vec<Reply>) -> (ghola::replay::QueryReport, Vec<Value>) {
+    let tmp = tempfile::tempdir().unwrap();
+    let req = database_question(tmp.path());
+    let c = ctx(tmp.path(), tmp.path(), None);
+    ask_scripted(&req, &c, replies)
+}
+
+/// The error a report's first window failed with.
+fn first_error(report: &ghola::replay::QueryReport) -> &str {
+    report.results[0].error.as_deref().unwrap_or_default()
+}
+
 /// Asks `req` of a stand-in that gives `replies` in turn (the last from then on); returns the report and the
 /// requests the stand-in saw.
 fn ask_scripted(
@@ -681,20 +680,12 @@ fn ask_scripted(
 
 #[test]
 fn invalid_answers_get_two_corrections_then_the_window_fails() {
-    let tmp = tempfile::tempdir().unwrap();
-    let req = database_question(tmp.path());
-    let c = ctx(tmp.path(), tmp.path(), None);
-
     // Two bad inputs, then a good one.
-    let (report, reqs) = ask_scripted(
-        &req,
-        &c,
-        vec![
-            Reply::tool_use("duncan_response", json!({"hasContext": "yes"})),
-            Reply::text("Postgres, I think"),
-            answer(true, "Postgres 16"),
-        ],
-    );
+    let (report, reqs) = ask_database(vec![
+        Reply::tool_use("duncan_response", json!({"hasContext": "yes"})),
+        Reply::text("Postgres, I think"),
+        answer(true, "Postgres 16"),
+    ]);
     assert_eq!(report.results[0].answer.as_deref(), Some("Postgres 16"));
     assert_eq!(reqs.len(), 3);
     let correction = last_user_text(&reqs[1]);
@@ -709,47 +700,34 @@ fn invalid_answers_get_two_corrections_then_the_window_fails() {
 
     // Never valid: three calls, then a reported error.
     let never = Reply::tool_use("duncan_response", json!({"answer": 1}));
-    let (report, reqs) = ask_scripted(&req, &c, vec![never]);
+    let (report, reqs) = ask_database(vec![never]);
     assert_eq!(reqs.len(), 3);
-    let r = &report.results[0];
-    assert!(r.answer.is_none());
+    assert!(report.results[0].answer.is_none());
+    let error = first_error(&report);
     assert!(
-        r.error
-            .as_deref()
-            .unwrap()
-            .contains("no valid duncan_response answer after 3"),
-        "{:?}",
-        r.error
+        error.contains("no valid duncan_response answer after 3"),
+        "{error}"
     );
     assert_eq!(report.summary.failed, 1);
 }
 
 #[test]
 fn transient_errors_are_retried_and_client_errors_are_not() {
-    let tmp = tempfile::tempdir().unwrap();
-    let req = database_question(tmp.path());
-    let c = ctx(tmp.path(), tmp.path(), None);
-    let (report, reqs) = ask_scripted(
-        &req,
-        &c,
-        vec![
-            Reply::Error(529, "Overloaded".into()),
-            Reply::Error(500, "internal".into()),
-            answer(true, "Postgres 16"),
-        ],
-    );
+    let (report, reqs) = ask_database(vec![
+        Reply::Error(529, "Overloaded".into()),
+        Reply::Error(500, "internal".into()),
+        answer(true, "Postgres 16"),
+    ]);
     assert_eq!(report.results[0].answer.as_deref(), Some("Postgres 16"));
     assert_eq!(reqs.len(), 3);
 
     let refused = Reply::Error(400, "messages: roles must alternate".into());
-    let (report, reqs) = ask_scripted(&req, &c, vec![refused]);
+    let (report, reqs) = ask_database(vec![refused]);
     assert_eq!(reqs.len(), 1);
+    let error = first_error(&report);
     assert!(
-        report.results[0]
-            .error
-            .as_deref()
-            .unwrap()
-            .contains("HTTP 400: messages: roles must alternate")
+        error.contains("HTTP 400: messages: roles must alternate"),
+        "{error}"
     );
 }
 
@@ -1023,19 +1001,17 @@ fn ghola_query_searches_replays_and_reranks() {
     assert_eq!(lines.lines().count(), results.len());
 
     // Bad arguments are clear errors.
-    let out = ghola()
-        .args([
+    run_fails(
+        ghola().args([
             "--claude-dir",
             claude.to_str().unwrap(),
             "query",
             "x",
             "--mode",
             "sideways",
-        ])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown mode"));
+        ]),
+        "unknown mode",
+    );
 }
 
 #[test]

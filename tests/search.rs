@@ -536,12 +536,10 @@ fn function_words_are_not_evidence_and_long_queries_get_a_clear_limit() {
 
 #[test]
 fn copies_collapse_to_the_first_and_weak_hits_fall_under_the_floor() {
+    let report = "AGENT-REPORT: the QUOKKA parser keeps a cache of compiled grammars; ".to_string()
+        + &"each grammar is keyed by its source hash. ".repeat(8);
     let tmp = tempfile::tempdir().unwrap();
     let claude = tmp.path().join("claude");
-    let report = format!(
-        "AGENT-REPORT: the QUOKKA parser keeps a cache of compiled grammars; {}",
-        "each grammar is keyed by its source hash. ".repeat(8)
-    );
     let mut lines: Vec<Value> = (0..8)
         .map(|i| {
             let text = match i {

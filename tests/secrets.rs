@@ -7,10 +7,11 @@
 
 mod common;
 
+use common::home::Home;
 use common::mcp_client::Client;
 use common::standin::{Reply, StandIn};
 use common::transcript::Transcript;
-use common::{ghola_at, run_json, run_ok};
+use common::{run_fails, run_json, run_ok};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -36,53 +37,40 @@ fn chars(seed: u64, n: usize, alphabet: &str) -> String {
 
 const AZ09: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 
+const B32: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+const DIGITS: &str = "0123456789";
+
 /// The planted credentials: (rule, value).
 fn planted() -> Vec<(&'static str, String)> {
+    let jwt = [chars(5, 16, AZ09), chars(6, 30, AZ09), chars(7, 43, AZ09)];
+    let slack = [chars(11, 12, DIGITS), chars(12, 24, AZ09)];
+    let pem = [chars(17, 64, AZ09), chars(18, 40, AZ09)];
     vec![
-        (
-            "aws-access-key-id",
-            format!("AKIA{}", chars(1, 16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")),
-        ),
+        ("aws-access-key-id", format!("AKIA{}", chars(1, 16, B32))),
         ("aws-secret-access-key", chars(2, 40, AZ09)),
         ("github-token", format!("ghp_{}", chars(3, 36, AZ09))),
         ("stripe-key", format!("sk_live_{}", chars(4, 24, AZ09))),
-        (
-            "jwt",
-            format!(
-                "eyJ{}.eyJ{}.{}",
-                chars(5, 16, AZ09),
-                chars(6, 30, AZ09),
-                chars(7, 43, AZ09)
-            ),
-        ),
+        ("jwt", format!("eyJ{}.eyJ{}.{}", jwt[0], jwt[1], jwt[2])),
         ("url-password", format!("{}9x", chars(8, 14, AZ09))),
         ("openai-api-key", format!("sk-proj-{}", chars(9, 48, AZ09))),
         (
             "anthropic-api-key",
             format!("sk-ant-api03-{}", chars(10, 80, AZ09)),
         ),
-        (
-            "slack-token",
-            format!(
-                "xoxb-{}-{}",
-                chars(11, 12, "0123456789"),
-                chars(12, 24, AZ09)
-            ),
-        ),
+        ("slack-token", format!("xoxb-{}-{}", slack[0], slack[1])),
         ("gcp-api-key", format!("AIza{}", chars(13, 35, AZ09))),
         ("huggingface-token", format!("hf_{}", chars(14, 34, AZ09))),
         ("npm-token", format!("npm_{}", chars(15, 36, AZ09))),
         ("secret-assignment", format!("Pw{}7!", chars(16, 12, AZ09))),
         (
             "private-key",
-            format!(
-                "-----BEGIN OPENSSH PRIVATE KEY-----\n{}\n{}\n-----END OPENSSH PRIVATE KEY-----",
-                chars(17, 64, AZ09),
-                chars(18, 40, AZ09)
-            ),
+            format!("{PEM_BEGIN}\n{}\n{}\n{PEM_END}", pem[0], pem[1]),
         ),
     ]
 }
+
+const PEM_BEGIN: &str = "-----BEGIN OPENSSH PRIVATE KEY-----";
+const PEM_END: &str = "-----END OPENSSH PRIVATE KEY-----";
 
 fn value(rule: &str) -> String {
     planted().into_iter().find(|(r, _)| *r == rule).unwrap().1
@@ -157,42 +145,21 @@ fn holds_none(text: &str, what: &str) {
     }
 }
 
-struct Home {
-    _tmp: tempfile::TempDir,
-    claude: PathBuf,
-    idx: PathBuf,
-    notes: PathBuf,
+/// A scratch machine with the fixture history.
+fn home() -> Home {
+    let h = Home::new();
+    history(&h.claude);
+    h
 }
 
-impl Home {
-    fn new() -> Home {
-        let tmp = tempfile::tempdir().unwrap();
-        let h = Home {
-            claude: tmp.path().join("claude"),
-            idx: tmp.path().join("idx"),
-            notes: tmp.path().join("notes"),
-            _tmp: tmp,
-        };
-        history(&h.claude);
-        h
-    }
-
-    fn ghola(&self) -> Command {
-        let mut c = ghola_at(&self.claude, &self.idx);
-        c.env("GHOLA_NOTES_DIR", &self.notes)
-            .env("GHOLA_CONFIG", self.notes.join("config.toml"))
-            .stdin(Stdio::null());
-        c
-    }
-
-    fn text(&self, args: &[&str]) -> String {
-        String::from_utf8(run_ok(self.ghola().args(args))).unwrap()
-    }
+/// `ghola ARGS` on `h`, its stdout as text.
+fn text(h: &Home, args: &[&str]) -> String {
+    String::from_utf8(run_ok(h.ghola().args(args))).unwrap()
 }
 
 #[test]
 fn the_report_finds_every_planted_credential_and_prints_no_value() {
-    let h = Home::new();
+    let h = home();
     let report = run_json(h.ghola().args(["secrets", "--json"]));
     let findings = report["findings"].as_array().unwrap();
     for (rule, _) in planted() {
@@ -218,9 +185,9 @@ fn the_report_finds_every_planted_credential_and_prints_no_value() {
     assert!(f["message_uuid"].as_str().unwrap().starts_with(PAY));
     assert_eq!(report["by_project"]["/work/pay"], findings.len());
     holds_none(&report.to_string(), "secrets --json");
-    let text = h.text(&["secrets"]);
-    holds_none(&text, "secrets");
-    assert!(text.contains("aws-access-key-id"), "{text}");
+    let report_text = text(&h, &["secrets"]);
+    holds_none(&report_text, "secrets");
+    assert!(report_text.contains("aws-access-key-id"), "{report_text}");
     // A project with none.
     let none = run_json(
         h.ghola()
@@ -231,7 +198,7 @@ fn the_report_finds_every_planted_credential_and_prints_no_value() {
 
 #[test]
 fn search_show_and_status_show_placeholders_and_find_messages_by_their_other_words() {
-    let h = Home::new();
+    let h = home();
     run_ok(h.ghola().arg("index"));
     for (query, expect) in [
         ("staging deploy payments ledger", "Staging deploy"),
@@ -250,7 +217,7 @@ fn search_show_and_status_show_placeholders_and_find_messages_by_their_other_wor
         assert!(all.contains("[REDACTED:"), "{query}: {hits:#}");
         holds_none(&all, &format!("search {query} --json"));
         holds_none(
-            &h.text(&["search", query, "--global"]),
+            &text(&h, &["search", query, "--global"]),
             &format!("search {query}"),
         );
     }
@@ -259,10 +226,10 @@ fn search_show_and_status_show_placeholders_and_find_messages_by_their_other_wor
         vec!["show", PAY, "--subagents"],
         vec!["sessions", "--global", "--json"],
     ] {
-        let out = h.text(&args);
+        let out = text(&h, &args);
         holds_none(&out, &args.join(" "));
     }
-    let shown = h.text(&["show", PAY, "--subagents"]);
+    let shown = text(&h, &["show", PAY, "--subagents"]);
     assert!(shown.contains("[REDACTED:github-token]"), "{shown}");
     let status = run_json(h.ghola().args(["status", "--json"]));
     assert!(
@@ -270,13 +237,8 @@ fn search_show_and_status_show_placeholders_and_find_messages_by_their_other_wor
         "{status:#}"
     );
     // --reveal never writes to a pipe.
-    let out = h.ghola().args(["show", PAY, "--reveal"]).output().unwrap();
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("terminal"));
-    holds_none(
-        &String::from_utf8_lossy(&out.stdout),
-        "show --reveal to a pipe",
-    );
+    let out = run_fails(h.ghola().args(["show", PAY, "--reveal"]), "terminal");
+    holds_none(&String::from_utf8_lossy(&out), "show --reveal to a pipe");
     // On a terminal (util-linux `script` gives it one), the person sees the original.
     if common::browser::which("script").is_some() {
         let cmd = format!(
@@ -297,7 +259,7 @@ fn search_show_and_status_show_placeholders_and_find_messages_by_their_other_wor
 
 #[test]
 fn the_first_search_after_an_update_that_hid_credentials_says_so_once() {
-    let h = Home::new();
+    let h = home();
     let out = h
         .ghola()
         .args(["search", "nightly backup job", "--global", "--json"])
@@ -319,7 +281,7 @@ fn the_first_search_after_an_update_that_hid_credentials_says_so_once() {
 
 #[test]
 fn the_mcp_server_shows_no_value() {
-    let h = Home::new();
+    let h = home();
     run_ok(h.ghola().arg("index"));
     let mut c = Client::start(&h.claude, &h.idx, &[]);
     let mut all = String::new();
@@ -345,7 +307,7 @@ fn the_mcp_server_shows_no_value() {
 
 #[test]
 fn duncan_sends_no_value_to_the_model() {
-    let h = Home::new();
+    let h = home();
     let standin = StandIn::start(
         2,
         Arc::new(|_: &Value| {
@@ -386,29 +348,12 @@ fn duncan_sends_no_value_to_the_model() {
 #[test]
 fn the_browser_pages_show_no_value() {
     let Some(chromium) = common::browser::chromium() else {
-        assert_ne!(
-            std::env::var("CI").as_deref(),
-            Ok("true"),
-            "CI=true but no chromium"
-        );
-        return;
+        return common::browser::skipped("chromium");
     };
-    let h = Home::new();
+    let h = home();
     run_ok(h.ghola().arg("index"));
-    let mut child = h
-        .ghola()
-        .args(["ui", "--port", "0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    let (base, token) = line.trim().split_once("/?token=").unwrap();
+    let ui = common::browser::Ui::start(h.ghola());
+    let (base, token) = (format!("http://{}", ui.addr), &ui.token);
     let mut all = String::new();
     for page in [
         format!("{base}/search?q=staging+deploy+payments&token={token}"),
@@ -423,8 +368,7 @@ fn the_browser_pages_show_no_value() {
         );
         all.push_str(&dom);
     }
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(ui);
     holds_none(&all, "the browser");
 }
 
@@ -467,7 +411,7 @@ fn index_holds_none(idx: &Path) {
 
 #[test]
 fn redact_scrubs_the_archive_and_the_index_and_loses_no_message() {
-    let h = Home::new();
+    let h = home();
     run_ok(h.ghola().arg("index"));
     let before = run_json(h.ghola().args(["status", "--json"]))["messages"].clone();
     // Claude Code deleted one session: ghola's archive holds its only copy.
@@ -481,13 +425,7 @@ fn redact_scrubs_the_archive_and_the_index_and_loses_no_message() {
         "{plan:#}"
     );
     // Without --yes and without a terminal, nothing happens.
-    let out = h
-        .ghola()
-        .args(["secrets", "redact", "--all"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--yes"));
+    run_fails(h.ghola().args(["secrets", "redact", "--all"]), "--yes");
     let done = run_json(
         h.ghola()
             .args(["secrets", "redact", "--all", "--yes", "--json"]),
@@ -507,7 +445,7 @@ fn redact_scrubs_the_archive_and_the_index_and_loses_no_message() {
                 .args(["search", "nightly backup job bucket", "--global", "--json"]),
         );
     assert!(hits.to_string().contains("nightly backup"), "{hits:#}");
-    let gone = h.text(&["show", GONE]);
+    let gone = text(&h, &["show", GONE]);
     assert!(
         gone.contains("[REDACTED:aws-access-key-id]") || gone.contains("[REDACTED]"),
         "{gone}"
@@ -534,7 +472,7 @@ fn redact_scrubs_the_archive_and_the_index_and_loses_no_message() {
 
 #[test]
 fn redact_stored_keeps_new_bytes_scrubbed_as_they_are_archived() {
-    let h = Home::new();
+    let h = home();
     std::fs::create_dir_all(&h.notes).unwrap();
     std::fs::write(h.notes.join("config.toml"), "redact_stored = true\n").unwrap();
     run_ok(h.ghola().arg("index"));
@@ -543,7 +481,7 @@ fn redact_stored_keeps_new_bytes_scrubbed_as_they_are_archived() {
 
 #[test]
 fn a_kill_during_redact_then_a_rerun_loses_no_message() {
-    let h = Home::new();
+    let h = home();
     // Enough sessions that a scrub takes a while.
     for s in 0..120 {
         let id = format!("33333333-cccc-4ccc-8ccc-{s:012}");

@@ -5,29 +5,15 @@
 //! see the hit appear, open its session at the hit, unfold a tool result, edit and forget a note, forget a
 //! session and see it gone.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 mod common;
 
-use common::browser::{chromium, dump_dom, which};
+use common::browser::{Ui, chromium, dump_dom, skipped, which};
 use common::{ghola_at, run_json, run_ok};
-
-/// A running `ghola ui`, killed when dropped.
-struct Ui {
-    child: Child,
-    addr: SocketAddr,
-    token: String,
-}
-
-impl Drop for Ui {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn start(claude: &Path, index: &Path) -> Ui {
     start_with(claude, index, None)
@@ -38,26 +24,7 @@ fn start_with(claude: &Path, index: &Path, notes: Option<&Path>) -> Ui {
     if let Some(n) = notes {
         cmd.env("GHOLA_NOTES_DIR", n);
     }
-    let mut child = cmd
-        .args(["ui", "--port", "0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line.trim();
-    let rest = url
-        .strip_prefix("http://127.0.0.1:")
-        .unwrap_or_else(|| panic!("first line: {url:?}"));
-    let (port, token) = rest.split_once("/?token=").unwrap();
-    Ui {
-        child,
-        addr: format!("127.0.0.1:{port}").parse().unwrap(),
-        token: token.to_string(),
-    }
+    Ui::start(cmd)
 }
 
 /// One HTTP/1.1 GET; returns the status, the headers (lowercased names) and the body.
@@ -247,37 +214,25 @@ fn the_browser_finds_a_hit_reads_its_session_and_strangers_are_refused() {
     assert_eq!(at, anchor);
 
     // The session reads as a conversation, the hit's message anchored; tool results are folded.
-    let (status, _, page) = get(
-        ui.addr,
-        &format!("/session/{session}"),
-        &host,
-        Some(&cookie),
-    );
-    assert_eq!(status, 200);
+    let session_page = |id: &str| {
+        let (status, _, page) = get(ui.addr, &format!("/session/{id}"), &host, Some(&cookie));
+        assert_eq!(status, 200, "session {id}");
+        page
+    };
+    let page = session_page(session);
     assert!(
         page.contains(&format!("id=\"m-{anchor}\"")),
         "the hit's anchor is missing"
     );
     assert!(page.to_ascii_lowercase().contains(&word));
-    let (status, _, page) = get(
-        ui.addr,
-        &format!("/session/{with_tools}"),
-        &host,
-        Some(&cookie),
-    );
-    assert_eq!(status, 200);
+    let page = session_page(&with_tools);
     assert!(
         page.contains("<details class=result><summary>tool result"),
         "no folded tool result"
     );
     let (status, _, _) = get(ui.addr, "/session/nosuchsession", &host, Some(&cookie));
     assert_eq!(status, 404);
-    let (_, _, page) = get(
-        ui.addr,
-        &format!("/session/{session}?at={anchor}"),
-        &host,
-        Some(&cookie),
-    );
+    let page = session_page(&format!("{session}?at={anchor}"));
     assert!(
         page.contains(&format!("id=\"m-{anchor}\" class=\"")) && page.contains(" at\">"),
         "the hit's message is not marked"
@@ -313,12 +268,7 @@ fn the_browser_finds_a_hit_reads_its_session_and_strangers_are_refused() {
         Some(&cookie),
     );
     assert_eq!(status, 405, "a GET changes nothing");
-    let (_, _, still) = get(
-        ui.addr,
-        &format!("/session/{session}"),
-        &host,
-        Some(&cookie),
-    );
+    let still = session_page(session);
     assert!(
         still.contains(&format!("id=\"m-{anchor}\"")),
         "forgotten anyway"
@@ -335,13 +285,7 @@ fn the_browser_finds_a_hit_reads_its_session_and_strangers_are_refused() {
 
     // A real browser renders the search and the session.
     let Some(chromium) = chromium() else {
-        assert_ne!(
-            std::env::var("CI").as_deref(),
-            Ok("true"),
-            "CI=true but no chromium"
-        );
-        eprintln!("no chromium here: the browser half skipped");
-        return;
+        return skipped("chromium (the browser half of this test)");
     };
     let dom = dump_dom(
         &chromium,
@@ -443,13 +387,7 @@ async fn a_person_searches_as_they_type_reads_edits_a_note_and_forgets_a_session
         return;
     };
     let (Some(chromium), Some(chromedriver)) = (chromium(), which("chromedriver")) else {
-        assert_ne!(
-            std::env::var("CI").as_deref(),
-            Ok("true"),
-            "CI=true but no chromium or chromedriver"
-        );
-        eprintln!("no chromium/chromedriver here: skipped");
-        return;
+        return skipped("chromium or chromedriver");
     };
     let index = tempfile::tempdir().unwrap();
     let notes = tempfile::tempdir().unwrap();

@@ -365,7 +365,8 @@ impl GholaServer {
                 .iter()
                 .flat_map(|c| {
                     n.get(*c).iter().map(move |i| {
-                        serde_json::json!({"category": c.name(), "id": i.id, "text": i.text,
+                        serde_json::json!({"category": c.name(), "id": i.id,
+                            "text": crate::secrets::redact(&i.text),
                             "date": i.date, "session": i.session, "window": i.window})
                     })
                 })

@@ -144,7 +144,12 @@ pub(super) fn all() -> Vec<Rule> {
             0,
             Prefixed,
         ),
-        rule("huggingface-token", r"\bhf_[A-Za-z0-9]{30,40}\b", 0, Prefixed),
+        rule(
+            "huggingface-token",
+            r"\bhf_[A-Za-z0-9]{30,40}\b",
+            0,
+            Prefixed,
+        ),
         rule("gcp-api-key", r"\bAIza[0-9A-Za-z_\-]{35}\b", 0, Shape),
         rule("npm-token", r"\bnpm_[A-Za-z0-9]{36}\b", 0, Shape),
         rule("pypi-token", r"\bpypi-AgE[A-Za-z0-9_\-]{50,}", 0, Shape),

@@ -17,8 +17,7 @@ pub struct FileServer {
     pub url: String,
     /// Every path requested, in order.
     pub requests: Arc<Mutex<Vec<String>>>,
-    server: Arc<tiny_http::Server>,
-    threads: Vec<std::thread::JoinHandle<()>>,
+    _http: super::Loopback,
 }
 
 /// One served file: its bytes.
@@ -41,92 +40,66 @@ impl FileServer {
         files: HashMap<String, Vec<u8>>,
         delay: std::time::Duration,
     ) -> FileServer {
-        let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").unwrap());
-        let port = server.server_addr().to_ip().unwrap().port();
         let files: Files = Arc::new(Mutex::new(
             files.into_iter().map(|(k, v)| (k, Arc::new(v))).collect(),
         ));
         let requests = Arc::new(Mutex::new(Vec::new()));
-        let threads = (0..4)
-            .map(|_| {
-                let (server, files, requests) = (server.clone(), files.clone(), requests.clone());
-                std::thread::spawn(move || {
-                    while let Ok(rq) = server.recv() {
-                        let path = rq.url().split('?').next().unwrap_or_default().to_string();
-                        requests.lock().unwrap().push(path.clone());
-                        std::thread::sleep(delay);
-                        let body = files.lock().unwrap().get(&path).cloned();
-                        let Some(body) = body else {
-                            let _ = rq.respond(
-                                tiny_http::Response::from_string("not found").with_status_code(404),
-                            );
-                            continue;
-                        };
-                        let size = body.len();
-                        let range = rq
-                            .headers()
-                            .iter()
-                            .find(|h| h.field.equiv("Range"))
-                            .and_then(|h| {
-                                h.value.as_str().strip_prefix("bytes=").map(str::to_string)
-                            });
-                        let (start, end, status) =
-                            match range.as_deref().and_then(|r| r.split_once('-')) {
-                                Some((a, b)) => {
-                                    let a: usize = a.parse().unwrap_or(0).min(size);
-                                    let b: usize =
-                                        b.parse().map_or(size.saturating_sub(1), |b: usize| {
-                                            b.min(size.saturating_sub(1))
-                                        });
-                                    (a, b + 1, 206)
-                                }
-                                None => (0, size, 200),
-                            };
-                        let header = |k: &str, v: &str| {
-                            tiny_http::Header::from_bytes(k.as_bytes(), v.as_bytes()).unwrap()
-                        };
-                        let mut resp =
-                            tiny_http::Response::from_data(body[start..end.max(start)].to_vec())
-                                .with_status_code(status)
-                                .with_header(header("etag", &format!("\"{}\"", sha256_hex(&body))))
-                                .with_header(header(
-                                    "x-repo-commit",
-                                    "0123456789abcdef0123456789abcdef01234567",
-                                ));
-                        if status == 206 {
-                            resp = resp.with_header(header(
-                                "Content-Range",
-                                &format!("bytes {start}-{}/{size}", end.max(start + 1) - 1),
-                            ));
-                        }
-                        let _ = rq.respond(resp);
-                    }
-                })
-            })
-            .collect();
+        let seen = requests.clone();
+        let http = super::Loopback::start(4, move |rq| {
+            let requests = &seen;
+            let path = rq.url().split('?').next().unwrap_or_default().to_string();
+            requests.lock().unwrap().push(path.clone());
+            std::thread::sleep(delay);
+            let body = files.lock().unwrap().get(&path).cloned();
+            let Some(body) = body else {
+                let _ =
+                    rq.respond(tiny_http::Response::from_string("not found").with_status_code(404));
+                return;
+            };
+            let size = body.len();
+            let range = rq
+                .headers()
+                .iter()
+                .find(|h| h.field.equiv("Range"))
+                .and_then(|h| h.value.as_str().strip_prefix("bytes=").map(str::to_string));
+            let (start, end, status) = match range.as_deref().and_then(|r| r.split_once('-')) {
+                Some((a, b)) => {
+                    let a: usize = a.parse().unwrap_or(0).min(size);
+                    let b: usize = b.parse().map_or(size.saturating_sub(1), |b: usize| {
+                        b.min(size.saturating_sub(1))
+                    });
+                    (a, b + 1, 206)
+                }
+                None => (0, size, 200),
+            };
+            let header = |k: &str, v: &str| {
+                tiny_http::Header::from_bytes(k.as_bytes(), v.as_bytes()).unwrap()
+            };
+            let mut resp = tiny_http::Response::from_data(body[start..end.max(start)].to_vec())
+                .with_status_code(status)
+                .with_header(header("etag", &format!("\"{}\"", sha256_hex(&body))))
+                .with_header(header(
+                    "x-repo-commit",
+                    "0123456789abcdef0123456789abcdef01234567",
+                ));
+            if status == 206 {
+                resp = resp.with_header(header(
+                    "Content-Range",
+                    &format!("bytes {start}-{}/{size}", end.max(start + 1) - 1),
+                ));
+            }
+            let _ = rq.respond(resp);
+        });
         FileServer {
-            url: format!("http://127.0.0.1:{port}"),
+            url: http.url.clone(),
             requests,
-            server,
-            threads,
+            _http: http,
         }
     }
 
     /// Paths requested so far.
     pub fn requested(&self) -> Vec<String> {
         self.requests.lock().unwrap().clone()
-    }
-}
-
-impl Drop for FileServer {
-    fn drop(&mut self) {
-        self.server.unblock();
-        for _ in 0..self.threads.len() {
-            self.server.unblock();
-        }
-        for t in self.threads.drain(..) {
-            let _ = t.join();
-        }
     }
 }
 

@@ -7,6 +7,82 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
+/// Every tool the server offers, with the arguments its schema names (what the argument fuzzer and the schema
+/// checks go by).
+pub const TOOLS: &[(&str, &[&str])] = &[
+    (
+        "search_project_history",
+        &[
+            "query",
+            "project",
+            "after",
+            "before",
+            "context_before_after",
+            "threshold",
+            "relative_floor",
+            "max_results",
+            "offset",
+            "include_subagents",
+            "since",
+            "session_id",
+            "group_by",
+            "max_chars",
+            "format",
+        ],
+    ),
+    (
+        "search_global_history",
+        &[
+            "query",
+            "after",
+            "before",
+            "max_results",
+            "offset",
+            "threshold",
+            "since",
+            "group_by",
+            "format",
+        ],
+    ),
+    (
+        "get_session_detail",
+        &[
+            "session_id",
+            "window",
+            "offset",
+            "limit",
+            "around",
+            "before",
+            "after",
+            "format",
+        ],
+    ),
+    ("duncan_projects", &["offset", "limit"]),
+    (
+        "duncan_list_sessions",
+        &["mode", "project", "limit", "offset", "since"],
+    ),
+    ("project_notes", &["category", "project", "limit", "offset"]),
+    (
+        "duncan_query",
+        &[
+            "question",
+            "mode",
+            "scope",
+            "project",
+            "session_id",
+            "window",
+            "git_branch",
+            "limit",
+            "offset",
+            "copies",
+            "batch_size",
+            "include_subagents",
+            "model",
+        ],
+    ),
+];
+
 /// A running `ghola serve`.
 pub struct Client {
     child: Child,

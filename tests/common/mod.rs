@@ -4,6 +4,7 @@
 
 pub mod browser;
 pub mod files;
+pub mod home;
 pub mod mcp_client;
 pub mod standin;
 pub mod transcript;
@@ -34,6 +35,77 @@ pub fn run_ok(cmd: &mut Command) -> Vec<u8> {
         String::from_utf8_lossy(&out.stderr)
     );
     out.stdout
+}
+
+/// Runs a command that must fail, saying `why` on stderr; returns its stdout (which must then carry nothing
+/// the failure would have printed).
+pub fn run_fails(cmd: &mut Command, why: &str) -> Vec<u8> {
+    let out = cmd.output().expect("the command starts");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "it succeeded: {err}");
+    assert!(err.contains(why), "{why:?} not in: {err}");
+    out.stdout
+}
+
+/// A loopback HTTP server for the stand-ins: `workers` threads, each answering requests with `handle`, on an
+/// ephemeral port of 127.0.0.1; stopped (its threads unblocked and joined) when dropped.
+pub struct Loopback {
+    /// `http://127.0.0.1:<port>`.
+    pub url: String,
+    server: std::sync::Arc<tiny_http::Server>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Loopback {
+    /// Starts the server and its workers.
+    pub fn start(
+        workers: usize,
+        handle: impl Fn(tiny_http::Request) + Send + Sync + 'static,
+    ) -> Loopback {
+        let server = std::sync::Arc::new(tiny_http::Server::http("127.0.0.1:0").unwrap());
+        let port = server.server_addr().to_ip().unwrap().port();
+        let handle = std::sync::Arc::new(handle);
+        let threads = (0..workers)
+            .map(|_| {
+                let (server, handle) = (server.clone(), handle.clone());
+                std::thread::spawn(move || {
+                    while let Ok(rq) = server.recv() {
+                        handle(rq);
+                    }
+                })
+            })
+            .collect();
+        Loopback {
+            url: format!("http://127.0.0.1:{port}"),
+            server,
+            threads,
+        }
+    }
+}
+
+impl Drop for Loopback {
+    fn drop(&mut self) {
+        for _ in 0..=self.threads.len() {
+            self.server.unblock();
+        }
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The string field `key` of every object in the array `v[list]` (the ids of a listing, say).
+pub fn strings<'v>(v: &'v serde_json::Value, list: &str, key: &str) -> Vec<&'v str> {
+    v[list]
+        .as_array()
+        .unwrap_or_else(|| panic!("no array {list:?} in {v}"))
+        .iter()
+        .map(|o| {
+            o[key]
+                .as_str()
+                .unwrap_or_else(|| panic!("no {key:?} in {o}"))
+        })
+        .collect()
 }
 
 /// [`run_ok`], its stdout parsed as JSON.

@@ -6,7 +6,6 @@
 
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// What the stand-in replies to one request.
@@ -50,92 +49,75 @@ pub struct StandIn {
     pub requests: Arc<Mutex<Vec<Value>>>,
     /// Requests being answered right now, and the most at once.
     pub in_flight: Arc<Mutex<(usize, usize)>>,
-    server: Arc<tiny_http::Server>,
-    threads: Vec<JoinHandle<()>>,
+    _http: super::Loopback,
 }
 
 impl StandIn {
     /// Starts on an ephemeral loopback port with `workers` request threads.
     pub fn start(workers: usize, script: Script) -> StandIn {
-        let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").unwrap());
-        let port = server.server_addr().to_ip().unwrap().port();
         let requests = Arc::new(Mutex::new(Vec::new()));
         let in_flight = Arc::new(Mutex::new((0usize, 0usize)));
-        let threads = (0..workers)
-            .map(|_| {
-                let (server, requests, in_flight, script) = (
-                    server.clone(),
-                    requests.clone(),
-                    in_flight.clone(),
-                    script.clone(),
-                );
-                std::thread::spawn(move || {
-                    while let Ok(mut rq) = server.recv() {
-                        let mut body = String::new();
-                        let _ = rq.as_reader().read_to_string(&mut body);
-                        let url = rq.url().to_string();
-                        if url.starts_with("/v1/messages/count_tokens") {
-                            let n = body.len() / 4;
-                            let _ = rq.respond(json_response(200, &json!({"input_tokens": n})));
-                            continue;
-                        }
-                        if !url.starts_with("/v1/messages") {
-                            let _ = rq.respond(json_response(404, &json!({"type": "error",
-                                "error": {"type": "not_found_error", "message": url}})));
-                            continue;
-                        }
-                        let v: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
-                        {
-                            let mut f = in_flight.lock().unwrap();
-                            f.0 += 1;
-                            f.1 = f.1.max(f.0);
-                        }
-                        requests.lock().unwrap().push(v.clone());
-                        let mut reply = script(&v);
-                        while let Reply::Delayed(d, next) = reply {
-                            std::thread::sleep(d);
-                            reply = *next;
-                        }
-                        in_flight.lock().unwrap().0 -= 1;
-                        let model = v.get("model").and_then(Value::as_str).unwrap_or("standin").to_string();
-                        let stream = v.get("stream").and_then(Value::as_bool) == Some(true);
-                        let _ = match reply {
-                            Reply::Error(status, message) => rq.respond(json_response(
-                                status,
-                                &json!({"type": "error", "error": {"type": "api_error", "message": message}}),
-                            )),
-                            Reply::Content(content) if stream => rq.respond(sse_response(&model, &content)),
-                            Reply::Content(content) => rq.respond(json_response(200, &message(&model, &content))),
-                            Reply::Delayed(..) => unreachable!(),
-                        };
-                    }
-                })
-            })
-            .collect();
+        let (seen, busy) = (requests.clone(), in_flight.clone());
+        let http = super::Loopback::start(workers, move |mut rq| {
+            let (requests, in_flight) = (&seen, &busy);
+            let mut body = String::new();
+            let _ = rq.as_reader().read_to_string(&mut body);
+            let url = rq.url().to_string();
+            if url.starts_with("/v1/messages/count_tokens") {
+                let n = body.len() / 4;
+                let _ = rq.respond(json_response(200, &json!({"input_tokens": n})));
+                return;
+            }
+            if !url.starts_with("/v1/messages") {
+                let _ = rq.respond(json_response(
+                    404,
+                    &json!({"type": "error",
+                                "error": {"type": "not_found_error", "message": url}}),
+                ));
+                return;
+            }
+            let v: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+            {
+                let mut f = in_flight.lock().unwrap();
+                f.0 += 1;
+                f.1 = f.1.max(f.0);
+            }
+            requests.lock().unwrap().push(v.clone());
+            let mut reply = script(&v);
+            while let Reply::Delayed(d, next) = reply {
+                std::thread::sleep(d);
+                reply = *next;
+            }
+            in_flight.lock().unwrap().0 -= 1;
+            let model = v
+                .get("model")
+                .and_then(Value::as_str)
+                .unwrap_or("standin")
+                .to_string();
+            let stream = v.get("stream").and_then(Value::as_bool) == Some(true);
+            let _ = match reply {
+                Reply::Error(status, message) => rq.respond(json_response(
+                    status,
+                    &json!({"type": "error", "error": {"type": "api_error", "message": message}}),
+                )),
+                Reply::Content(content) if stream => rq.respond(sse_response(&model, &content)),
+                Reply::Content(content) => {
+                    rq.respond(json_response(200, &message(&model, &content)))
+                }
+                Reply::Delayed(..) => unreachable!(),
+            };
+        });
         StandIn {
-            url: format!("http://127.0.0.1:{port}"),
+            url: http.url.clone(),
             requests,
             in_flight,
-            server,
-            threads,
+            _http: http,
         }
     }
 
     /// The requests received so far.
     pub fn requests(&self) -> Vec<Value> {
         self.requests.lock().unwrap().clone()
-    }
-}
-
-impl Drop for StandIn {
-    fn drop(&mut self) {
-        self.server.unblock();
-        for _ in 1..self.threads.len() {
-            self.server.unblock();
-        }
-        for t in self.threads.drain(..) {
-            let _ = t.join();
-        }
     }
 }
 
