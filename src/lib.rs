@@ -10,6 +10,7 @@ pub mod index;
 pub mod mcp;
 pub mod model;
 pub mod notes;
+pub mod private;
 pub mod replay;
 pub mod search;
 pub mod secrets;

@@ -461,11 +461,11 @@ fn open_history_browser_serves_the_index_on_loopback_once_per_server() {
     let rest = url.strip_prefix("http://").unwrap();
     let (host, token) = rest.split_once("/?token=").unwrap();
     // The page answers with the token, searches the server's index, and refuses without the token.
-    let get = |path: &str| -> (u16, String) {
+    let get_with_cookie = |path: &str, cookie: &str| -> (u16, String) {
         let mut s = std::net::TcpStream::connect(host).unwrap();
         write!(
             s,
-            "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+            "GET {path} HTTP/1.1\r\nHost: {host}\r\nCookie: {cookie}\r\nConnection: close\r\n\r\n"
         )
         .unwrap();
         let mut raw = String::new();
@@ -477,7 +477,10 @@ fn open_history_browser_serves_the_index_on_loopback_once_per_server() {
             .unwrap_or(0);
         (status, raw)
     };
-    let (status, page) = get(&format!("/search?q=linker&token={token}"));
+    let get = |path: &str| get_with_cookie(path, "");
+    let (status, head) = get(&format!("/search?q=linker&token={token}"));
+    assert_eq!(status, 303, "{head}");
+    let (status, page) = get_with_cookie("/search?q=linker", &format!("ghola_ui={token}"));
     assert_eq!(status, 200, "{page}");
     assert!(page.contains("<mark>linker</mark>"), "{page}");
     assert_eq!(get("/search?q=linker").0, 401);

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 /// Lowest first. Modules on one line are independent of each other.
 const ORDER: &[&[&str]] = &[
-    &["config", "atomic_file", "secrets"],
+    &["config", "atomic_file", "secrets", "private"],
     &["transcript"],
     &["embed"],
     &["settings"],

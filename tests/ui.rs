@@ -146,12 +146,26 @@ fn the_browser_finds_a_hit_reads_its_session_and_strangers_are_refused() {
     assert_eq!(status, 401);
 
     // The token sets a cookie that then suffices.
-    let (status, head, _) = get(ui.addr, &format!("/?token={}", ui.token), &host, None);
-    assert_eq!(status, 200);
+    let (status, head, _) = get(
+        ui.addr,
+        &format!("/search?q=a&token={}&x=1", ui.token),
+        &host,
+        None,
+    );
+    // ... and leaves the address at once (a redirect to it without the token).
+    assert_eq!(status, 303);
+    assert!(head.contains("location: /search?q=a&x=1\r\n"), "{head}");
     assert!(
         head.contains(&format!("set-cookie: ghola_ui={}", ui.token)),
         "{head}"
     );
+    for h in [
+        "referrer-policy: no-referrer",
+        "x-content-type-options: nosniff",
+        "cache-control: no-store",
+    ] {
+        assert!(head.contains(h), "{h}: {head}");
+    }
     assert!(
         head.contains("httponly") && head.contains("samesite=strict"),
         "{head}"

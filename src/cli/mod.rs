@@ -233,6 +233,8 @@ pub fn init_logging(verbose: u8) {
 
 /// Runs one command.
 pub fn run(cli: Cli) -> Result<()> {
+    // What ghola writes (index, archive, notes, logs) is readable by this user alone.
+    ghola::private::restrict_new_files();
     let claude_dir = ghola::config::claude_dir(cli.claude_dir.as_deref());
     let index_dir = ghola::config::index_dir(cli.index_dir.as_deref());
     let knobs = knobs::Knobs::read();

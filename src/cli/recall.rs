@@ -235,9 +235,30 @@ pub fn status_cmd(index_dir: &Path, claude_dir: &Path, knobs: &Knobs, json: bool
         knobs.memory_limit,
         knobs.update.keep_archive,
     )?;
+    // What another user of this machine could read (as OpenSSH refuses a readable key, say so).
+    let notes_dir = ghola::config::notes_dir();
+    let loose: Vec<(std::path::PathBuf, u32)> = [index_dir, notes_dir.as_path()]
+        .iter()
+        .filter(|d| d.exists())
+        .flat_map(|d| ghola::private::loose(d, 5))
+        .collect();
     if json {
-        println!("{}", serde_json::to_string_pretty(&s)?);
+        let mut v = serde_json::to_value(&s)?;
+        v["readable_by_others"] = serde_json::json!(
+            loose
+                .iter()
+                .map(|(p, m)| serde_json::json!({"path": p, "mode": format!("{m:o}")}))
+                .collect::<Vec<_>>()
+        );
+        println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
+        for (p, m) in &loose {
+            eprintln!(
+                "ghola: WARNING: {} is readable by other users of this machine (mode {m:o}); the next `ghola \
+                 index` makes ghola's folders private (0700, files 0600)",
+                p.display()
+            );
+        }
         println!("index: {}", index_dir.display());
         println!(
             "projects {} · sessions {} · messages {} ({} not embedded yet) · chunks {}",

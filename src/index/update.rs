@@ -155,7 +155,9 @@ pub struct UpdateSummary {
     pub seconds: f64,
 }
 
-/// Takes the index lock: exclusive, held until the returned file is dropped.
+/// Takes the index lock: exclusive, held until the returned file is dropped. The holder then makes the index
+/// private ([`crate::private::tighten`]: folders 0700, files 0600), so an install made loose is tightened by its
+/// next writer; a failure to is logged, never fatal.
 pub(super) fn lock(dir: &Path, wait: bool) -> Result<File, IndexError> {
     let f = File::options()
         .create(true)
@@ -170,6 +172,9 @@ pub(super) fn lock(dir: &Path, wait: bool) -> Result<File, IndexError> {
             Err(std::fs::TryLockError::WouldBlock) => return Err(IndexError::Busy),
             Err(std::fs::TryLockError::Error(e)) => return Err(e.into()),
         }
+    }
+    if let Err(e) = crate::private::tighten(dir) {
+        tracing::warn!("could not make the index private: {e}");
     }
     Ok(f)
 }

@@ -138,6 +138,10 @@ pub struct WriteLock(#[allow(dead_code)] File);
 /// Opens (creating) a lock file in the notes dir; the caller locks it.
 pub(crate) fn lock_file(root: &Path, name: &str) -> Result<(File, PathBuf), NotesError> {
     std::fs::create_dir_all(root).map_err(io(root))?;
+    // The notes are the user's own: private (0700/0600) whoever wrote them and under whatever umask.
+    if let Err(e) = crate::private::tighten(root) {
+        tracing::warn!("could not make the notes private: {e}");
+    }
     let path = root.join(name);
     let f = std::fs::OpenOptions::new()
         .create(true)

@@ -72,9 +72,27 @@ impl Guard {
     }
 }
 
-/// The middleware: 403 for a foreign `Host`, 401 without the token, else the page (with the cookie set when
-/// the token came in the address).
+/// Every response, refusals included, says: never send this page's address as a referrer, never guess a content
+/// type, never keep a copy (`Referrer-Policy`, `X-Content-Type-Options`, `Cache-Control`); pages also carry the
+/// content policy and refuse framing.
 pub async fn check(State(guard): State<Arc<Guard>>, req: Request, next: Next) -> Response {
+    let mut resp = admit(guard, req, next).await;
+    let h = resp.headers_mut();
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    resp
+}
+
+/// The middleware: 403 for a foreign `Host`, 401 without the token, else the page; a GET with the token in
+/// the address gets the cookie and a redirect to the same address without it.
+async fn admit(guard: Arc<Guard>, req: Request, next: Next) -> Response {
     let host = req
         .headers()
         .get(header::HOST)
@@ -119,7 +137,18 @@ pub async fn check(State(guard): State<Arc<Guard>>, req: Request, next: Next) ->
         )
             .into_response();
     }
-    let mut resp = next.run(req).await;
+    let is_get = req.method() == axum::http::Method::GET;
+    let mut resp = if from_query && is_get {
+        // The token leaves the address bar (and the history) at once: the cookie is set and the browser sent on
+        // to the same page without it.
+        let mut r = StatusCode::SEE_OTHER.into_response();
+        if let Ok(to) = HeaderValue::from_str(&without_token(req.uri())) {
+            r.headers_mut().insert(header::LOCATION, to);
+        }
+        r
+    } else {
+        next.run(req).await
+    };
     if from_query
         && let Ok(v) = HeaderValue::from_str(&format!(
             "{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
@@ -135,6 +164,21 @@ pub async fn check(State(guard): State<Arc<Guard>>, req: Request, next: Next) ->
     resp.headers_mut()
         .insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     resp
+}
+
+/// The request's path and query with every `token` parameter left out.
+fn without_token(uri: &axum::http::Uri) -> String {
+    let kept: Vec<&str> = uri
+        .query()
+        .unwrap_or("")
+        .split('&')
+        .filter(|p| !p.is_empty() && p.split('=').next() != Some("token"))
+        .collect();
+    if kept.is_empty() {
+        uri.path().to_string()
+    } else {
+        format!("{}?{}", uri.path(), kept.join("&"))
+    }
 }
 
 #[cfg(test)]

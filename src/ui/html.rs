@@ -6,7 +6,7 @@
 
 use std::fmt::Write;
 
-/// Text made safe inside HTML elements and attribute values.
+/// Text made safe inside HTML elements and attribute values; bidirectional control characters made visible.
 pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -16,10 +16,37 @@ pub fn escape(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
+            // Bidirectional controls reorder what follows them on screen (a "Trojan Source" line reads other
+            // than it is): shown as their code point instead.
+            c if is_bidi_control(c) => {
+                let _ = write!(out, "&lt;U+{:04X}&gt;", c as u32);
+            }
             c => out.push(c),
         }
     }
     out
+}
+
+/// The characters that reorder the text after them on screen (embeddings, overrides, isolates, marks).
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
+}
+
+/// `html` with every bidirectional control shown as its code point: for markup made elsewhere (Markdown, the
+/// highlighter) that [`escape`] did not see.
+pub fn controls_visible(html: &str) -> std::borrow::Cow<'_, str> {
+    if !html.chars().any(is_bidi_control) {
+        return std::borrow::Cow::Borrowed(html);
+    }
+    let mut out = String::with_capacity(html.len() + 16);
+    for c in html.chars() {
+        if is_bidi_control(c) {
+            let _ = write!(out, "&lt;U+{:04X}&gt;", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// A value made safe inside a URL's query or path segment.
@@ -130,7 +157,7 @@ pub fn layout_with(title: &str, f: &Filters, body: &str) -> String {
          value=\"{}\" placeholder=\"before\" size=10><label><input type=checkbox name=group value=session{}> by \
          session</label>\
          <label><input type=checkbox name=subagents value=0{}> no subagents</label><button>search</button></form>\
-         <div id=results>{body}</div></main></body></html>",
+         <div id=results>{}</div></main></body></html>",
         escape(title),
         escape(f.query),
         escape(f.project),
@@ -139,6 +166,7 @@ pub fn layout_with(title: &str, f: &Filters, body: &str) -> String {
         escape(f.before),
         checked(f.grouped),
         checked(f.no_subagents),
+        controls_visible(body),
     )
 }
 
@@ -166,6 +194,24 @@ pub fn bytes(n: u64) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn bidirectional_controls_are_shown_as_code_points() {
+        let trojan = "if access_level != \u{202E}\u{2066}// user\u{2069}\u{2066}\"admin\"";
+        let shown = escape(trojan);
+        assert!(!shown.chars().any(is_bidi_control), "{shown}");
+        assert!(
+            shown.contains("&lt;U+202E&gt;") && shown.contains("&lt;U+2066&gt;"),
+            "{shown}"
+        );
+        assert_eq!(controls_visible("<b>plain</b>"), "<b>plain</b>");
+        assert!(
+            !controls_visible("<p>a\u{200F}b</p>")
+                .chars()
+                .any(is_bidi_control)
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -78,7 +78,45 @@ pub async fn serve(
         .route("/forget", csrf::post(routes::forget))
         .with_state(app)
         .layer(axum::middleware::from_fn_with_state(guard, guard::check));
-    axum::serve(listener, router).await
+    accept(listener, router).await
+}
+
+/// A connection must have sent its request's headers this soon after it opened (or after its last answer).
+pub const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+/// A connection is closed this long after it opened, busy or idle (a page's requests take milliseconds).
+pub const CONNECTION_LIFETIME: std::time::Duration = std::time::Duration::from_secs(120);
+/// Connections served at once; one more is closed at once.
+pub const MAX_CONNECTIONS: usize = 64;
+
+/// Serves `router` on `listener` with the limits `axum::serve` has not: a header-read timeout, a lifetime per
+/// connection and a cap on connections, so that half-sent or idle connections (from anyone on this machine,
+/// before any token) cannot hold the server's resources.
+async fn accept(listener: tokio::net::TcpListener, router: Router) -> std::io::Result<()> {
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    loop {
+        let stream = match listener.accept().await {
+            Ok((s, _)) => s,
+            Err(e) => {
+                // Out of file descriptors, say: wait a little rather than spin.
+                tracing::warn!("ghola ui: accept failed: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            drop(stream);
+            continue;
+        };
+        let service = hyper_util::service::TowerToHyperService::new(router.clone());
+        tokio::spawn(async move {
+            let conn = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT)
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+            let _ = tokio::time::timeout(CONNECTION_LIFETIME, conn).await;
+            drop(slot);
+        });
+    }
 }
 
 /// Opens `url` in the user's browser (`open` on macOS, `explorer` on Windows, `xdg-open` elsewhere); the error

@@ -148,7 +148,7 @@ pub(super) async fn search(State(app): State<Arc<App>>, Query(q): Query<SearchQu
         Err((status, e)) => (status, format!("<p class=note>{}</p>", html::escape(&e))),
     };
     if only_results {
-        return (status, Html(body)).into_response();
+        return (status, Html(html::controls_visible(&body).into_owned())).into_response();
     }
     let filters = Filters {
         query: &query,

@@ -157,6 +157,7 @@ pub fn run(
     cancel: &Arc<AtomicBool>,
 ) -> std::io::Result<TaskOutcome> {
     let mut cmd = Command::new(&req.claude_bin);
+    crate::private::with_user_umask(&mut cmd);
     cmd.arg("-p")
         .arg(&req.prompt)
         .args(["--output-format", "stream-json", "--verbose"])

@@ -1,0 +1,154 @@
+//! Only you: ghola's folders are private (0700, files 0600) and an install made loose is tightened by its next
+//! update (another local user, `nobody`, reads nothing once it is); `ghola status` warns while it is loose; the
+//! browser's server cuts off a client that never finishes its request while it serves others.
+
+#![cfg(unix)]
+
+mod common;
+
+use common::browser::Ui;
+use common::home::Home;
+use common::transcript::Transcript;
+use common::{run_json, run_ok};
+use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn chmod(p: &Path, mode: u32) {
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// Every folder and file at or below `dir`.
+fn tree(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    out.push(dir.to_path_buf());
+    if dir.is_dir() {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            tree(&e.path(), out);
+        }
+    }
+}
+
+fn loosen(dir: &Path) {
+    let mut all = Vec::new();
+    tree(dir, &mut all);
+    for p in all {
+        chmod(&p, if p.is_dir() { 0o755 } else { 0o644 });
+    }
+}
+
+/// Whether the user `nobody` can read `file` (as root, through `runuser`); `None` where that cannot be tried.
+fn nobody_reads(file: &Path) -> Option<bool> {
+    let is_root = unsafe { libc::geteuid() } == 0;
+    if !is_root || common::browser::which("runuser").is_none() {
+        return None;
+    }
+    let out = Command::new("runuser")
+        .args(["-u", "nobody", "--", "cat"])
+        .arg(file)
+        .output()
+        .unwrap();
+    Some(out.status.success())
+}
+
+#[test]
+fn ghola_keeps_its_folders_private_and_tightens_a_loose_install() {
+    let h = Home::new();
+    // A home folder others may traverse, as many are.
+    chmod(h.root(), 0o755);
+    Transcript::new("7a1e0000-0000-4000-8000-000000000001", "/work/private")
+        .user("the staging database runs on port 5433")
+        .assistant("Noted: port 5433 for staging.")
+        .write(&h.claude);
+    run_ok(h.ghola().arg("index"));
+    run_ok(
+        h.ghola()
+            .args(["notes", "on", "--project", "/work/private"]),
+    );
+    let manifest = h.idx.join("manifest.bin");
+    let mut all = Vec::new();
+    tree(&h.idx, &mut all);
+    tree(&h.notes, &mut all);
+    for p in &all {
+        let mode = std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode & 0o077, 0, "{} is {mode:o}", p.display());
+    }
+    let status = run_json(h.ghola().args(["status", "--json"]));
+    assert_eq!(
+        status["readable_by_others"],
+        serde_json::json!([]),
+        "{status:#}"
+    );
+    // An install made loose (an older ghola, a copy, a umask): others can read it, and status says so.
+    loosen(&h.idx);
+    if let Some(read) = nobody_reads(&manifest) {
+        assert!(
+            read,
+            "the test cannot tell: nobody cannot read a 0644 file under 0755 folders"
+        );
+    }
+    let out = h.ghola().arg("status").output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("readable by other users"), "{err}");
+    let status = run_json(h.ghola().args(["status", "--json"]));
+    assert!(!status["readable_by_others"].as_array().unwrap().is_empty());
+    // The next update tightens it.
+    run_ok(h.ghola().arg("index"));
+    let status = run_json(h.ghola().args(["status", "--json"]));
+    assert_eq!(
+        status["readable_by_others"],
+        serde_json::json!([]),
+        "{status:#}"
+    );
+    if let Some(read) = nobody_reads(&manifest) {
+        assert!(!read, "nobody read the index after the update");
+    }
+    let archived = h.idx.join("archive");
+    let mut packs = Vec::new();
+    tree(&archived, &mut packs);
+    for p in packs.iter().filter(|p| p.is_file()) {
+        if let Some(read) = nobody_reads(p) {
+            assert!(!read, "nobody read {}", p.display());
+        }
+    }
+}
+
+#[test]
+fn a_client_that_never_finishes_its_request_is_cut_off_while_others_are_served() {
+    let h = Home::new();
+    Transcript::new("7a1e0000-0000-4000-8000-000000000002", "/work/slow")
+        .user("a message")
+        .write(&h.claude);
+    run_ok(h.ghola().arg("index"));
+    let ui = Ui::start(h.ghola());
+    let host = ui.addr.to_string();
+    let mut slow = std::net::TcpStream::connect(ui.addr).unwrap();
+    write!(slow, "GET /search?q=a HTTP/1.1\r\nHost: {host}\r\n").unwrap();
+    // Others are served meanwhile.
+    let mut quick = std::net::TcpStream::connect(ui.addr).unwrap();
+    write!(
+        quick,
+        "GET /search?q=a HTTP/1.1\r\nHost: {host}\r\nCookie: ghola_ui={}\r\nConnection: close\r\n\r\n",
+        ui.token
+    )
+    .unwrap();
+    let mut page = String::new();
+    quick.read_to_string(&mut page).unwrap();
+    assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+    // The half-sent request is cut off a little after the header-read timeout.
+    let t = Instant::now();
+    slow.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut rest = Vec::new();
+    let _ = slow.read_to_end(&mut rest);
+    let waited = t.elapsed();
+    assert!(
+        waited < Duration::from_secs(15),
+        "the connection stayed open {waited:?}"
+    );
+    assert!(
+        !String::from_utf8_lossy(&rest).contains("200 OK"),
+        "a half-sent request was answered"
+    );
+}
