@@ -453,15 +453,18 @@ fn open_history_browser_serves_the_index_on_loopback_once_per_server() {
     let mut c = Client::start(&claude, &idx, &[("CLAUDE_PROJECT_DIR", "/w/app")]);
     let (is_error, text) = c.call(1, "open_history_browser", json!({"open": false}));
     assert!(!is_error, "{text}");
-    let url = text
-        .split_whitespace()
-        .find(|w| w.starts_with("http://127.0.0.1:"))
-        .unwrap_or_else(|| panic!("no address in {text:?}"))
-        .to_string();
+    let link = |text: &str| {
+        text.split_whitespace()
+            .find(|w| w.starts_with("http://127.0.0.1:"))
+            .unwrap_or_else(|| panic!("no address in {text:?}"))
+            .to_string()
+    };
+    let url = link(&text);
     let rest = url.strip_prefix("http://").unwrap();
-    let (host, token) = rest.split_once("/?token=").unwrap();
-    // The page answers with the token, searches the server's index, and refuses without the token.
-    let get_with_cookie = |path: &str, cookie: &str| -> (u16, String) {
+    let (host, path) = rest.split_once('/').unwrap();
+    let path = format!("/{path}");
+    assert!(path.starts_with("/login?code="), "{url}");
+    let get = |path: &str, cookie: &str| -> (u16, String) {
         let mut s = std::net::TcpStream::connect(host).unwrap();
         write!(
             s,
@@ -477,16 +480,32 @@ fn open_history_browser_serves_the_index_on_loopback_once_per_server() {
             .unwrap_or(0);
         (status, raw)
     };
-    let get = |path: &str| get_with_cookie(path, "");
-    let (status, head) = get(&format!("/search?q=linker&token={token}"));
+    // The link logs a browser in once: a cookie and a redirect; used again, it is refused.
+    let (status, head) = get(&path, "");
     assert_eq!(status, 303, "{head}");
-    let (status, page) = get_with_cookie("/search?q=linker", &format!("ghola_ui={token}"));
+    let cookie = head
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("set-cookie: ")
+                .or_else(|| l.strip_prefix("Set-Cookie: "))
+        })
+        .and_then(|c| c.split(';').next())
+        .unwrap_or_else(|| panic!("no cookie in {head}"))
+        .to_string();
+    assert_eq!(get(&path, "").0, 401, "a link works once");
+    // The page searches the server's index with the cookie, and refuses without it.
+    let (status, page) = get("/search?q=linker", &cookie);
     assert_eq!(status, 200, "{page}");
     assert!(page.contains("<mark>linker</mark>"), "{page}");
-    assert_eq!(get("/search?q=linker").0, 401);
-    // A second call gives the same address: one browser per server.
+    assert_eq!(get("/search?q=linker", "").0, 401);
+    // A second call gives a new link to the same server: one browser per server.
     let (_, again) = c.call(2, "open_history_browser", json!({"open": false}));
-    assert!(again.contains(&url), "{again}");
+    let second = link(&again);
+    assert_ne!(second, url);
+    assert!(
+        second.starts_with(&format!("http://{host}/login?code=")),
+        "{again}"
+    );
     let (is_error, text) = c.call(3, "open_history_browser", json!({"open": "yes"}));
     assert!(is_error, "a bad argument is an error: {text}");
 }

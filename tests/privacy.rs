@@ -152,3 +152,52 @@ fn a_client_that_never_finishes_its_request_is_cut_off_while_others_are_served()
         "a half-sent request was answered"
     );
 }
+
+#[test]
+fn opening_the_browser_puts_no_secret_on_a_command_line_and_its_link_works_once() {
+    let h = Home::new();
+    Transcript::new("7a1e0000-0000-4000-8000-000000000003", "/work/open")
+        .user("a message")
+        .write(&h.claude);
+    run_ok(h.ghola().arg("index"));
+    // A stand-in opener that records its command line, as any local user can read it in /proc.
+    let bin = h.root().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let argv_log = h.root().join("argv.txt");
+    let opener = bin.join("xdg-open");
+    std::fs::write(
+        &opener,
+        format!("#!/bin/sh\necho \"$@\" >> {}\n", argv_log.display()),
+    )
+    .unwrap();
+    chmod(&opener, 0o755);
+    let mut cmd = h.ghola();
+    cmd.env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .args(["ui", "--port", "0", "--open"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut first,
+    )
+    .unwrap();
+    let token = first.trim().split_once("token=").unwrap().1.to_string();
+    common::wait_for("the opener to run", Duration::from_secs(10), || {
+        argv_log.exists()
+    });
+    let argv = std::fs::read_to_string(&argv_log).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(!argv.contains(&token) && !argv.contains("code="), "{argv}");
+    // It names a page only this user can read, which sends the browser to a one-time link.
+    let page = std::path::PathBuf::from(argv.trim().strip_prefix("file://").unwrap());
+    let mode = std::fs::metadata(&page).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "{}", page.display());
+    if let Some(read) = nobody_reads(&page) {
+        assert!(!read, "nobody read the start page");
+    }
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("/login?code="), "{html}");
+}

@@ -361,12 +361,12 @@ fn ui(history: ghola::service::ServiceConfig, cfg: ghola::ui::UiConfig, open: bo
     let history = ghola::service::HistoryService::new(history);
     history.load_model_in_background();
     history.watch_history();
-    rt.block_on(ghola::ui::serve(history, cfg, |url| {
+    rt.block_on(ghola::ui::serve(history, cfg, |served| {
         use std::io::Write;
         let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{url}");
+        let _ = writeln!(out, "{}", served.url);
         let _ = out.flush();
-        if open && let Err(e) = ghola::ui::open_in_browser(url) {
+        if open && let Err(e) = served.links.open_in_browser() {
             tracing::warn!("{e}; open the address above");
         }
     }))?;

@@ -48,7 +48,7 @@ pub struct GholaServer {
     history: Arc<HistoryService>,
     /// The address of the history browser once `open_history_browser` started it (it lives as long as the
     /// server).
-    browser: Arc<tokio::sync::Mutex<Option<String>>>,
+    browser: Arc<tokio::sync::Mutex<Option<crate::ui::Links>>>,
 }
 
 fn text_result(s: String) -> CallToolResult {
@@ -154,16 +154,16 @@ impl GholaServer {
 
     /// Starts `ui::serve` on this server's runtime with its history service (its model, listing and open index);
     /// returns the address once the port is bound.
-    async fn start_browser(&self) -> Result<String, String> {
+    async fn start_browser(&self) -> Result<crate::ui::Links, String> {
         let cfg = crate::ui::UiConfig {
             notes_dir: self.cfg.notes_dir.clone(),
             port: 0,
         };
-        let (tx, rx) = tokio::sync::oneshot::channel::<String>();
+        let (tx, rx) = tokio::sync::oneshot::channel::<crate::ui::Links>();
         let history = self.history.clone();
         tokio::spawn(async move {
-            let served = crate::ui::serve(history, cfg, move |url| {
-                let _ = tx.send(url.to_string());
+            let served = crate::ui::serve(history, cfg, move |served| {
+                let _ = tx.send(served.links);
             })
             .await;
             if let Err(e) = served {
@@ -171,7 +171,7 @@ impl GholaServer {
             }
         });
         match tokio::time::timeout(Duration::from_secs(10), rx).await {
-            Ok(Ok(url)) => Ok(url),
+            Ok(Ok(links)) => Ok(links),
             Ok(Err(_)) => Err("it could not bind a port on 127.0.0.1".into()),
             Err(_) => Err("it did not answer within 10 s".into()),
         }
@@ -305,37 +305,44 @@ impl GholaServer {
     }
 
     #[tool(
-        description = "Open ghola's history browser for the user: a local web page (this machine only, behind a \
-        private token) where they can search every past Claude Code session as they type, read sessions as \
-        conversations, see and edit each project's notes and see or forget what ghola keeps. Call it when the \
-        user asks to browse, see or manage their history themselves. Returns the address to give them; by \
-        default also opens it in their browser (open=false: only the address)."
+        description = "Open ghola's history browser for the user: a local web page (this machine only) where \
+        they can search every past Claude Code session as they type, read sessions as conversations, see and \
+        edit each project's notes and see or forget what ghola keeps. Call it when the user asks to browse, see \
+        or manage their history themselves. By default opens it in their browser; open=false returns a link to \
+        give them instead, which works once, within a minute."
     )]
     async fn open_history_browser(&self, Parameters(a): Parameters<BrowserArgs>) -> CallToolResult {
         let mut running = self.browser.lock().await;
-        let url = match running.as_ref() {
-            Some(url) => url.clone(),
+        let links = match running.as_ref() {
+            Some(links) => links.clone(),
             None => match self.start_browser().await {
-                Ok(url) => {
-                    *running = Some(url.clone());
-                    url
+                Ok(links) => {
+                    *running = Some(links.clone());
+                    links
                 }
                 Err(e) => return error_result(format!("the history browser did not start: {e}")),
             },
         };
         drop(running);
-        let opened = if a.open.unwrap_or(true) {
-            match crate::ui::open_in_browser(&url) {
-                Ok(()) => "Opened in the user's browser. ".to_string(),
-                Err(e) => format!("{e}: give the user the address to open. "),
+        if a.open.unwrap_or(true) {
+            match links.open_in_browser() {
+                Ok(_) => text_result(
+                    "Opened ghola's history browser in the user's browser (on 127.0.0.1 only, while this Claude \
+                     Code session runs). Call this again for a fresh link if they need one."
+                        .to_string(),
+                ),
+                Err(e) => text_result(format!(
+                    "{e}. Give the user this link to open within a minute (it works once): {}",
+                    links.one_time()
+                )),
             }
         } else {
-            String::new()
-        };
-        text_result(format!(
-            "ghola's history browser: {url}\n{opened}It answers on 127.0.0.1 only, to whoever has this address, \
-             while this Claude Code session runs."
-        ))
+            text_result(format!(
+                "ghola's history browser: {}\nThe link works once, within a minute, on this machine only; call this \
+                 again for a new one.",
+                links.one_time()
+            ))
+        }
     }
 
     #[tool(

@@ -38,7 +38,15 @@ pub fn same_secret(given: &str, secret: &str) -> bool {
 pub struct Guard {
     pub token: String,
     pub port: u16,
+    /// One-time login codes not used yet, with when each expires (see [`Guard::one_time_code`]).
+    pub codes: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
 }
+
+/// How long a one-time login link works.
+pub const ONE_TIME_LINK_LIFETIME: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The path of a one-time login: `/login?code=…`.
+pub const LOGIN_PATH: &str = "/login";
 
 impl Guard {
     /// Whether `host` (a `Host` header) names this server: `127.0.0.1:PORT` or `localhost:PORT`.
@@ -48,6 +56,28 @@ impl Guard {
     }
 
     /// Whether `given` is the token.
+    /// A new login code: it works once, within [`ONE_TIME_LINK_LIFETIME`]. What is handed to a browser opener
+    /// or to the model carries one of these, never the token, so a copy of it (in a process list, a transcript,
+    /// the index) is worthless a minute later.
+    pub fn one_time_code(&self) -> String {
+        let code = new_token();
+        let now = std::time::Instant::now();
+        let mut codes = self.codes.lock().unwrap_or_else(|e| e.into_inner());
+        codes.retain(|_, until| *until > now);
+        codes.insert(code.clone(), now + ONE_TIME_LINK_LIFETIME);
+        code
+    }
+
+    /// Takes `given` if it is a live one-time code (it is then used up).
+    fn take_code(&self, given: &str) -> bool {
+        let mut codes = self.codes.lock().unwrap_or_else(|e| e.into_inner());
+        let found = codes.keys().find(|c| same_secret(given, c)).cloned();
+        match found.and_then(|c| codes.remove(&c)) {
+            Some(until) => until > std::time::Instant::now(),
+            None => false,
+        }
+    }
+
     pub fn token_ok(&self, given: &str) -> bool {
         same_secret(given, &self.token)
     }
@@ -106,10 +136,13 @@ async fn admit(guard: Arc<Guard>, req: Request, next: Next) -> Response {
             .into_response();
     }
     if req.method() != axum::http::Method::GET && req.method() != axum::http::Method::HEAD {
+        // `Origin: null` is what a browser sends from our own pages under `Referrer-Policy: no-referrer` (the
+        // Fetch standard hides the origin then); such a change still needs the cookie and the page's CSRF token.
         let origin = req
             .headers()
             .get(header::ORIGIN)
-            .and_then(|h| h.to_str().ok());
+            .and_then(|h| h.to_str().ok())
+            .filter(|o| *o != "null");
         if let Some(o) = origin
             && !o
                 .strip_prefix("http://")
@@ -121,6 +154,32 @@ async fn admit(guard: Arc<Guard>, req: Request, next: Next) -> Response {
             )
                 .into_response();
         }
+    }
+    if req.uri().path() == LOGIN_PATH {
+        let code = req
+            .uri()
+            .query()
+            .unwrap_or("")
+            .split('&')
+            .find_map(|p| p.strip_prefix("code="));
+        if !code.is_some_and(|c| guard.take_code(c)) {
+            return (
+                StatusCode::UNAUTHORIZED,
+                "this link was used already or has expired: ask for a new one (or open the address `ghola ui` \
+                 printed)\n",
+            )
+                .into_response();
+        }
+        let mut r = StatusCode::SEE_OTHER.into_response();
+        r.headers_mut()
+            .insert(header::LOCATION, HeaderValue::from_static("/"));
+        if let Ok(v) = HeaderValue::from_str(&format!(
+            "{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
+            guard.token
+        )) {
+            r.headers_mut().append(header::SET_COOKIE, v);
+        }
+        return r;
     }
     let from_query = Guard::token_in_query(req.uri().query()).is_some_and(|t| guard.token_ok(&t));
     let from_cookie = req
@@ -189,6 +248,7 @@ mod tests {
         Guard {
             token: "abc123".into(),
             port: 4321,
+            codes: Default::default(),
         }
     }
 

@@ -51,15 +51,19 @@ struct App {
 pub async fn serve(
     history: Arc<HistoryService>,
     cfg: UiConfig,
-    ready: impl FnOnce(&str),
+    ready: impl FnOnce(Served),
 ) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", cfg.port)).await?;
     let port = listener.local_addr()?.port();
     let guard = Arc::new(guard::Guard {
         token: guard::new_token(),
         port,
+        codes: Default::default(),
     });
-    ready(&format!("http://127.0.0.1:{port}/?token={}", guard.token));
+    ready(Served {
+        url: format!("http://127.0.0.1:{port}/?token={}", guard.token),
+        links: Links(guard.clone()),
+    });
     let app = Arc::new(App {
         history,
         cfg,
@@ -121,7 +125,64 @@ async fn accept(listener: tokio::net::TcpListener, router: Router) -> std::io::R
 
 /// Opens `url` in the user's browser (`open` on macOS, `explorer` on Windows, `xdg-open` elsewhere); the error
 /// says which opener failed, for a message that tells the user to open the address by hand.
-pub fn open_in_browser(url: &str) -> Result<(), String> {
+/// A running browser server, as its starter sees it once the port is bound.
+pub struct Served {
+    /// The address with the token, for the person who started it (`ghola ui` prints it on their terminal).
+    pub url: String,
+    /// One-time links into it, for anything that leaves the starter's hands.
+    pub links: Links,
+}
+
+/// Makes one-time login links of a running server (see `guard::Guard::one_time_code`).
+#[derive(Clone)]
+pub struct Links(Arc<guard::Guard>);
+
+impl Links {
+    /// A new link that logs a browser in once, within a minute.
+    pub fn one_time(&self) -> String {
+        format!(
+            "http://127.0.0.1:{}{}?code={}",
+            self.0.port,
+            guard::LOGIN_PATH,
+            self.0.one_time_code()
+        )
+    }
+
+    /// Opens a new one-time link in the user's browser without putting it on a command line (which any local
+    /// user can read in the process list): the link goes into a file only this user can read (0600, in the
+    /// temporary folder), and the opener is handed that file, which sends the browser on — Jupyter's way.
+    /// Returns the file's path.
+    pub fn open_in_browser(&self) -> Result<PathBuf, String> {
+        let link = self.one_time();
+        let page = format!(
+            "<!doctype html><meta charset=utf-8><meta http-equiv=refresh content=\"0;url={link}\">\
+             <title>ghola</title><p><a href=\"{link}\">Open ghola's history browser</a>"
+        );
+        let file = tempfile::Builder::new()
+            .prefix("ghola-open-")
+            .suffix(".html")
+            .tempfile()
+            .and_then(|mut f| {
+                use std::io::Write;
+                f.write_all(page.as_bytes())?;
+                f.keep().map_err(|e| e.error)
+            })
+            .map_err(|e| format!("could not write the browser's start page: {e}"))?;
+        let path = file.1;
+        open_in_browser(&format!("file://{}", path.display()))?;
+        // The link inside is dead within a minute; the file goes soon after.
+        let gone = path.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(guard::ONE_TIME_LINK_LIFETIME * 2);
+            let _ = std::fs::remove_file(gone);
+        });
+        Ok(path)
+    }
+}
+
+/// Hands `url` to the system's opener (`xdg-open`, `open`, `explorer`). Only for addresses that carry no secret:
+/// a command line is readable by every local user.
+fn open_in_browser(url: &str) -> Result<(), String> {
     let opener = if cfg!(target_os = "macos") {
         "open"
     } else if cfg!(windows) {
