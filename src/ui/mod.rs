@@ -169,7 +169,9 @@ impl Links {
             })
             .map_err(|e| format!("could not write the browser's start page: {e}"))?;
         let path = file.1;
-        open_in_browser(&format!("file://{}", path.display()))?;
+        // A path, not a file:// address: every opener takes one, and Windows' paths make no valid file URL as
+        // they are.
+        open_in_browser(&path.display().to_string())?;
         // The link inside is dead within a minute; the file goes soon after.
         let gone = path.clone();
         std::thread::spawn(move || {
