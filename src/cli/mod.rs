@@ -231,6 +231,14 @@ pub fn init_logging(verbose: u8) {
         .try_init();
 }
 
+/// Asks `question` (with ` [y/N] ` after it) on stderr and reads the answer from stdin: true for y or yes.
+fn confirm(question: &str) -> std::io::Result<bool> {
+    eprint!("{question} [y/N] ");
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer)?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+}
+
 /// Runs one command.
 pub fn run(cli: Cli) -> Result<()> {
     // What ghola writes (index, archive, notes, logs) is readable by this user alone.

@@ -458,14 +458,12 @@ fn forget(store: &Store, project: &str, what: &str, yes: bool, out: &mut dyn Wri
     for (c, i) in &found {
         writeln!(out, "  {} ({})  {}", i.id, c.name(), i.text)?;
     }
-    if !yes && std::io::stdin().is_terminal() {
-        eprint!("Forget {} note(s)? [y/N] ", found.len());
-        let mut answer = String::new();
-        std::io::stdin().read_line(&mut answer)?;
-        if !matches!(answer.trim(), "y" | "Y" | "yes") {
-            writeln!(out, "Nothing forgotten.")?;
-            return Ok(());
-        }
+    if !yes
+        && std::io::stdin().is_terminal()
+        && !super::confirm(&format!("Forget {} note(s)?", found.len()))?
+    {
+        writeln!(out, "Nothing forgotten.")?;
+        return Ok(());
     }
     let ids: Vec<String> = found.iter().map(|(_, i)| i.id.clone()).collect();
     let gone = ghola::notes::forget(store, project, &ids)?;

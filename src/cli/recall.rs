@@ -373,13 +373,10 @@ pub fn forget_cmd(index_dir: &Path, a: ForgetArgs) -> Result<()> {
             );
         }
         let messages: usize = chosen.iter().map(|s| s.messages).sum();
-        eprint!(
-            "Forget these {} session(s), {messages} messages, from the index and the archive, for good? [y/N] ",
+        if !super::confirm(&format!(
+            "Forget these {} session(s), {messages} messages, from the index and the archive, for good?",
             chosen.len()
-        );
-        let mut answer = String::new();
-        std::io::stdin().read_line(&mut answer)?;
-        if !matches!(answer.trim(), "y" | "Y" | "yes") {
+        ))? {
             eprintln!("nothing forgotten");
             return Ok(());
         }

@@ -220,10 +220,7 @@ fn redact_cmd(
             ));
         }
         say_plan(&plan, false)?;
-        eprint!("Scrub them from ghola's archive and index, for good? [y/N] ");
-        let mut answer = String::new();
-        std::io::stdin().read_line(&mut answer)?;
-        if !matches!(answer.trim(), "y" | "Y" | "yes") {
+        if !super::confirm("Scrub them from ghola's archive and index, for good?")? {
             eprintln!("nothing changed");
             return Ok(());
         }
