@@ -616,6 +616,26 @@ fn an_update_before_a_query_can_defer_merging() {
 }
 
 #[test]
+fn a_healthy_index_verifies_without_rebuilding_anything() {
+    let (_tmp, claude, idx) = scratch();
+    common::transcript::Transcript::new("0e1f0000-0000-4000-8000-000000000001", "/w/healthy")
+        .user("deploy the payments service")
+        .thinking("Staging first.", "I will deploy to staging.")
+        .tool(
+            "Bash",
+            serde_json::json!({"command": "./deploy.sh"}),
+            "deployed",
+        )
+        .assistant("Deployed.")
+        .write(&claude);
+    update(&idx, &claude);
+    let s = run_json(ghola(&claude, &idx).args(["index", "--verify", "--json"]));
+    assert_eq!(s["full_update"], true);
+    assert_eq!(s["lexical_rebuilt"], false, "{s}");
+    assert_eq!(s["set_aside"], serde_json::json!([]), "{s}");
+}
+
+#[test]
 fn verify_finds_damage_that_kept_its_mtime() {
     let (_tmp, claude, idx) = scratch();
     many_sessions(&claude, 3, 5);

@@ -237,9 +237,13 @@ impl Lexical {
             Ok(m) => m,
             Err(e) => return Some(e.to_string()),
         };
+        // tantivy lists a deletes file for every segment; only a segment with deletes has one.
+        let wanted = |m: &tantivy::SegmentMeta, f: &std::path::Path| {
+            m.has_deletes() || f.extension().is_none_or(|x| x != "del")
+        };
         if let Some(missing) = metas
             .iter()
-            .flat_map(|m| m.list_files())
+            .flat_map(|m| m.list_files().into_iter().filter(move |f| wanted(m, f)))
             .find(|f| !dir.join(f).exists())
         {
             return Some(format!("{} is missing", missing.display()));
