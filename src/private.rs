@@ -3,8 +3,8 @@
 //! ghola's archive holds every transcript byte, also after Claude Code deleted its copy, so a folder another
 //! local user can read hands them the whole history. On Unix, every folder ghola keeps is made 0700 and every
 //! file in it 0600: [`tighten`] runs on each index update (under its lock) and on each notes write, so an
-//! install made by an older ghola, or files a tool created under the usual umask 022, are made private the next
-//! time ghola writes there; [`loose`] says what is not (for `ghola status`, as OpenSSH refuses a readable key).
+//! install whose folders an older ghola (or a copy) left loose is made private the next time ghola writes there
+//! (a folder already 0700 costs a `stat`); [`loose`] says what is not (for `ghola status`, as OpenSSH refuses a readable key).
 //! The binary also sets the umask to 077 at start ([`restrict_new_files`]), so what it creates is private from
 //! the first byte; the programs it starts for the user (Claude Code in `ghola start`) get the user's umask back
 //! ([`with_user_umask`]). Elsewhere (Windows) a user's profile folders are private already, and these do
@@ -48,9 +48,15 @@ pub fn with_user_umask(cmd: &mut std::process::Command) {
 }
 
 /// Makes `dir` and everything below it private (folders 0700, files 0600); creates `dir` if it is missing.
-/// Entries that vanish meanwhile are skipped; the first other failure is returned with its path.
+/// A `dir` already 0700 is taken as done, and costs one `stat`: what ghola writes is created private (the
+/// binary's umask), and whatever sits in a 0700 folder is out of other users' reach anyway, so only an install
+/// whose folder is loose (an older ghola, a copy) needs the walk. Entries that vanish meanwhile are skipped;
+/// the first other failure is returned with its path.
 pub fn tighten(dir: &Path) -> std::io::Result<()> {
     fs_err::create_dir_all(dir)?;
+    if imp::is_private_dir(dir) {
+        return Ok(());
+    }
     imp::tighten(dir)
 }
 
@@ -69,6 +75,11 @@ mod imp {
 
     fn wanted(is_dir: bool) -> u32 {
         if is_dir { 0o700 } else { 0o600 }
+    }
+
+    pub fn is_private_dir(dir: &Path) -> bool {
+        std::fs::symlink_metadata(dir)
+            .is_ok_and(|m| m.is_dir() && m.permissions().mode() & 0o777 == 0o700)
     }
 
     pub fn tighten(dir: &Path) -> std::io::Result<()> {
@@ -141,6 +152,10 @@ mod imp {
 #[cfg(not(unix))]
 mod imp {
     use std::path::{Path, PathBuf};
+
+    pub fn is_private_dir(_dir: &Path) -> bool {
+        true
+    }
 
     pub fn tighten(_dir: &Path) -> std::io::Result<()> {
         Ok(())

@@ -202,7 +202,7 @@ fn embed_segment(
         current,
         UpdateSummary::default(),
         false,
-        super::update::ArchiveCopy::Off,
+        super::archive::ArchiveCopy::Off,
     )?;
     let new_id = w.manifest.next_segment;
     let info = super::records::SegmentInfo {

@@ -216,7 +216,7 @@ pub(super) fn drop_from_index(
         manifest,
         UpdateSummary::default(),
         false,
-        super::update::ArchiveCopy::Off,
+        super::archive::ArchiveCopy::Off,
     )?;
     w.kill(gids);
     w.manifest

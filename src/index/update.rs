@@ -8,6 +8,7 @@
 //! Either way it publishes every few thousand messages (new files, fsync, rename of a new manifest), so a first
 //! index is useful early and a crash loses at most the work since the last publish; then merges small segments.
 
+use super::archive::ArchiveCopy;
 use super::changes::{Change, scan};
 use super::lexical::Lexical;
 use super::records::{FileState, Manifest, Resume};
@@ -43,28 +44,6 @@ pub struct UpdateOptions {
     pub keep_archive: bool,
     /// Store those bytes with their credentials overwritten (`redact_stored = true`).
     pub redact_stored: bool,
-}
-
-/// What an index writer copies into the archive.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ArchiveCopy {
-    /// Nothing (the archive is off, or the writer reads no transcript).
-    Off,
-    /// The bytes as Claude Code wrote them.
-    AsWritten,
-    /// The bytes with their credentials overwritten (`crate::secrets::redact_bytes_in_place`).
-    Redacted,
-}
-
-impl ArchiveCopy {
-    /// The copy the options ask for.
-    pub fn of(opts: &UpdateOptions) -> Self {
-        match (opts.keep_archive, opts.redact_stored) {
-            (false, _) => ArchiveCopy::Off,
-            (true, false) => ArchiveCopy::AsWritten,
-            (true, true) => ArchiveCopy::Redacted,
-        }
-    }
 }
 
 /// Publishes of at least this many messages are deferred by [`UpdateOptions::words_first`]: embedding them

@@ -118,8 +118,8 @@ impl<'a> Writer<'a> {
 
     /// Copies what this writer reads into the archive from now on, as `copy` says (the settings). An archive
     /// that cannot be opened is logged and skipped: the next writer fills the gap.
-    pub fn keeping_archive(mut self, copy: super::update::ArchiveCopy) -> Self {
-        use super::update::ArchiveCopy;
+    pub fn keeping_archive(mut self, copy: super::archive::ArchiveCopy) -> Self {
+        use super::archive::ArchiveCopy;
         self.archive = (copy != ArchiveCopy::Off)
             .then(|| {
                 ArchiveWriter::open(self.dir)

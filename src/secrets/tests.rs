@@ -18,9 +18,19 @@ const ALNUM: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456
 const UPPER: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
 const B64: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-/// (rule expected, text holding the value, the value).
-fn planted() -> Vec<(&'static str, String, String)> {
+/// One planted credential: (rule expected, text holding the value, the value).
+type Planted = (&'static str, String, String);
+
+/// Every planted credential: the providers' tokens, then values given to names, in URLs and in prose.
+fn planted() -> Vec<Planted> {
     let mut out = Vec::new();
+    planted_tokens(&mut out);
+    planted_by_name(&mut out);
+    out
+}
+
+/// Credentials with a provider's shape (a fixed prefix or layout).
+fn planted_tokens(out: &mut Vec<Planted>) {
     let mut add = |rule, value: String, text: String| out.push((rule, text, value));
     let k = format!("AKIA{}", run(1, 16, UPPER));
     add(
@@ -121,6 +131,11 @@ fn planted() -> Vec<(&'static str, String, String)> {
         run(23, 43, ALNUM)
     );
     add("jwt", jwt.clone(), format!("Cookie: session={jwt}"));
+}
+
+/// Credentials known by where they stand: a URL's password, an `.env` line, a secret-sounding name, prose.
+fn planted_by_name(out: &mut Vec<Planted>) {
+    let mut add = |rule, value: String, text: String| out.push((rule, text, value));
     let pw = format!("{}7!", run(24, 12, ALNUM));
     add(
         "url-password",
@@ -173,7 +188,6 @@ fn planted() -> Vec<(&'static str, String, String)> {
         tok.clone(),
         format!(r#"{{\"auth_token\": \"{tok}\"}}"#),
     );
-    out
 }
 
 #[test]

@@ -246,11 +246,7 @@ pub fn load_session_from(src: &Sources, files: &SessionFiles, plan: &ReadPlan) -
 
     let uuids: std::collections::HashSet<&str> =
         main.messages.iter().map(|m| m.uuid.as_str()).collect();
-    let mut title = title.resolve(&uuids);
-    let mut secrets_hidden = ctx.hidden.take();
-    if let Some(t) = title.as_mut().filter(|_| ctx.redact) {
-        crate::secrets::redact_in_place(t, &mut secrets_hidden);
-    }
+    let (title, secrets_hidden) = ctx.finish(title.resolve(&uuids));
     Session {
         session_id: files.session_id.clone(),
         project,
@@ -283,6 +279,17 @@ struct Context<'a> {
     redact: bool,
     /// What was replaced.
     hidden: std::cell::RefCell<crate::secrets::Tally>,
+}
+
+impl Context<'_> {
+    /// The session's title, redacted like its messages, and what this session's read hid.
+    fn finish(self, mut title: Option<String>) -> (Option<String>, crate::secrets::Tally) {
+        let mut hidden = self.hidden.into_inner();
+        if let Some(t) = title.as_mut().filter(|_| self.redact) {
+            crate::secrets::redact_in_place(t, &mut hidden);
+        }
+        (title, hidden)
+    }
 }
 
 /// Builds the messages of one stream, merging assistant entries that share `message.id`.

@@ -203,6 +203,28 @@ fn write_state(dir: &Path, s: &State) -> std::io::Result<()> {
     sync_dir(dir)
 }
 
+/// What an index writer copies into the archive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArchiveCopy {
+    /// Nothing (the archive is off, or the writer reads no transcript).
+    Off,
+    /// The bytes as Claude Code wrote them.
+    AsWritten,
+    /// The bytes with their credentials overwritten (`crate::secrets::redact_bytes_in_place`).
+    Redacted,
+}
+
+impl ArchiveCopy {
+    /// The copy the options ask for.
+    pub fn of(opts: &crate::index::UpdateOptions) -> Self {
+        match (opts.keep_archive, opts.redact_stored) {
+            (false, _) => ArchiveCopy::Off,
+            (true, false) => ArchiveCopy::AsWritten,
+            (true, true) => ArchiveCopy::Redacted,
+        }
+    }
+}
+
 /// Appends frames to the archive; used by the index writer, which holds the index lock.
 pub struct ArchiveWriter {
     dir: PathBuf,
