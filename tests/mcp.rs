@@ -440,7 +440,6 @@ fn project_notes_reads_the_notes_files_and_rejects_bad_arguments() {
 
 #[test]
 fn open_history_browser_serves_the_index_on_loopback_once_per_server() {
-    use std::io::Read;
     let tmp = tempfile::tempdir().unwrap();
     let claude = tmp.path().join("claude");
     fixture(&claude);
@@ -461,49 +460,37 @@ fn open_history_browser_serves_the_index_on_loopback_once_per_server() {
     };
     let url = link(&text);
     let rest = url.strip_prefix("http://").unwrap();
-    let (host, path) = rest.split_once('/').unwrap();
+    let (loopback, path) = rest.split_once('/').unwrap();
     let path = format!("/{path}");
     assert!(path.starts_with("/login?code="), "{url}");
-    let get = |path: &str, cookie: &str| -> (u16, String) {
-        let mut s = std::net::TcpStream::connect(host).unwrap();
-        write!(
-            s,
-            "GET {path} HTTP/1.1\r\nHost: {host}\r\nCookie: {cookie}\r\nConnection: close\r\n\r\n"
-        )
-        .unwrap();
-        let mut raw = String::new();
-        s.read_to_string(&mut raw).unwrap();
-        let status = raw
-            .split_whitespace()
+    // The link logs a browser in once (by the way-in page, on the server's own host name); used again, it is
+    // refused.
+    let login = common::browser::log_in(&url).expect("the link logs in");
+    let get = |path: &str, cookie: &str| -> u16 {
+        let raw = common::browser::http_get(login.addr, &login.host, path, cookie).unwrap();
+        raw.split_whitespace()
             .nth(1)
             .and_then(|c| c.parse().ok())
-            .unwrap_or(0);
-        (status, raw)
+            .unwrap_or(0)
     };
-    // The link logs a browser in once: a cookie and a redirect; used again, it is refused.
-    let (status, head) = get(&path, "");
-    assert_eq!(status, 303, "{head}");
-    let cookie = head
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("set-cookie: ")
-                .or_else(|| l.strip_prefix("Set-Cookie: "))
-        })
-        .and_then(|c| c.split(';').next())
-        .unwrap_or_else(|| panic!("no cookie in {head}"))
-        .to_string();
-    assert_eq!(get(&path, "").0, 401, "a link works once");
+    let again = common::browser::http_get(login.addr, loopback, &path, "").unwrap();
+    assert!(
+        again.starts_with("HTTP/1.1 401"),
+        "a link works once: {again}"
+    );
     // The page searches the server's index with the cookie, and refuses without it.
-    let (status, page) = get("/search?q=linker", &cookie);
-    assert_eq!(status, 200, "{page}");
+    let page =
+        common::browser::http_get(login.addr, &login.host, "/search?q=linker", &login.cookie)
+            .unwrap();
+    assert!(page.starts_with("HTTP/1.1 200"), "{page}");
     assert!(page.contains("<mark>linker</mark>"), "{page}");
-    assert_eq!(get("/search?q=linker", "").0, 401);
+    assert_eq!(get("/search?q=linker", ""), 401);
     // A second call gives a new link to the same server: one browser per server.
     let (_, again) = c.call(2, "open_history_browser", json!({"open": false}));
     let second = link(&again);
     assert_ne!(second, url);
     assert!(
-        second.starts_with(&format!("http://{host}/login?code=")),
+        second.starts_with(&format!("http://{loopback}/login?code=")),
         "{again}"
     );
     let (is_error, text) = c.call(3, "open_history_browser", json!({"open": "yes"}));

@@ -338,31 +338,12 @@ fn browser_script(req: &Value) -> Reply {
     }) else {
         return Reply::text("no address came back");
     };
-    // The one-time link logs in (a cookie and a redirect); the page it leads to must then answer.
-    let status = (|| -> Option<String> {
-        use std::io::{Read, Write};
-        let rest = url.strip_prefix("http://")?;
-        let (host, path) = rest.split_at(rest.find('/')?);
-        let get = |path: &str, cookie: &str| -> Option<String> {
-            let mut s = std::net::TcpStream::connect(host).ok()?;
-            write!(
-                s,
-                "GET {path} HTTP/1.1\r\nHost: {host}\r\nCookie: {cookie}\r\nConnection: close\r\n\r\n"
-            )
-            .ok()?;
-            let mut raw = String::new();
-            s.read_to_string(&mut raw).ok()?;
-            Some(raw)
-        };
-        let login = get(path, "")?;
-        let cookie = login
-            .lines()
-            .find_map(|l| l.to_ascii_lowercase().strip_prefix("set-cookie: ").map(|_| l[12..].to_string()))?;
-        let cookie = cookie.split(';').next()?.to_string();
-        let page = get("/", &cookie)?;
-        page.split_whitespace().nth(1).map(str::to_owned)
-    })()
-    .unwrap_or_else(|| "none".into());
+    // The one-time link logs in (by its way-in page, on the server's own host name); the page it leads to must
+    // then answer.
+    let status = common::browser::log_in(&url)
+        .and_then(|l| common::browser::http_get(l.addr, &l.host, &l.to, &l.cookie))
+        .and_then(|page| page.split_whitespace().nth(1).map(str::to_owned))
+        .unwrap_or_else(|| "none".into());
     Reply::text(&format!("The history browser is at {url} (HTTP {status})."))
 }
 

@@ -1,6 +1,8 @@
 //! Only you: ghola's folders are private (0700, files 0600) and an install made loose is tightened by its next
 //! update (another local user, `nobody`, reads nothing once it is); `ghola status` warns while it is loose; the
-//! browser's server cuts off a client that never finishes its request while it serves others.
+//! browser's server cuts off a client that never finishes its request while it serves others; opening the
+//! browser puts no secret on a command line; a logged-in browser sends another local server nothing that opens
+//! the UI, and two UIs side by side both stay logged in (Chromium through WebDriver).
 
 #![cfg(unix)]
 
@@ -122,15 +124,16 @@ fn a_client_that_never_finishes_its_request_is_cut_off_while_others_are_served()
         .write(&h.claude);
     run_ok(h.ghola().arg("index"));
     let ui = Ui::start(h.ghola());
-    let host = ui.addr.to_string();
+    let login = ui.log_in();
+    let host = login.host.clone();
     let mut slow = std::net::TcpStream::connect(ui.addr).unwrap();
     write!(slow, "GET /search?q=a HTTP/1.1\r\nHost: {host}\r\n").unwrap();
     // Others are served meanwhile.
     let mut quick = std::net::TcpStream::connect(ui.addr).unwrap();
     write!(
         quick,
-        "GET /search?q=a HTTP/1.1\r\nHost: {host}\r\nCookie: ghola_ui={}\r\nConnection: close\r\n\r\n",
-        ui.token
+        "GET /search?q=a HTTP/1.1\r\nHost: {host}\r\nCookie: {}\r\nConnection: close\r\n\r\n",
+        login.cookie
     )
     .unwrap();
     let mut page = String::new();
@@ -200,4 +203,126 @@ fn opening_the_browser_puts_no_secret_on_a_command_line_and_its_link_works_once(
     }
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.contains("/login?code="), "{html}");
+
+    // The MCP tool opens the browser the same way.
+    std::fs::remove_file(&argv_log).unwrap();
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    let mut mcp = common::mcp_client::Client::start(&h.claude, &h.idx, &[("PATH", &path)]);
+    let (is_error, text) = mcp.call(1, "open_history_browser", serde_json::json!({"open": true}));
+    assert!(!is_error, "{text}");
+    common::wait_for("the opener to run", Duration::from_secs(10), || {
+        argv_log.exists()
+    });
+    let argv = std::fs::read_to_string(&argv_log).unwrap();
+    assert!(!argv.contains("code=") && !argv.contains("token"), "{argv}");
+    // Opened, the answer (which lands in the transcript) carries no link at all.
+    assert!(
+        !text.contains("code=") && !text.contains("token="),
+        "{text}"
+    );
+}
+
+/// A server on another 127.0.0.1 port that keeps every request it is sent.
+struct Collector {
+    port: u16,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Collector {
+    fn start() -> Collector {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = seen.clone();
+        std::thread::spawn(move || {
+            for mut s in listener.incoming().flatten() {
+                let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+                let mut buf = vec![0u8; 16384];
+                let n = s.read(&mut buf).unwrap_or(0);
+                kept.lock()
+                    .unwrap()
+                    .push(String::from_utf8_lossy(&buf[..n]).into_owned());
+                let body = "<!doctype html><title>dev server</title><p id=here>a dev server";
+                let _ = write!(
+                    s,
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        Collector { port, seen }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn another_local_server_receives_nothing_the_browser_login_opens_and_two_uis_stay_logged_in()
+{
+    use common::browser::{appears, chromium, http_get, skipped, start_driver, webdriver, which};
+    use fantoccini::Locator;
+    let (Some(chromium), Some(chromedriver)) = (chromium(), which("chromedriver")) else {
+        return skipped("chromium or chromedriver");
+    };
+    let h = Home::new();
+    Transcript::new("7a1e0000-0000-4000-8000-000000000004", "/work/cookies")
+        .user("the cookie jar question")
+        .write(&h.claude);
+    run_ok(h.ghola().arg("index"));
+    let (first, second) = (Ui::start(h.ghola()), Ui::start(h.ghola()));
+    let driver = start_driver(&chromedriver);
+    let profile = tempfile::tempdir().unwrap();
+    let c = webdriver(&chromium, &driver, profile.path()).await;
+    let mut origins = Vec::new();
+    for ui in [&first, &second] {
+        c.goto(&format!("http://{}/?token={}", ui.addr, ui.token))
+            .await
+            .unwrap();
+        appears(&c, Locator::Css("input[name=q]")).await;
+        let at = c.current_url().await.unwrap();
+        origins.push(format!(
+            "http://{}:{}",
+            at.host_str().unwrap_or(""),
+            at.port().unwrap_or(80)
+        ));
+    }
+    assert_ne!(
+        origins[0], origins[1],
+        "each server has a host name of its own"
+    );
+
+    // The logged-in browser visits a dev server on another loopback port, by every name loopback has.
+    let dev = Collector::start();
+    for host in ["127.0.0.1", "localhost"] {
+        c.goto(&format!("http://{host}:{}/", dev.port))
+            .await
+            .unwrap();
+        appears(&c, Locator::Id("here")).await;
+    }
+    let seen = dev.seen.lock().unwrap().clone();
+    assert!(seen.len() >= 2, "{seen:?}");
+    for request in &seen {
+        for ui in [&first, &second] {
+            assert!(
+                !request.contains(&ui.token),
+                "the dev server got a token: {request}"
+            );
+            // Whatever cookie it was sent, no door of the UI takes it.
+            for cookie in request.lines().filter_map(|l| {
+                l.strip_prefix("Cookie: ")
+                    .or_else(|| l.strip_prefix("cookie: "))
+            }) {
+                let login = ui.log_in();
+                for host in [login.host.as_str(), &ui.addr.to_string()] {
+                    let answer = http_get(ui.addr, host, "/search?q=cookie", cookie).unwrap();
+                    assert!(answer.starts_with("HTTP/1.1 401"), "{cookie} opened {host}");
+                }
+            }
+        }
+    }
+
+    // Both UIs are still logged in: the second login did not replace the first one's cookie.
+    for origin in &origins {
+        c.goto(&format!("{origin}/search?q=cookie")).await.unwrap();
+        appears(&c, Locator::Css("#results .hit mark")).await;
+    }
+    c.close().await.unwrap();
 }

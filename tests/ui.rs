@@ -8,11 +8,12 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 
 mod common;
 
-use common::browser::{Ui, chromium, dump_dom, skipped, which};
+use common::browser::{
+    Ui, appears, attribute, chromium, dump_dom, skipped, start_driver, webdriver, which,
+};
 use common::{ghola_at, run_json, run_ok};
 
 fn start(claude: &Path, index: &Path) -> Ui {
@@ -130,10 +131,10 @@ fn the_browser_finds_a_hit_reads_its_session_and_strangers_are_refused() {
     run_ok(ghola_at(&claude, index.path()).args(["index", "--json"]));
     let (word, with_tools) = a_word(&claude, index.path());
     let ui = start(&claude, index.path());
-    let host = ui.addr.to_string();
+    let loopback = ui.addr.to_string();
 
     // Without the token: 401; with a foreign Host, even with the token: 403.
-    let (status, _, _) = get(ui.addr, "/search?q=x", &host, None);
+    let (status, _, _) = get(ui.addr, "/search?q=x", &loopback, None);
     assert_eq!(status, 401);
     let (status, _, _) = get(
         ui.addr,
@@ -142,23 +143,19 @@ fn the_browser_finds_a_hit_reads_its_session_and_strangers_are_refused() {
         None,
     );
     assert_eq!(status, 403);
-    let (status, _, _) = get(ui.addr, "/?token=0000", &host, None);
+    let (status, _, _) = get(ui.addr, "/?token=0000", &loopback, None);
     assert_eq!(status, 401);
 
-    // The token sets a cookie that then suffices.
-    let (status, head, _) = get(
+    // The token on 127.0.0.1 sets no cookie there: a way-in page sends the browser on to the server's own host
+    // name, whose one-time login sets it; the token leaves the address at once.
+    let (status, head, way_in) = get(
         ui.addr,
         &format!("/search?q=a&token={}&x=1", ui.token),
-        &host,
+        &loopback,
         None,
     );
-    // ... and leaves the address at once (a redirect to it without the token).
-    assert_eq!(status, 303);
-    assert!(head.contains("location: /search?q=a&x=1\r\n"), "{head}");
-    assert!(
-        head.contains(&format!("set-cookie: ghola_ui={}", ui.token)),
-        "{head}"
-    );
+    assert_eq!(status, 200, "{way_in}");
+    assert!(!head.contains("set-cookie"), "{head}");
     for h in [
         "referrer-policy: no-referrer",
         "x-content-type-options: nosniff",
@@ -166,12 +163,66 @@ fn the_browser_finds_a_hit_reads_its_session_and_strangers_are_refused() {
     ] {
         assert!(head.contains(h), "{h}: {head}");
     }
+    assert!(!head.contains("access-control-allow-origin"), "{head}");
+    assert!(!way_in.contains(&ui.token), "{way_in}");
+    let named = attribute(&way_in, "data-named").unwrap();
+    let rest = named.strip_prefix("http://").unwrap();
+    let (host, login) = rest.split_at(rest.find('/').unwrap());
+    let host = host.to_string();
     assert!(
-        head.contains("httponly") && head.contains("samesite=strict"),
+        host.starts_with("ghola-") && host.ends_with(&format!(".localhost:{}", ui.addr.port())),
+        "{named}"
+    );
+    let (status, head, onward) = get(ui.addr, login, &host, None);
+    assert_eq!(status, 200, "{onward}");
+    assert!(
+        head.contains(&format!("set-cookie: ghola_ui={}", ui.token))
+            && head.contains("httponly")
+            && head.contains("samesite=strict"),
         "{head}"
     );
-    assert!(!head.contains("access-control-allow-origin"), "{head}");
+    assert!(
+        onward.contains("url=/search?q=a&amp;x=1"),
+        "goes on to the address without the token: {onward}"
+    );
+    // The page's other link (for a browser that cannot open *.localhost) went with the one used.
+    let here = attribute(&way_in, "data-here")
+        .unwrap()
+        .replace("&amp;", "&");
+    assert_eq!(get(ui.addr, &here, &loopback, None).0, 401);
+    assert_eq!(
+        get(ui.addr, login, &host, None).0,
+        401,
+        "a login works once"
+    );
+    // That fallback, used first, logs in on 127.0.0.1 with a cookie named for this port.
+    let (_, _, again) = get(ui.addr, &format!("/?token={}", ui.token), &loopback, None);
+    let here = attribute(&again, "data-here")
+        .unwrap()
+        .replace("&amp;", "&");
+    let (status, head, _) = get(ui.addr, &here, &loopback, None);
+    assert_eq!(status, 200);
+    let port_cookie = format!("ghola_ui_{}={}", ui.addr.port(), ui.token);
+    assert!(
+        head.contains(&format!("set-cookie: {port_cookie}")),
+        "{head}"
+    );
+    assert_eq!(
+        get(ui.addr, "/search?q=a", &loopback, Some(&port_cookie)).0,
+        200
+    );
+    // Each door takes only its own cookie.
     let cookie = format!("ghola_ui={}", ui.token);
+    assert_eq!(get(ui.addr, "/search?q=a", &loopback, Some(&cookie)).0, 401);
+    assert_eq!(
+        get(ui.addr, "/search?q=a", &host, Some(&port_cookie)).0,
+        401
+    );
+    // The token at the named host: the cookie and a page that moves on without it.
+    let (status, head, onward) = get(ui.addr, &format!("/?token={}&x=1", ui.token), &host, None);
+    assert_eq!(status, 200);
+    assert!(head.contains(&format!("set-cookie: {cookie}")), "{head}");
+    assert!(onward.contains("url=/?x=1"), "{onward}");
 
     // A search shows the word highlighted and links to the hit's place in its session.
     let (status, _, body) = get(ui.addr, &format!("/search?q={word}"), &host, Some(&cookie));
@@ -303,7 +354,7 @@ fn the_browser_finds_a_hit_reads_its_session_and_strangers_are_refused() {
     };
     let dom = dump_dom(
         &chromium,
-        &format!("http://{host}/search?q={word}&token={}", ui.token),
+        &format!("http://{loopback}/search?q={word}&token={}", ui.token),
     );
     assert!(
         dom.to_ascii_lowercase()
@@ -313,13 +364,13 @@ fn the_browser_finds_a_hit_reads_its_session_and_strangers_are_refused() {
     );
     let dom = dump_dom(
         &chromium,
-        &format!("http://{host}/session/{session}?token={}", ui.token),
+        &format!("http://{loopback}/session/{session}?token={}", ui.token),
     );
     assert!(
         dom.contains(&format!("id=\"m-{anchor}\"")),
         "chromium did not render the session"
     );
-    let dom = dump_dom(&chromium, &format!("http://{host}/search?q={word}"));
+    let dom = dump_dom(&chromium, &format!("http://{loopback}/search?q={word}"));
     assert!(
         !dom.contains("<mark>"),
         "chromium without the token saw results"
@@ -332,55 +383,6 @@ fn outward_address() -> Option<std::net::IpAddr> {
     s.connect("10.255.255.255:9").ok()?;
     let ip = s.local_addr().ok()?.ip();
     (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
-}
-
-/// A running `chromedriver`, killed when dropped.
-struct Driver {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Driver {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_driver(exe: &Path) -> Driver {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new(exe)
-        .arg(format!("--port={port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let d = Driver { child, port };
-    let ready = std::time::Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            ready.elapsed() < std::time::Duration::from_secs(20),
-            "chromedriver did not listen"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    d
-}
-
-/// The element `l` finds once the page shows it (20 s at most).
-async fn appears(
-    c: &fantoccini::Client,
-    l: fantoccini::Locator<'_>,
-) -> fantoccini::elements::Element {
-    c.wait()
-        .at_most(std::time::Duration::from_secs(20))
-        .for_element(l)
-        .await
-        .unwrap_or_else(|e| panic!("{l:?} never appeared: {e}"))
 }
 
 /// Clicks what `css` selects inside `scope`.
@@ -396,7 +398,7 @@ async fn click(scope: &fantoccini::elements::Element, css: &str) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_person_searches_as_they_type_reads_edits_a_note_and_forgets_a_session() {
-    use fantoccini::{ClientBuilder, Locator};
+    use fantoccini::Locator;
     let Some(claude) = common::shared("corpus/cc-2.1.330") else {
         return;
     };
@@ -420,28 +422,25 @@ async fn a_person_searches_as_they_type_reads_edits_a_note_and_forgets_a_session
     .unwrap();
 
     let ui = start_with(&claude, index.path(), Some(notes.path()));
-    let origin = format!("http://{}", ui.addr);
     let driver = start_driver(&chromedriver);
     let profile = tempfile::tempdir().unwrap();
-    let mut caps = serde_json::Map::new();
-    caps.insert(
-        "goog:chromeOptions".into(),
-        serde_json::json!({
-            "binary": chromium,
-            "args": ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                     format!("--user-data-dir={}", profile.path().display())],
-        }),
-    );
-    let c = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
-        .capabilities(caps)
-        .connect(&format!("http://127.0.0.1:{}", driver.port))
-        .await
-        .expect("a WebDriver session");
+    let c = webdriver(&chromium, &driver, profile.path()).await;
 
-    // Type a query: the hit appears under the box without a submit, and the address follows.
-    c.goto(&format!("{origin}/?token={}", ui.token))
+    // The printed address logs in on the server's own host name (the way-in page sends the browser there).
+    c.goto(&format!("http://{}/?token={}", ui.addr, ui.token))
         .await
         .unwrap();
+    appears(&c, Locator::Css("input[name=q]")).await;
+    let here = c.current_url().await.unwrap();
+    let named = here.host_str().unwrap_or("").to_string();
+    assert!(
+        named.starts_with("ghola-") && named.ends_with(".localhost"),
+        "logged in at {here}"
+    );
+    assert_eq!(here.query(), None, "the token left the address: {here}");
+    let origin = format!("http://{named}:{}", ui.addr.port());
+
+    // Type a query: the hit appears under the box without a submit, and the address follows.
     let q = c.find(Locator::Css("input[name=q]")).await.unwrap();
     q.send_keys(&word).await.unwrap();
     let mark = appears(&c, Locator::Css("#results .hit mark")).await;

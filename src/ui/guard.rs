@@ -1,13 +1,15 @@
 //! Who may talk to `ghola ui`: the browser that opened the printed address, and nothing else.
 //!
 //! The server listens on 127.0.0.1 only. Every request must carry the token made at start — in the address
-//! the user opens (`?token=…`), then in a cookie set from it (HttpOnly, SameSite=Strict) — or it gets 401. A
-//! `Host` header other than this server's loopback address and port gets 403 before anything else: a web page
-//! elsewhere cannot reach the server by pointing a name of its own at 127.0.0.1 (DNS rebinding). No CORS headers
-//! are sent, so other origins' scripts cannot read an answer. Reading pages are GETs and change nothing; what
-//! changes state is a POST whose `Origin`, when the browser sends one, must be this server's, and whose form
-//! must carry the CSRF token of the pages (checked by the handler), which a page of another origin cannot
-//! read. The cookie is `SameSite=Strict` besides, so another site's form arrives without it and gets 401.
+//! the user opens (`?token=…`) or a one-time code (`/login?code=…`), then in a cookie set from it (HttpOnly,
+//! SameSite=Strict) on this server's own host name `ghola-<random>.localhost:PORT` ([`super::entry`]), which
+//! no other local server receives — or it gets 401. A `Host` header other than this server's names and port gets
+//! 403 before anything else: a web page elsewhere cannot reach the server by pointing a name of its own at
+//! 127.0.0.1 (DNS rebinding). No CORS headers are sent, so other origins' scripts cannot read an answer. Reading
+//! pages are GETs and change nothing; what changes state is a POST whose `Origin`, when the browser sends one,
+//! must be this server's, and whose form must carry the CSRF token of the pages (checked by the handler), which a
+//! page of another origin cannot read. The cookie is `SameSite=Strict` besides, so another site's form arrives
+//! without it and gets 401.
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
@@ -15,7 +17,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
 
-/// The name of the cookie that carries the token after the first request.
+/// The name of the cookie that carries the token on this server's own host name (see [`super::entry`]).
 pub const COOKIE: &str = "ghola_ui";
 
 /// A fresh token: 244 random bits (two v4 uuids), as hex.
@@ -34,12 +36,33 @@ pub fn same_secret(given: &str, secret: &str) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// Which of this server's names a request came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Door {
+    /// `ghola-<random>.localhost:PORT`: the only host its login cookie is sent to.
+    Named,
+    /// `127.0.0.1:PORT` or `localhost:PORT`: where every address ghola hands out points (any browser reaches
+    /// it); a login here is sent on to the named host.
+    Loopback,
+}
+
+/// A one-time login code not used yet.
+struct Code {
+    until: std::time::Instant,
+    /// Where the browser goes once logged in (a path on this server).
+    to: String,
+    /// The other code of the same way-in page, used up with this one.
+    sibling: Option<String>,
+}
+
 /// What the guard needs to know about this server.
 pub struct Guard {
     pub token: String,
     pub port: u16,
-    /// One-time login codes not used yet, with when each expires (see [`Guard::one_time_code`]).
-    pub codes: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
+    /// This instance's host name, `ghola-<random>.localhost` (without the port).
+    pub name: String,
+    /// One-time login codes not used yet (see [`Guard::one_time_code`]).
+    codes: std::sync::Mutex<std::collections::HashMap<String, Code>>,
 }
 
 /// How long a one-time login link works.
@@ -49,35 +72,98 @@ pub const ONE_TIME_LINK_LIFETIME: std::time::Duration = std::time::Duration::fro
 pub const LOGIN_PATH: &str = "/login";
 
 impl Guard {
-    /// Whether `host` (a `Host` header) names this server: `127.0.0.1:PORT` or `localhost:PORT`.
-    pub fn host_ok(&self, host: &str) -> bool {
-        let host = host.trim();
-        host == format!("127.0.0.1:{}", self.port) || host == format!("localhost:{}", self.port)
+    /// A guard for the server on `port`, with a fresh token and host name.
+    pub fn new(port: u16) -> Guard {
+        Guard::with(new_token(), port)
     }
 
-    /// Whether `given` is the token.
-    /// A new login code: it works once, within [`ONE_TIME_LINK_LIFETIME`]. What is handed to a browser opener
-    /// or to the model carries one of these, never the token, so a copy of it (in a process list, a transcript,
-    /// the index) is worthless a minute later.
-    pub fn one_time_code(&self) -> String {
-        let code = new_token();
-        let now = std::time::Instant::now();
-        let mut codes = self.codes.lock().unwrap_or_else(|e| e.into_inner());
-        codes.retain(|_, until| *until > now);
-        codes.insert(code.clone(), now + ONE_TIME_LINK_LIFETIME);
-        code
-    }
-
-    /// Takes `given` if it is a live one-time code (it is then used up).
-    fn take_code(&self, given: &str) -> bool {
-        let mut codes = self.codes.lock().unwrap_or_else(|e| e.into_inner());
-        let found = codes.keys().find(|c| same_secret(given, c)).cloned();
-        match found.and_then(|c| codes.remove(&c)) {
-            Some(until) => until > std::time::Instant::now(),
-            None => false,
+    /// A guard with a given token (and a fresh host name).
+    pub fn with(token: String, port: u16) -> Guard {
+        let name = format!(
+            "ghola-{}.localhost",
+            &uuid::Uuid::new_v4().simple().to_string()[..12]
+        );
+        Guard {
+            token,
+            port,
+            name,
+            codes: Default::default(),
         }
     }
 
+    /// `ghola-<random>.localhost:PORT`, as a `Host` header names it.
+    pub fn named_host(&self) -> String {
+        format!("{}:{}", self.name, self.port)
+    }
+
+    /// Which door `host` (a `Host` header) is, if it names this server at all: `127.0.0.1:PORT`,
+    /// `localhost:PORT` or the named host with this port. `None` for anything else (DNS rebinding).
+    pub fn door(&self, host: &str) -> Option<Door> {
+        let host = host.trim();
+        if host.eq_ignore_ascii_case(&self.named_host()) {
+            Some(Door::Named)
+        } else if host == format!("127.0.0.1:{}", self.port)
+            || host == format!("localhost:{}", self.port)
+        {
+            Some(Door::Loopback)
+        } else {
+            None
+        }
+    }
+
+    /// Whether `host` (a `Host` header) names this server.
+    pub fn host_ok(&self, host: &str) -> bool {
+        self.door(host).is_some()
+    }
+
+    /// The login cookie's name at `door`: the named host has its own; on 127.0.0.1 (where every local server
+    /// would receive it) the name carries the port, so that two servers there do not log each other out.
+    pub fn cookie_name(&self, door: Door) -> String {
+        match door {
+            Door::Named => COOKIE.to_string(),
+            Door::Loopback => format!("{COOKIE}_{}", self.port),
+        }
+    }
+
+    /// A new login code: it works once, within [`ONE_TIME_LINK_LIFETIME`], and leads to `/`. What is handed to
+    /// a browser opener or to the model carries one of these, never the token, so a copy of it (in a process
+    /// list, a transcript, the index) is worthless a minute later.
+    pub fn one_time_code(&self) -> String {
+        self.codes_to("/", 1).remove(0)
+    }
+
+    /// `n` new login codes leading to `to`; using one uses up all of them.
+    fn codes_to(&self, to: &str, n: usize) -> Vec<String> {
+        let made: Vec<String> = (0..n).map(|_| new_token()).collect();
+        let now = std::time::Instant::now();
+        let mut codes = self.codes.lock().unwrap_or_else(|e| e.into_inner());
+        codes.retain(|_, c| c.until > now);
+        for (i, code) in made.iter().enumerate() {
+            let sibling = (n == 2).then(|| made[1 - i].clone());
+            codes.insert(
+                code.clone(),
+                Code {
+                    until: now + ONE_TIME_LINK_LIFETIME,
+                    to: to.to_string(),
+                    sibling,
+                },
+            );
+        }
+        made
+    }
+
+    /// Takes `given` if it is a live one-time code (it and its sibling are then used up): where it leads.
+    fn take_code(&self, given: &str) -> Option<String> {
+        let mut codes = self.codes.lock().unwrap_or_else(|e| e.into_inner());
+        let found = codes.keys().find(|c| same_secret(given, c)).cloned()?;
+        let code = codes.remove(&found)?;
+        if let Some(s) = &code.sibling {
+            codes.remove(s);
+        }
+        (code.until > std::time::Instant::now()).then_some(code.to)
+    }
+
+    /// Whether `given` is the token.
     pub fn token_ok(&self, given: &str) -> bool {
         same_secret(given, &self.token)
     }
@@ -92,13 +178,41 @@ impl Guard {
             .map(|(_, v)| v.to_string())
     }
 
-    /// The token in a `Cookie` header, if any.
-    pub fn token_in_cookie(cookie: &str) -> Option<&str> {
+    /// The value of the cookie `name` in a `Cookie` header, if any.
+    pub fn cookie_value<'a>(cookie: &'a str, name: &str) -> Option<&'a str> {
         cookie
             .split(';')
             .filter_map(|c| c.trim().split_once('='))
-            .find(|(k, _)| *k == COOKIE)
+            .find(|(k, _)| *k == name)
             .map(|(_, v)| v)
+    }
+
+    /// The way-in page for a browser at the loopback door that proved it may enter: two sibling one-time
+    /// codes leading to `to`, one for the named host, one for here.
+    fn way_in(&self, to: &str) -> Response {
+        let codes = self.codes_to(to, 2);
+        let origin = format!("http://{}", self.named_host());
+        super::entry::page(
+            &format!("{origin}{LOGIN_PATH}?code={}", codes[0]),
+            &format!("{LOGIN_PATH}?code={}&here=1", codes[1]),
+            &format!("{origin}{}", super::entry::PROBE_PATH),
+            &origin,
+        )
+    }
+
+    /// A page that sets the login cookie of `door` and sends the browser on to `to`. Not a redirect: the login
+    /// was reached from the loopback door, another site to the browser, and a `SameSite=Strict` cookie is not sent
+    /// along a redirect chain that another site started; a page of this host that moves on itself is this site.
+    fn logged_in(&self, door: Door, to: &str) -> Response {
+        let mut r = super::entry::onward(to);
+        if let Ok(v) = HeaderValue::from_str(&format!(
+            "{}={}; HttpOnly; SameSite=Strict; Path=/",
+            self.cookie_name(door),
+            self.token
+        )) {
+            r.headers_mut().append(header::SET_COOKIE, v);
+        }
+        r
     }
 }
 
@@ -120,22 +234,25 @@ pub async fn check(State(guard): State<Arc<Guard>>, req: Request, next: Next) ->
     resp
 }
 
-/// The middleware: 403 for a foreign `Host`, 401 without the token, else the page; a GET with the token in
-/// the address gets the cookie and a redirect to the same address without it.
+/// The middleware: 403 for a foreign `Host`, 401 without the token, else the page. A browser that proves
+/// itself at the loopback door (the token in the address, or a one-time code) gets the way-in page
+/// ([`super::entry`]); at the named door it gets the cookie and a redirect to the same address without the
+/// token.
 async fn admit(guard: Arc<Guard>, req: Request, next: Next) -> Response {
     let host = req
         .headers()
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
         .unwrap_or("");
-    if !guard.host_ok(host) {
+    let Some(door) = guard.door(host) else {
         return (
             StatusCode::FORBIDDEN,
             "ghola ui answers only at its own loopback address\n",
         )
             .into_response();
-    }
-    if req.method() != axum::http::Method::GET && req.method() != axum::http::Method::HEAD {
+    };
+    let is_get = req.method() == axum::http::Method::GET;
+    if !is_get && req.method() != axum::http::Method::HEAD {
         // `Origin: null` is what a browser sends from our own pages under `Referrer-Policy: no-referrer` (the
         // Fetch standard hides the origin then); such a change still needs the cookie and the page's CSRF token.
         let origin = req
@@ -155,39 +272,36 @@ async fn admit(guard: Arc<Guard>, req: Request, next: Next) -> Response {
                 .into_response();
         }
     }
-    if req.uri().path() == LOGIN_PATH {
-        let code = req
-            .uri()
-            .query()
-            .unwrap_or("")
-            .split('&')
-            .find_map(|p| p.strip_prefix("code="));
-        if !code.is_some_and(|c| guard.take_code(c)) {
-            return (
-                StatusCode::UNAUTHORIZED,
-                "this link was used already or has expired: ask for a new one (or open the address `ghola ui` \
-                 printed)\n",
-            )
-                .into_response();
+    match req.uri().path() {
+        super::entry::SCRIPT_PATH if is_get => return super::entry::script(),
+        super::entry::PROBE_PATH if is_get => return super::entry::probe(),
+        LOGIN_PATH => {
+            let query = req.uri().query().unwrap_or("");
+            let code = query.split('&').find_map(|p| p.strip_prefix("code="));
+            let Some(to) = code.and_then(|c| guard.take_code(c)) else {
+                return (
+                    StatusCode::UNAUTHORIZED,
+                    "this link was used already or has expired: ask for a new one (or open the address `ghola \
+                     ui` printed)\n",
+                )
+                    .into_response();
+            };
+            let here = query.split('&').any(|p| p == "here=1");
+            return match door {
+                Door::Loopback if !here => guard.way_in(&to),
+                _ => guard.logged_in(door, &to),
+            };
         }
-        let mut r = StatusCode::SEE_OTHER.into_response();
-        r.headers_mut()
-            .insert(header::LOCATION, HeaderValue::from_static("/"));
-        if let Ok(v) = HeaderValue::from_str(&format!(
-            "{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
-            guard.token
-        )) {
-            r.headers_mut().append(header::SET_COOKIE, v);
-        }
-        return r;
+        _ => {}
     }
     let from_query = Guard::token_in_query(req.uri().query()).is_some_and(|t| guard.token_ok(&t));
+    let cookie = guard.cookie_name(door);
     let from_cookie = req
         .headers()
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|c| c.to_str().ok())
-        .filter_map(Guard::token_in_cookie)
+        .filter_map(|c| Guard::cookie_value(c, &cookie))
         .any(|t| guard.token_ok(t));
     if !(from_query || from_cookie) {
         return (
@@ -196,26 +310,12 @@ async fn admit(guard: Arc<Guard>, req: Request, next: Next) -> Response {
         )
             .into_response();
     }
-    let is_get = req.method() == axum::http::Method::GET;
-    let mut resp = if from_query && is_get {
-        // The token leaves the address bar (and the history) at once: the cookie is set and the browser sent on
-        // to the same page without it.
-        let mut r = StatusCode::SEE_OTHER.into_response();
-        if let Ok(to) = HeaderValue::from_str(&without_token(req.uri())) {
-            r.headers_mut().insert(header::LOCATION, to);
-        }
-        r
-    } else {
-        next.run(req).await
+    let mut resp = match (from_query && is_get, door) {
+        // The token leaves the address bar (and the history) at once.
+        (true, Door::Loopback) => return guard.way_in(&without_token(req.uri())),
+        (true, Door::Named) => guard.logged_in(door, &without_token(req.uri())),
+        (false, _) => next.run(req).await,
     };
-    if from_query
-        && let Ok(v) = HeaderValue::from_str(&format!(
-            "{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
-            guard.token
-        ))
-    {
-        resp.headers_mut().append(header::SET_COOKIE, v);
-    }
     resp.headers_mut().insert(
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static("default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"),
@@ -245,17 +345,18 @@ mod tests {
     use super::*;
 
     fn guard() -> Guard {
-        Guard {
-            token: "abc123".into(),
-            port: 4321,
-            codes: Default::default(),
-        }
+        Guard::with("abc123".into(), 4321)
     }
 
     #[test]
     fn only_this_servers_loopback_host_passes() {
         let g = guard();
-        assert!(g.host_ok("127.0.0.1:4321") && g.host_ok("localhost:4321"));
+        assert_eq!(g.door("127.0.0.1:4321"), Some(Door::Loopback));
+        assert_eq!(g.door("localhost:4321"), Some(Door::Loopback));
+        assert_eq!(g.door(&g.named_host()), Some(Door::Named));
+        assert!(g.name.starts_with("ghola-") && g.name.ends_with(".localhost"));
+        assert_ne!(g.name, guard().name, "each server has a name of its own");
+        assert!(!g.host_ok(&format!("{}:80", g.name)));
         for bad in [
             "evil.example:4321",
             "127.0.0.1:80",
@@ -276,12 +377,29 @@ mod tests {
         );
         assert_eq!(Guard::token_in_query(Some("q=token")), None);
         assert_eq!(
-            Guard::token_in_cookie("a=1; ghola_ui=abc123"),
+            Guard::cookie_value("a=1; ghola_ui=abc123", COOKIE),
             Some("abc123")
+        );
+        assert_eq!(g.cookie_name(Door::Loopback), "ghola_ui_4321");
+        assert_eq!(
+            Guard::cookie_value("ghola_ui=abc123", &g.cookie_name(Door::Loopback)),
+            None
         );
         assert!(g.token_ok("abc123"));
         assert!(!g.token_ok("abc12") && !g.token_ok("abc1234") && !g.token_ok(""));
         assert_ne!(new_token(), new_token());
         assert_eq!(new_token().len(), 64);
+    }
+
+    #[test]
+    fn a_code_works_once_and_uses_up_its_sibling() {
+        let g = guard();
+        let c = g.one_time_code();
+        assert_eq!(g.take_code(&c).as_deref(), Some("/"));
+        assert_eq!(g.take_code(&c), None);
+        let pair = g.codes_to("/search?q=a", 2);
+        assert_eq!(g.take_code(&pair[1]).as_deref(), Some("/search?q=a"));
+        assert_eq!(g.take_code(&pair[0]), None, "the sibling went with it");
+        assert_eq!(g.take_code("nosuchcode"), None);
     }
 }

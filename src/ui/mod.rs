@@ -7,12 +7,14 @@
 //! sessions are read from the transcripts, or from the archive when Claude Code deleted them; notes are edited
 //! and sessions forgotten through the same functions as `ghola notes` and `ghola forget`.
 //!
-//! - [`guard`] who may ask (loopback, token, Host, CSRF); [`routes`] what each address answers;
+//! - [`guard`] who may ask (loopback, token, Host, CSRF); [`entry`] the way in, to this server's own host
+//!   name; [`routes`] what each address answers;
 //! - [`html`] the page around every body; [`markdown`] a message's text as HTML;
 //! - [`results`], [`conversation`], [`sessions`], [`manage`] the bodies of the pages.
 
 pub mod conversation;
 mod csrf;
+pub mod entry;
 pub mod guard;
 pub mod html;
 pub mod manage;
@@ -55,11 +57,7 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", cfg.port)).await?;
     let port = listener.local_addr()?.port();
-    let guard = Arc::new(guard::Guard {
-        token: guard::new_token(),
-        port,
-        codes: Default::default(),
-    });
+    let guard = Arc::new(guard::Guard::new(port));
     ready(Served {
         url: format!("http://127.0.0.1:{port}/?token={}", guard.token),
         links: Links(guard.clone()),
