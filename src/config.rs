@@ -104,6 +104,9 @@ pub struct Environment {
     pub editor: Option<String>,
     /// `GHOLA_CONFIG`, else `$XDG_CONFIG_HOME/ghola/config.toml`, else `~/.config/ghola/config.toml`.
     pub settings_file: PathBuf,
+    /// `GHOLA_SSH`: the command `ghola remote` runs instead of `ssh` (as `GIT_SSH_COMMAND` does for git), split at
+    /// whitespace.
+    pub ssh_command: Option<String>,
 }
 
 impl Environment {
@@ -152,6 +155,7 @@ impl Environment {
                 .map(|e| e.trim_end_matches('/').to_string())
                 .unwrap_or_else(|| "https://huggingface.co".to_string()),
             editor: var("VISUAL").or_else(|| var("EDITOR")),
+            ssh_command: var("GHOLA_SSH"),
             settings_file: var("GHOLA_CONFIG").map(PathBuf::from).unwrap_or_else(|| {
                 var("XDG_CONFIG_HOME")
                     .map(PathBuf::from)
@@ -188,5 +192,41 @@ impl UnknownName {
             given: given.to_string(),
             choices,
         }
+    }
+}
+
+/// Whether `name` can name a machine: 1 to 64 letters, digits, `.`, `_` or `-`, not starting with `.` or `-` (it
+/// becomes a folder name and a filter value).
+pub fn is_machine_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && !name.starts_with(['.', '-'])
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+/// What this machine is called when the settings do not say: its host name up to the first dot (`laptop`, not
+/// `laptop.local`), made a valid machine name; `this-machine` when it has none.
+pub fn host_machine_name() -> String {
+    let host = gethostname::gethostname().to_string_lossy().into_owned();
+    let short: String = host
+        .split('.')
+        .next()
+        .unwrap_or("")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(64)
+        .collect();
+    let short = short.trim_start_matches('-').to_string();
+    if is_machine_name(&short) {
+        short
+    } else {
+        "this-machine".into()
     }
 }

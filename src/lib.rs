@@ -11,6 +11,7 @@ pub mod mcp;
 pub mod model;
 pub mod notes;
 pub mod private;
+pub mod remote;
 pub mod replay;
 pub mod search;
 pub mod secrets;

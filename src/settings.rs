@@ -104,7 +104,15 @@ pub struct Settings {
     /// with their credentials overwritten as they are indexed (default false: the archive keeps the bytes as
     /// written, and every output redacts them).
     pub redact_stored: bool,
+    /// `machine`: what this machine is called in results (`None`: its host name).
+    pub machine: Option<String>,
+    /// `[remote] sync_minutes`: how often the MCP server syncs other machines' histories in the background (0:
+    /// never; `ghola remote sync` still does).
+    pub remote_sync_minutes: u64,
 }
+
+/// How often the MCP server syncs remotes unless `[remote] sync_minutes` says otherwise.
+pub const DEFAULT_REMOTE_SYNC_MINUTES: u64 = 10;
 
 impl Default for Settings {
     fn default() -> Self {
@@ -119,6 +127,8 @@ impl Default for Settings {
             permission_mode: "acceptEdits".into(),
             archive_enabled: true,
             redact_stored: false,
+            machine: None,
+            remote_sync_minutes: DEFAULT_REMOTE_SYNC_MINUTES,
         }
     }
 }
@@ -218,6 +228,20 @@ pub fn load_from(path: &Path) -> Result<Settings, SettingsError> {
             .as_bool()
             .ok_or_else(|| bad("redact_stored", "true or false"))?;
     }
+    if let Some(v) = doc.get("machine") {
+        let name = v
+            .as_str()
+            .filter(|n| crate::config::is_machine_name(n.trim()))
+            .ok_or_else(|| bad("machine", "a name of letters, digits, '.', '_' or '-'"))?;
+        s.machine = Some(name.trim().to_string());
+    }
+    if let Some(v) = get("remote", "sync_minutes") {
+        s.remote_sync_minutes = v
+            .as_integer()
+            .filter(|n| *n >= 0)
+            .ok_or_else(|| bad("remote.sync_minutes", "a non-negative integer"))?
+            as u64;
+    }
     Ok(s)
 }
 
@@ -270,6 +294,12 @@ mod tests {
         assert_eq!(s.mode, Mode::Full);
         assert_eq!(s.context_tokens, 100);
         assert_eq!(s.task_model, None);
+        std::fs::write(&p, "machine = \"laptop\"\n[remote]\nsync_minutes = 0\n").unwrap();
+        let s = load_from(&p).unwrap();
+        assert_eq!(s.machine.as_deref(), Some("laptop"));
+        assert_eq!(s.remote_sync_minutes, 0);
+        std::fs::write(&p, "machine = \"my laptop/2\"\n").unwrap();
+        assert!(load_from(&p).unwrap_err().to_string().contains("machine"));
         std::fs::write(&p, "[start]\nmode = \"chatty\"\n").unwrap();
         let e = load_from(&p).unwrap_err();
         assert!(

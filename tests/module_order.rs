@@ -13,6 +13,7 @@ const ORDER: &[&[&str]] = &[
     &["embed"],
     &["settings"],
     &["index"],
+    &["remote"],
     &["search"],
     &["model"],
     &["replay"],

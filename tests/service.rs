@@ -23,6 +23,7 @@ fn config(claude: &Path, idx: &Path) -> ServiceConfig {
         embed_kernel: Default::default(),
         update: UpdateOptions::default(),
         poll_seconds: 1,
+        machine: "here".into(),
     }
 }
 

@@ -19,11 +19,74 @@ fn listing(claude_dir: &Path, index_dir: &Path) -> Listing {
     listing
 }
 
-pub fn projects(claude_dir: &Path, index_dir: &Path, json: bool) -> Result<()> {
-    let list = listing(claude_dir, index_dir).projects();
+/// Which machines a listing shows: this machine's name, and the names asked for (empty: every machine).
+pub struct MachineScope<'a> {
+    pub this: &'a str,
+    pub only: &'a [String],
+}
+
+impl MachineScope<'_> {
+    /// A session's machine's name.
+    fn name<'b>(&'b self, m: Option<&'b str>) -> &'b str {
+        m.unwrap_or(self.this)
+    }
+
+    /// The listing with only the asked machines' sessions; fails on a name no session or remote has.
+    fn apply(&self, listing: &mut Listing, index_dir: &Path) -> Result<()> {
+        if self.only.is_empty() {
+            return Ok(());
+        }
+        let mut known: Vec<String> = vec![self.this.to_string()];
+        known.extend(
+            ghola::index::machines::list(index_dir)
+                .into_iter()
+                .map(|m| m.name),
+        );
+        known.extend(
+            listing
+                .sessions
+                .iter()
+                .filter_map(|l| l.summary.machine.clone()),
+        );
+        if let Some(bad) = self.only.iter().find(|m| !known.contains(m)) {
+            known.sort();
+            known.dedup();
+            return Err(anyhow::anyhow!(
+                "no machine is called {bad:?}: this history holds {}",
+                known.join(", ")
+            ));
+        }
+        listing.retain_machines(|m| self.only.iter().any(|o| o == self.name(m)));
+        Ok(())
+    }
+}
+
+pub fn projects(
+    claude_dir: &Path,
+    index_dir: &Path,
+    scope: MachineScope,
+    json: bool,
+) -> Result<()> {
+    let mut all = listing(claude_dir, index_dir);
+    scope.apply(&mut all, index_dir)?;
+    let list = all.projects();
+    let several = all.sessions.iter().any(|l| l.summary.machine.is_some());
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if json {
-        serde_json::to_writer_pretty(&mut out, &json!({ "projects": list }))?;
+        let rows: Vec<serde_json::Value> = list
+            .iter()
+            .map(|p| {
+                let mut v = serde_json::to_value(p).unwrap_or_default();
+                v["machines"] = json!(
+                    p.machines
+                        .iter()
+                        .map(|m| scope.name(m.as_deref()))
+                        .collect::<Vec<_>>()
+                );
+                v
+            })
+            .collect();
+        serde_json::to_writer_pretty(&mut out, &json!({ "projects": rows }))?;
         writeln!(out)?;
         return Ok(());
     }
@@ -33,7 +96,7 @@ pub fn projects(claude_dir: &Path, index_dir: &Path, json: bool) -> Result<()> {
     for p in list {
         writeln!(
             out,
-            "{}  {} sessions, {} messages, last {}{}",
+            "{}  {} sessions, {} messages, last {}{}{}",
             p.project,
             p.sessions,
             p.messages,
@@ -44,6 +107,16 @@ pub fn projects(claude_dir: &Path, index_dir: &Path, json: bool) -> Result<()> {
                 String::new()
             } else {
                 format!(", branches {}", p.branches.join(", "))
+            },
+            if several {
+                let names: Vec<&str> = p
+                    .machines
+                    .iter()
+                    .map(|m| scope.name(m.as_deref()))
+                    .collect();
+                format!(", on {}", names.join(", "))
+            } else {
+                String::new()
             }
         )?;
     }
@@ -85,6 +158,7 @@ pub fn sessions(
     project: Option<PathBuf>,
     global: bool,
     since: Option<String>,
+    machines: MachineScope,
     json: bool,
 ) -> Result<()> {
     let scope = if global {
@@ -96,8 +170,17 @@ pub fn sessions(
         .as_deref()
         .map(|s| ghola::search::parse_since(s, "since", chrono::Utc::now()))
         .transpose()?;
-    let all = listing(claude_dir, index_dir);
-    let mut summaries = all.sessions_in(scope.as_deref());
+    let mut all = listing(claude_dir, index_dir);
+    machines.apply(&mut all, index_dir)?;
+    let several = all.sessions.iter().any(|l| l.summary.machine.is_some());
+    let mut summaries: Vec<ghola::transcript::catalog::SessionSummary> = all
+        .sessions_in(scope.as_deref())
+        .into_iter()
+        .cloned()
+        .collect();
+    for s in &mut summaries {
+        s.machine = Some(machines.name(s.machine.as_deref()).to_string());
+    }
     if let Some(since) = since {
         summaries.retain(|s| s.active_since(since));
     }
@@ -116,7 +199,7 @@ pub fn sessions(
     for s in summaries {
         writeln!(
             out,
-            "{}  {}  {} messages{}{}  {}{}{}",
+            "{}  {}  {} messages{}{}  {}{}{}{}",
             s.session_id,
             s.last_timestamp
                 .map(|t| t.format("%Y-%m-%d %H:%M").to_string())
@@ -137,7 +220,11 @@ pub fn sessions(
                 .as_ref()
                 .map(|t| format!("  “{t}”"))
                 .unwrap_or_default(),
-            if s.archived { "  [archived]" } else { "" }
+            if s.archived { "  [archived]" } else { "" },
+            match (&s.machine, several) {
+                (Some(m), true) => format!("  on {m}"),
+                _ => String::new(),
+            }
         )?;
     }
     Ok(())

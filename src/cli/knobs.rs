@@ -51,7 +51,16 @@ impl Knobs {
             embed_kernel: self.embed_kernel,
             update: self.update,
             poll_seconds: DEFAULT_POLL_SECONDS,
+            machine: self.machine(),
         }
+    }
+
+    /// What this machine is called: `machine` in the settings, else its host name.
+    pub fn machine(&self) -> String {
+        self.settings
+            .machine
+            .clone()
+            .unwrap_or_else(ghola::config::host_machine_name)
     }
 
     /// Reads the environment, then the settings file it names.

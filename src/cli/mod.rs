@@ -16,6 +16,7 @@ mod knobs;
 mod notes;
 mod notes_extract;
 mod recall;
+mod remote;
 mod secrets;
 mod start;
 
@@ -47,6 +48,9 @@ pub struct Cli {
 pub enum Command {
     /// Every project with its session count, messages, last activity and branches.
     Projects {
+        /// Only what was recorded on this machine (repeatable).
+        #[arg(long = "machine", value_name = "NAME")]
+        machines: Vec<String>,
         #[arg(long)]
         json: bool,
     },
@@ -61,6 +65,9 @@ pub enum Command {
         /// Only sessions active this recently: an age (90m, 12h, 3d, 2w) or a date (2026-11-01).
         #[arg(long)]
         since: Option<String>,
+        /// Only what was recorded on this machine (repeatable).
+        #[arg(long = "machine", value_name = "NAME")]
+        machines: Vec<String>,
         #[arg(long)]
         json: bool,
     },
@@ -107,6 +114,8 @@ pub enum Command {
     /// The credentials (keys, tokens, passwords) your history holds: per finding its session, rule and a
     /// preview, never the value. ghola shows them redacted everywhere.
     Secrets(secrets::SecretsArgs),
+    /// Other machines' Claude Code histories, copied over SSH and searched with this one's.
+    Remote(remote::RemoteArgs),
     /// Ask the past sessions behind the top hits (duncan): each window is replayed to a model that must
     /// answer from it alone. Sends those conversations to the model provider.
     Query(duncan::QueryArgs),
@@ -247,13 +256,28 @@ pub fn run(cli: Cli) -> Result<()> {
     let index_dir = ghola::config::index_dir(cli.index_dir.as_deref());
     let knobs = knobs::Knobs::read();
     match cli.command {
-        Command::Projects { json } => history::projects(&claude_dir, &index_dir, json),
+        Command::Projects { machines, json } => {
+            let this = knobs.machine();
+            let scope = history::MachineScope {
+                this: &this,
+                only: &machines,
+            };
+            history::projects(&claude_dir, &index_dir, scope, json)
+        }
         Command::Sessions {
             project,
             global,
             since,
+            machines,
             json,
-        } => history::sessions(&claude_dir, &index_dir, project, global, since, json),
+        } => {
+            let this = knobs.machine();
+            let scope = history::MachineScope {
+                this: &this,
+                only: &machines,
+            };
+            history::sessions(&claude_dir, &index_dir, project, global, since, scope, json)
+        }
         Command::Show {
             session,
             window,
@@ -289,6 +313,13 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Secrets(args) => secrets::secrets_cmd(
             &claude_dir,
             &index_dir,
+            cli.model_dir.as_deref(),
+            &knobs,
+            args,
+        ),
+        Command::Remote(args) => remote::remote_cmd(
+            &index_dir,
+            &claude_dir,
             cli.model_dir.as_deref(),
             &knobs,
             args,

@@ -459,6 +459,9 @@ pub struct SearchArgs {
     /// Turn a ranking rule off, to measure what it is worth (benchmarks; see docs/search.md).
     #[arg(long, hide = true, value_name = "RULE")]
     pub without_rule: Vec<search::Rule>,
+    /// Only what was recorded on this machine (repeatable; `ghola remote list` names them).
+    #[arg(long = "machine", value_name = "NAME")]
+    pub machines: Vec<String>,
     #[arg(long)]
     pub json: bool,
 }
@@ -487,6 +490,7 @@ pub fn search_cmd(
     r.relative_floor = a.relative_floor;
     r.include_subagents = !a.no_subagents;
     r.calling_session = a.exclude_session;
+    r.machines = a.machines;
     r.tuning = Tuning {
         fusion: a.fusion,
         lexical_weight: a.lexical_weight,
@@ -547,6 +551,8 @@ pub fn search_cmd(
             .map_err(|_| anyhow!("opening the index failed"))??;
     }
     let mut resp = history.search(&r)?.response;
+    // Results name their machine once the history holds more than one.
+    let several = history.machines().len() > 1;
     if history.embedder().is_some() && resp.index.embedded_messages < resp.index.messages {
         resp.add_note("`ghola index` embeds the rest");
     }
@@ -576,11 +582,16 @@ pub fn search_cmd(
     for (n, h) in resp.results.iter().enumerate() {
         let m = &h.matched_message;
         println!(
-            "{}. {}  {}  {}  window {}{}  score {:.3} (semantic {:.2}, lexical {:.1})",
+            "{}. {}  {}  {}{}  window {}{}  score {:.3} (semantic {:.2}, lexical {:.1})",
             r.offset + n + 1,
             ghola::transcript::short_id(&m.session_id),
             m.timestamp.as_deref().unwrap_or("-"),
             m.project,
+            if several {
+                format!("  on {}", m.machine)
+            } else {
+                String::new()
+            },
             m.window,
             m.agent_id
                 .as_deref()

@@ -185,6 +185,17 @@ pub fn forget(
     Ok(out)
 }
 
+/// Drops `sessions` from the index only — not from the archive, not recorded as forgotten — so the next update
+/// reads their files again whole: what a changed path rule of their machine (`ghola remote map`) needs. Returns
+/// the messages dropped.
+pub fn reread(dir: &Path, sessions: &HashSet<String>) -> Result<usize, IndexError> {
+    if sessions.is_empty() {
+        return Ok(0);
+    }
+    let _lock = lock(dir, true)?;
+    Ok(drop_from_index(dir, sessions)?.0)
+}
+
 /// Removes every message of `sessions` from the index (the caller holds the index lock): their rows killed,
 /// their files' fingerprints dropped (so an update reads those files again from the start, unless the sessions
 /// are also recorded as forgotten), the segments that held them rewritten without them and the lexical index

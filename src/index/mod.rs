@@ -9,6 +9,7 @@ pub mod forget;
 pub mod format;
 pub mod int8;
 pub mod lexical;
+pub mod machines;
 mod merge;
 pub mod migrate;
 pub mod records;
@@ -156,7 +157,8 @@ pub fn pending_files(snap: &Snapshot, claude_dir: &Path) -> usize {
         .iter()
         .map(|f| (f.path.as_str(), (f.size, f.mtime_ns)))
         .collect();
-    let found = crate::transcript::discover(claude_dir);
+    let found =
+        crate::transcript::source::discover_everywhere(claude_dir, &machines::list(&snap.dir));
     let forgotten = forget::forgotten(&snap.dir);
     found
         .sessions

@@ -288,7 +288,8 @@ pub fn update_with(
         Err(e) => tracing::warn!("cannot upgrade the index: {e}"),
     }
     // One discovery, one manifest read and one soundness check serve the freshness check and the update.
-    let mut found = transcript::discover(claude_dir);
+    let mut found =
+        transcript::source::discover_everywhere(claude_dir, &super::machines::list(dir));
     let manifest = read_manifest(dir)
         .ok()
         .flatten()

@@ -182,6 +182,7 @@ mod tests {
     fn response() -> SearchResponse {
         let hit = SearchHit {
             matched_message: MatchedMessage {
+                machine: String::new(),
                 uuid: "8d1e5a2b-0000-4000-8000-000000000001".into(),
                 session_id: "3f2a9c1e-0000-4000-8000-000000000002".into(),
                 project: "/src/shop".into(),

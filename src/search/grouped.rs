@@ -173,6 +173,7 @@ mod tests {
     fn hit(session: &str, uuid: &str, score: f32, text: &str, ts: &str) -> SearchHit {
         SearchHit {
             matched_message: MatchedMessage {
+                machine: String::new(),
                 uuid: uuid.into(),
                 session_id: session.into(),
                 project: "/src/app".into(),

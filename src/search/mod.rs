@@ -74,13 +74,31 @@ fn eligible(snap: &Snapshot, p: &SearchParams) -> Vec<bool> {
     let only = p.only_session.as_deref().map(|id| snap.sym_of(id));
     // Whether each project symbol passes the project filter, decided once per project (0: not yet known).
     let mut project_ok = vec![0u8; snap.sym_count()];
+    // Whether each session passes the machine filter, decided once per session (a session's files are all on
+    // one machine's side).
+    let mut machine_ok = vec![0u8; snap.sym_count()];
     snap.messages
         .iter()
-        .map(|m| {
+        .enumerate()
+        .map(|(i, m)| {
             if let Some(project) = &p.project {
                 let known = &mut project_ok[m.project as usize];
                 if *known == 0 {
                     *known = if is_within(snap.sym(m.project), project) {
+                        1
+                    } else {
+                        2
+                    };
+                }
+                if *known == 2 {
+                    return false;
+                }
+            }
+            if !p.machines.is_empty() {
+                let known = &mut machine_ok[m.session as usize];
+                if *known == 0 {
+                    let machine = machine_of(snap, snap.source(i), p);
+                    *known = if p.machines.iter().any(|n| *n == machine) {
                         1
                     } else {
                         2
@@ -111,6 +129,12 @@ fn eligible(snap: &Snapshot, p: &SearchParams) -> Vec<bool> {
             true
         })
         .collect()
+}
+
+/// The machine the transcript `source` was recorded on: another machine's copy's name, or this one's.
+fn machine_of(snap: &Snapshot, source: &str, p: &SearchParams) -> String {
+    crate::index::machines::machine_of_path(&snap.dir, std::path::Path::new(source))
+        .unwrap_or_else(|| p.this_machine.clone())
 }
 
 /// What the BM25 side found: eligible messages matching the query's words, by score (the map, and the same
@@ -446,6 +470,7 @@ pub fn search_with_vector(
             SearchHit {
                 matched_message: MatchedMessage {
                     uuid: m.uuid.clone(),
+                    machine: machine_of(snap, &m.source, p),
                     session_id: m.session_id.clone(),
                     project: m.project.clone(),
                     git_branch: m.git_branch.clone(),

@@ -78,6 +78,11 @@ pub struct SearchParams {
     pub response_chars: usize,
     /// Ranking rules turned off (benchmarks measuring what each is worth; see [`super::Rule`]).
     pub without_rules: Vec<super::Rule>,
+    /// Only messages recorded on these machines (by name; this machine is [`SearchParams::this_machine`]);
+    /// empty: every machine.
+    pub machines: Vec<String>,
+    /// What this machine is called: the name its own messages carry (other machines' are their copies' names).
+    pub this_machine: String,
 }
 
 /// Why a search could not run.
@@ -112,6 +117,8 @@ impl SearchParams {
             exact_scan: false,
             response_chars: super::response::RESPONSE_CHARS,
             without_rules: Vec::new(),
+            machines: Vec::new(),
+            this_machine: String::new(),
         }
     }
 

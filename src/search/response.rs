@@ -15,6 +15,9 @@ const CUT_NOTE_CHARS: usize = 240;
 #[derive(Debug, Clone, Serialize)]
 pub struct MatchedMessage {
     pub uuid: String,
+    /// The machine it was recorded on (this machine's name, or another machine's whose history is synced).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub machine: String,
     pub session_id: String,
     pub project: String,
     pub git_branch: Option<String>,
@@ -297,6 +300,7 @@ mod bound_tests {
         let results: Vec<SearchHit> = (0..10)
             .map(|r| SearchHit {
                 matched_message: MatchedMessage {
+                    machine: String::new(),
                     uuid: format!("hit-{r}"),
                     session_id: "s".into(),
                     project: "/p".into(),

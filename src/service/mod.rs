@@ -45,6 +45,8 @@ pub struct ServiceConfig {
     pub update: UpdateOptions,
     /// Seconds between freshness checks where no file watcher can be had.
     pub poll_seconds: u64,
+    /// What this machine is called in results (`machine` in the settings, else its host name).
+    pub machine: String,
 }
 
 /// Why the service could not answer, and whose fault it is: [`ServiceError::is_user_error`] tells a front end
@@ -290,6 +292,47 @@ impl HistoryService {
         cv.notify_all();
     }
 
+    /// Every machine whose history this service reads: this one first, then the others by name.
+    pub fn machines(&self) -> Vec<String> {
+        std::iter::once(self.cfg.machine.clone())
+            .chain(
+                index::machines::list(&self.cfg.index_dir)
+                    .into_iter()
+                    .map(|m| m.name)
+                    .filter(|n| *n != self.cfg.machine),
+            )
+            .collect()
+    }
+
+    /// `asked` (machine names a caller gave, blanks ignored), each checked against [`HistoryService::machines`]:
+    /// an unknown name is the caller's mistake, named with the machines there are (`arg` as the caller spells
+    /// it).
+    pub fn known_machines(
+        &self,
+        asked: &[String],
+        arg: &'static str,
+    ) -> Result<Vec<String>, SearchError> {
+        let asked: Vec<String> = asked
+            .iter()
+            .map(|m| m.trim().to_string())
+            .filter(|m| !m.is_empty())
+            .collect();
+        if asked.is_empty() {
+            return Ok(asked);
+        }
+        let known = self.machines();
+        match asked.iter().find(|m| !known.contains(m)) {
+            None => Ok(asked),
+            Some(unknown) => Err(SearchError::Invalid {
+                arg,
+                message: format!(
+                    "no machine is called {unknown:?}: this history holds {}",
+                    known.join(", ")
+                ),
+            }),
+        }
+    }
+
     /// Runs `req`: checks it, resolves its session, searches the published index with the model if loaded,
     /// says what the answer lacks (the first pass still running, the model missing, messages not embedded yet,
     /// transcripts not indexed yet), bounds it in the form it is sent in, and folds it by session if asked.
@@ -306,7 +349,9 @@ impl HistoryService {
             })?),
             Some(SessionChoice::Id(id)) => Some(self.resolve_session(id)?),
         };
-        let p = req.params(only_session, chrono::Utc::now())?;
+        let mut p = req.params(only_session, chrono::Utc::now())?;
+        p.this_machine = self.cfg.machine.clone();
+        p.machines = self.known_machines(&req.machines, "machines")?;
         let first_pass_done = self.wait_for_first_pass(FIRST_PASS_WAIT);
         let snap = self.snapshots.get().map_err(|source| ServiceError::Index {
             dir: self.cfg.index_dir.clone(),

@@ -139,6 +139,8 @@ pub struct SearchRequest {
     /// The answer's size bound in characters, in the form it is sent in.
     pub max_chars: usize,
     pub tuning: Tuning,
+    /// Only messages recorded on these machines (empty: every machine).
+    pub machines: Vec<String>,
 }
 
 impl SearchRequest {
@@ -164,6 +166,7 @@ impl SearchRequest {
             reader: Reader::Model,
             max_chars: MODEL_MAX_CHARS,
             tuning: Tuning::default(),
+            machines: Vec::new(),
         }
     }
 

@@ -38,6 +38,9 @@ pub struct SessionSummary {
     pub files: Vec<FileStatus>,
     /// Claude Code deleted the transcript; it is read from ghola's archive.
     pub archived: bool,
+    /// The other machine it was recorded on (`None`: this machine).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
 }
 
 impl SessionSummary {
@@ -71,6 +74,7 @@ impl SessionSummary {
                 .collect(),
             files: s.files.clone(),
             archived: s.archived,
+            machine: s.machine.clone(),
         }
     }
 }
@@ -86,6 +90,9 @@ pub struct ProjectSummary {
     pub branches: Vec<String>,
     /// Of its sessions, those read from ghola's archive (Claude Code deleted their transcripts).
     pub archived_sessions: usize,
+    /// The machines its sessions were recorded on (`None`: this one), sorted; front ends name them.
+    #[serde(skip)]
+    pub machines: Vec<Option<String>>,
 }
 
 /// What a listing keeps of one session: its summary, what the project listing adds up, and the fingerprint of the
@@ -246,6 +253,7 @@ impl Listing {
                     last_activity: None,
                     branches: Vec::new(),
                     archived_sessions: 0,
+                    machines: Vec::new(),
                 };
                 (summary, BTreeSet::new())
             });
@@ -253,6 +261,10 @@ impl Listing {
             p.archived_sessions += usize::from(s.archived);
             p.messages += l.all_messages;
             p.last_activity = p.last_activity.max(s.last_timestamp);
+            if !p.machines.contains(&s.machine) {
+                p.machines.push(s.machine.clone());
+                p.machines.sort();
+            }
             branches.extend(l.branches.iter().map(String::as_str));
         }
         let mut out: Vec<ProjectSummary> = by
@@ -264,6 +276,11 @@ impl Listing {
             .collect();
         out.sort_by_key(|p| std::cmp::Reverse(p.last_activity));
         out
+    }
+
+    /// Keeps the sessions recorded on a machine `keep` accepts (`None`: this machine).
+    pub fn retain_machines(&mut self, keep: impl Fn(Option<&str>) -> bool) {
+        self.sessions.retain(|l| keep(l.summary.machine.as_deref()));
     }
 
     /// The sessions of a project (its directory or below), or all of them when `project` is `None`, newest first.

@@ -7,6 +7,7 @@ pub mod credentials;
 pub mod discover;
 pub mod entry;
 pub mod lookup;
+pub mod machine;
 pub mod message;
 pub mod project_path;
 pub mod reader;
@@ -17,6 +18,7 @@ pub use discover::{
     Discovery, SessionFiles, SubagentFile, SubagentLayout, discover, discover_project_dir,
 };
 pub use lookup::{LookupError, is_session_name, resolve_session_id, short_id};
+pub use machine::{Machine, PathMap};
 pub use message::{Message, Part, Role};
 pub use project_path::{is_within, normal_form};
 pub use reader::{

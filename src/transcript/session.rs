@@ -39,6 +39,10 @@ pub struct Session {
     /// The directory the session was started in.
     pub project: String,
     pub project_dir: PathBuf,
+    /// The other machine it was recorded on, when its files are in that machine's synced copy (`None`: this
+    /// machine).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
     pub title: Option<String>,
     /// The main conversation, in file order.
     pub messages: Vec<Message>,
@@ -161,6 +165,7 @@ pub fn load_session_from(src: &Sources, files: &SessionFiles, plan: &ReadPlan) -
             .iter()
             .chain(sub_entries.iter().flat_map(|(_, e)| e.iter()))
             .find_map(|e| e.entry.cwd.clone().filter(|c| !c.is_empty()))
+            .map(|cwd| src.project_as_here(&files.project_dir, &cwd))
             .unwrap_or_else(|| dir_name(&files.project_dir))
     });
 
@@ -251,6 +256,7 @@ pub fn load_session_from(src: &Sources, files: &SessionFiles, plan: &ReadPlan) -
         session_id: files.session_id.clone(),
         project,
         project_dir: files.project_dir.clone(),
+        machine: src.machine_of(&files.project_dir),
         title,
         messages: main.messages,
         subagents,

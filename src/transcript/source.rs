@@ -8,6 +8,7 @@
 //! is process-wide: two indexes in one process each read their own archive.
 
 use super::discover::{Discovery, SessionFiles, discover};
+use super::machine::Machine;
 use std::fs::File;
 use std::io::{Cursor, Read, Seek, SeekFrom};
 use std::path::Path;
@@ -35,6 +36,18 @@ pub struct Sources {
     /// Messages come out as written, credentials and all (`ghola show --reveal`, `ghola secrets`); otherwise
     /// every message is redacted as it is built (see `crate::secrets`).
     reveal: bool,
+    /// Other machines' histories kept beside this one's (see [`super::machine`]), as they are now.
+    machines: Option<Arc<dyn MachinesView>>,
+}
+
+/// The other machines whose copies ghola keeps, read afresh when they change (a remote added or removed while a
+/// server runs is seen by its next read).
+pub trait MachinesView: Send + Sync {
+    /// The machines now.
+    fn current(&self) -> Arc<[Machine]>;
+    /// The machine whose copy holds `path`, by where it lies (so a removed machine's archived sessions still
+    /// name it); `None`: this machine's own history.
+    fn machine_of(&self, path: &Path) -> Option<String>;
 }
 
 impl std::fmt::Debug for Sources {
@@ -42,6 +55,7 @@ impl std::fmt::Debug for Sources {
         f.debug_struct("Sources")
             .field("archive", &self.archive.is_some())
             .field("reveal", &self.reveal)
+            .field("machines", &self.machines().len())
             .finish()
     }
 }
@@ -76,6 +90,35 @@ impl Sources {
         Sources {
             archive: None,
             reveal: false,
+            machines: None,
+        }
+    }
+
+    /// The same sources, with other machines' histories read beside this one's.
+    pub fn with_machines(mut self, machines: Arc<dyn MachinesView>) -> Sources {
+        self.machines = Some(machines);
+        self
+    }
+
+    /// The other machines whose histories these sources read, as they are now.
+    pub fn machines(&self) -> Arc<[Machine]> {
+        self.machines
+            .as_ref()
+            .map_or_else(|| Arc::new([]) as Arc<[Machine]>, |m| m.current())
+    }
+
+    /// The name of the other machine whose copy holds `path` (a transcript or a project folder); `None` for this
+    /// machine's own history.
+    pub fn machine_of(&self, path: &Path) -> Option<String> {
+        self.machines.as_ref()?.machine_of(path)
+    }
+
+    /// A project path as recorded in a file at `path`, read as this machine names it (see
+    /// [`Machine::map_project`]).
+    pub fn project_as_here(&self, path: &Path, project: &str) -> String {
+        match super::machine::machine_of(&self.machines(), path) {
+            Some(m) => m.map_project(project),
+            None => project.to_string(),
         }
     }
 
@@ -97,6 +140,7 @@ impl Sources {
         Sources {
             archive: Some(archive),
             reveal: false,
+            machines: None,
         }
     }
 
@@ -130,16 +174,20 @@ impl Sources {
     /// Code deleted (whole sessions, marked `archived`, and deleted subagent files of sessions still on disk),
     /// less the sessions the user told ghola to forget.
     pub fn discover_all(&self, claude_dir: &Path) -> Discovery {
-        let mut found = discover(claude_dir);
+        let machines = self.machines();
+        let mut found = discover_everywhere(claude_dir, &machines);
         let Some(view) = &self.archive else {
             return found;
         };
-        let projects = claude_dir.join("projects");
-        // Only what was under this Claude config dir.
+        let projects: Vec<std::path::PathBuf> = std::iter::once(claude_dir)
+            .chain(machines.iter().map(|m| m.dir.as_path()))
+            .map(|d| d.join("projects"))
+            .collect();
+        // Only what was under this Claude config dir or another machine's copy.
         let gone = view
             .sessions_gone_from_disk()
             .into_iter()
-            .filter(|g| g.project_dir.starts_with(&projects))
+            .filter(|g| projects.iter().any(|p| g.project_dir.starts_with(p)))
             .collect();
         absorb_gone(&mut found, gone);
         let forgotten = view.forgotten_sessions();
@@ -150,6 +198,17 @@ impl Sources {
         }
         found
     }
+}
+
+/// The sessions on disk under `claude_dir` and under each of `machines`' copies (no archive).
+pub fn discover_everywhere(claude_dir: &Path, machines: &[Machine]) -> Discovery {
+    let mut found = discover(claude_dir);
+    for m in machines {
+        let there = discover(&m.dir);
+        found.sessions.extend(there.sessions);
+        found.problems.extend(there.problems);
+    }
+    found
 }
 
 /// Adds sessions gone from disk to a discovery: a session it lacks is added whole; one it has gets the files it

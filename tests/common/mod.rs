@@ -6,6 +6,7 @@ pub mod browser;
 pub mod files;
 pub mod home;
 pub mod mcp_client;
+pub mod sshd;
 pub mod standin;
 pub mod transcript;
 

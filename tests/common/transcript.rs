@@ -11,6 +11,8 @@ pub struct Transcript {
     cwd: String,
     /// The first message's time; each next one is a minute later.
     start: chrono::DateTime<chrono::Utc>,
+    /// The number of the first message (its uuid and time follow from it).
+    first: usize,
     lines: Vec<Value>,
 }
 
@@ -21,6 +23,7 @@ impl Transcript {
             session: session.to_string(),
             cwd: cwd.to_string(),
             start: "2025-03-01T10:00:00Z".parse().unwrap(),
+            first: 0,
             lines: Vec::new(),
         }
     }
@@ -31,8 +34,15 @@ impl Transcript {
         self
     }
 
+    /// The same, its first message numbered `n` (for lines appended after `n` earlier ones: new uuids, later
+    /// times).
+    pub fn continuing(mut self, n: usize) -> Self {
+        self.first = n;
+        self
+    }
+
     fn next(&self) -> (String, String) {
-        let i = self.lines.len();
+        let i = self.first + self.lines.len();
         let at = self.start + chrono::Duration::minutes(i as i64);
         (format!("{}-{i}", self.session), at.to_rfc3339())
     }
@@ -124,6 +134,19 @@ impl Transcript {
             })
             .collect();
         std::fs::write(&path, body).unwrap();
+        path
+    }
+
+    /// Appends these lines to the transcript under `claude` (as Claude Code does while a session goes on).
+    pub fn append(&self, claude: &Path) -> PathBuf {
+        use std::io::Write;
+        let path = self.path(claude);
+        let body: String = self.lines.iter().map(|l| format!("{l}\n")).collect();
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        f.write_all(body.as_bytes()).unwrap();
         path
     }
 

@@ -213,4 +213,7 @@ pub fn sources(index_dir: &Path) -> crate::transcript::source::Sources {
         index_dir: index_dir.to_path_buf(),
         cached: std::sync::Mutex::new(None),
     }))
+    .with_machines(std::sync::Arc::new(crate::index::machines::Live::new(
+        index_dir,
+    )))
 }
