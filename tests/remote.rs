@@ -169,7 +169,9 @@ fn a_remote_is_synced_searched_by_machine_and_an_append_costs_its_new_lines() {
     assert_eq!(synced["remotes"][0]["name"], "devbox", "{synced:#}");
     let v = search(&h, &sshd, "narwhal rate limiter", &[]);
     assert_eq!(sessions_of(&v)[0].0, DEV_SESSION);
-    let read = synced["index"]["bytes_read"].as_u64().unwrap_or_else(|| panic!("{synced:#}"));
+    let read = synced["index"]["bytes_read"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{synced:#}"));
     // (The append path resumes at the last message before the old end, which may have been split.)
     assert!(
         read >= after - before && read < after && synced["index"]["full_update"] == false,
@@ -182,4 +184,223 @@ fn a_remote_is_synced_searched_by_machine_and_an_append_costs_its_new_lines() {
     assert_eq!(list["this_machine"], "laptop");
     assert_eq!(list["remotes"][0]["status"]["method"], "rsync", "{list:#}");
     assert!(list["remotes"][0]["status"]["last_success"].is_string());
+}
+
+/// A folder of the tools a remote shell needs, without rsync: what a remote without rsync has on its PATH.
+fn path_without_rsync(root: &Path) -> String {
+    let bin = root.join("bin-without-rsync");
+    std::fs::create_dir_all(&bin).unwrap();
+    for tool in [
+        "sh", "find", "wc", "tail", "head", "tr", "cat", "hostname", "uname",
+    ] {
+        let real = ["/usr/bin", "/bin"]
+            .iter()
+            .map(|d| Path::new(d).join(tool))
+            .find(|p| p.exists())
+            .unwrap_or_else(|| panic!("no {tool}"));
+        let _ = std::os::unix::fs::symlink(real, bin.join(tool));
+    }
+    bin.display().to_string()
+}
+
+#[test]
+fn without_rsync_on_the_remote_plain_ssh_copies_appends_and_rewrites() {
+    // The server's sessions get a PATH without rsync.
+    let scratch = tempfile::tempdir().unwrap();
+    let path = path_without_rsync(scratch.path());
+    let Some(sshd) = sshd(Some(&path)) else {
+        return;
+    };
+    let h = laptop(&sshd);
+    let remote_claude = dev_box(&sshd);
+    let out = String::from_utf8(add(&h, &sshd, &remote_claude)).unwrap();
+    assert!(out.contains("by ssh"), "{out}");
+    let rel = Transcript::new(DEV_SESSION, "/home/me/src/app").path(Path::new(""));
+    let copy = h.idx.join("remotes/devbox").join(&rel);
+    let remote_file = remote_claude.join(&rel);
+    assert_eq!(
+        std::fs::read(&copy).unwrap(),
+        std::fs::read(&remote_file).unwrap()
+    );
+    // A subagent's transcript comes too.
+    Transcript::new(DEV_SESSION, "/home/me/src/app")
+        .user("the subagent checked the okapi migration")
+        .write_as_subagent(&remote_claude, DEV_SESSION, "a1");
+    // An append travels as its new bytes and is found.
+    Transcript::new(DEV_SESSION, "/home/me/src/app")
+        .continuing(2)
+        .user("then the dev box added a narwhal rate limiter")
+        .append(&remote_claude);
+    let synced = run_json(ghola(&h, &sshd).args(["remote", "sync", "devbox", "--json"]));
+    assert_eq!(synced["remotes"][0]["method"], "ssh", "{synced:#}");
+    assert_eq!(synced["remotes"][0]["files"], 2, "{synced:#}");
+    assert_eq!(
+        std::fs::read(&copy).unwrap(),
+        std::fs::read(&remote_file).unwrap()
+    );
+    let v = search(&h, &sshd, "narwhal rate limiter", &[]);
+    assert_eq!(sessions_of(&v)[0], (DEV_SESSION.into(), "devbox".into()));
+    let v = search(&h, &sshd, "okapi migration", &[]);
+    assert_eq!(sessions_of(&v)[0].0, DEV_SESSION, "{v:#}");
+    // A transcript rewritten shorter replaces the copy whole; what the index had stays (as for a local one).
+    Transcript::new(DEV_SESSION, "/home/me/src/app")
+        .user("rewritten: the yak shaving plan")
+        .write(&remote_claude);
+    run_ok(ghola(&h, &sshd).args(["remote", "sync"]));
+    assert_eq!(
+        std::fs::read(&copy).unwrap(),
+        std::fs::read(&remote_file).unwrap()
+    );
+    let v = search(&h, &sshd, "yak shaving plan", &[]);
+    assert_eq!(sessions_of(&v)[0].0, DEV_SESSION);
+    // Nothing new: nothing copied.
+    let synced = run_json(ghola(&h, &sshd).args(["remote", "sync", "--json"]));
+    assert_eq!(synced["remotes"][0]["files"], 0, "{synced:#}");
+}
+
+#[test]
+fn a_stopped_server_or_an_unknown_host_key_fails_clearly_and_local_search_goes_on() {
+    let Some(mut sshd) = sshd(None) else { return };
+    let h = laptop(&sshd);
+    let remote_claude = dev_box(&sshd);
+    // A host key ssh does not know: refused without a prompt, with what to do; the remote stays added.
+    let started = std::time::Instant::now();
+    let mut cmd = h.ghola();
+    cmd.env("GHOLA_SSH", sshd.ghola_ssh_unknown_host()).args([
+        "remote",
+        "add",
+        "devbox",
+        "--ssh",
+        &sshd.target(),
+        "--port",
+        &sshd.port.to_string(),
+        "--remote-claude-dir",
+        remote_claude.to_str().unwrap(),
+    ]);
+    run_fails(&mut cmd, "connect once with `ssh");
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    let list = run_json(ghola(&h, &sshd).args(["remote", "list", "--json"]));
+    assert_eq!(list["remotes"][0]["name"], "devbox");
+    assert!(
+        list["remotes"][0]["status"]["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("host key")
+    );
+    // With the key trusted it syncs.
+    run_ok(ghola(&h, &sshd).args(["remote", "sync", "devbox"]));
+    // A remote folder that does not exist is named.
+    let mut other = ghola(&h, &sshd);
+    other.args([
+        "remote",
+        "add",
+        "ci",
+        "--ssh",
+        &sshd.target(),
+        "--port",
+        &sshd.port.to_string(),
+        "--remote-claude-dir",
+        "/no/such/claude",
+    ]);
+    run_fails(&mut other, "there is no /no/such/claude");
+    run_ok(ghola(&h, &sshd).args(["remote", "remove", "ci"]));
+    // The server stops: a clear error within seconds; local search and the synced copy still answer.
+    sshd.stop();
+    let started = std::time::Instant::now();
+    run_fails(
+        ghola(&h, &sshd).args(["remote", "sync"]),
+        "nothing listens for ssh there",
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    let v = search(&h, &sshd, "pelican deploy", &[]);
+    assert_eq!(sessions_of(&v)[0].0, LOCAL_SESSION);
+    let v = search(&h, &sshd, "walrus cache eviction", &[]);
+    assert_eq!(sessions_of(&v)[0].0, DEV_SESSION);
+    let status = run_json(ghola(&h, &sshd).args(["status", "--json"]));
+    assert_eq!(status["machine"], "laptop");
+    assert_eq!(status["remotes"][0]["failures"], 1, "{status:#}");
+    let text = String::from_utf8(run_ok(ghola(&h, &sshd).arg("status"))).unwrap();
+    assert!(text.contains("remote devbox: FAILING"), "{text}");
+}
+
+#[test]
+fn a_path_rule_makes_one_project_and_forget_and_remove_keep_sessions_out() {
+    let Some(sshd) = sshd(None) else { return };
+    let h = laptop(&sshd);
+    let remote_claude = dev_box(&sshd);
+    add(&h, &sshd, &remote_claude);
+    // Two spellings of one checkout: after the rule, the laptop's project scope finds the dev box's session.
+    let scoped = |h: &Home| {
+        run_json(ghola(h, &sshd).args([
+            "search",
+            "walrus cache eviction",
+            "--project",
+            "/Users/me/src/app",
+            "--json",
+            "--no-update",
+        ]))
+    };
+    assert!(
+        sessions_of(&scoped(&h))
+            .iter()
+            .all(|(s, _)| s != DEV_SESSION)
+    );
+    run_ok(ghola(&h, &sshd).args(["remote", "map", "devbox", "/home/me/src", "/Users/me/src"]));
+    assert_eq!(sessions_of(&scoped(&h))[0].0, DEV_SESSION);
+    let projects = run_json(ghola(&h, &sshd).args(["projects", "--json"]));
+    let app: Vec<&Value> = projects["projects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["project"] == "/Users/me/src/app")
+        .collect();
+    assert_eq!(app.len(), 1, "{projects:#}");
+    assert_eq!(app[0]["sessions"], 2);
+    assert_eq!(
+        app[0]["machines"],
+        serde_json::json!(["laptop", "devbox"]),
+        "{projects:#}"
+    );
+    let only = run_json(ghola(&h, &sshd).args(["projects", "--json", "--machine", "devbox"]));
+    assert_eq!(only["projects"][0]["sessions"], 1);
+
+    // Forgetting a remote session deletes ghola's copy and keeps it out of later syncs.
+    run_ok(ghola(&h, &sshd).args(["forget", DEV_SESSION, "--yes"]));
+    let rel = Transcript::new(DEV_SESSION, "/home/me/src/app").path(Path::new(""));
+    assert!(!h.idx.join("remotes/devbox").join(&rel).exists());
+    run_ok(ghola(&h, &sshd).args(["remote", "sync"]));
+    assert!(
+        !h.idx.join("remotes/devbox").join(&rel).exists(),
+        "synced again"
+    );
+    let v = search(&h, &sshd, "walrus cache eviction", &[]);
+    assert!(sessions_of(&v).iter().all(|(s, _)| s != DEV_SESSION));
+
+    // Removing a remote with --forget forgets what it brought.
+    const SECOND: &str = "d0000000-0000-4000-8000-000000000002";
+    Transcript::new(SECOND, "/home/me/src/web")
+        .user("the dev box discussed the ibex queue")
+        .write(&remote_claude);
+    run_ok(ghola(&h, &sshd).args(["remote", "sync"]));
+    assert_eq!(
+        sessions_of(&search(&h, &sshd, "ibex queue", &[]))[0].0,
+        SECOND
+    );
+    run_fails(
+        ghola(&h, &sshd).args(["remote", "remove", "devbox", "--forget"]),
+        "--yes",
+    );
+    run_ok(ghola(&h, &sshd).args(["remote", "remove", "devbox", "--forget", "--yes"]));
+    assert!(sessions_of(&search(&h, &sshd, "ibex queue", &[])).is_empty());
+    assert!(!h.idx.join("remotes/devbox").exists());
+    // A bad name, this machine's name, and a taken name are refused.
+    for (name, why) in [
+        ("a b", "cannot name a remote"),
+        ("laptop", "this machine's own name"),
+    ] {
+        run_fails(
+            ghola(&h, &sshd).args(["remote", "add", name, "--ssh", "x", "--no-sync"]),
+            why,
+        );
+    }
 }

@@ -242,8 +242,27 @@ pub fn status_cmd(index_dir: &Path, claude_dir: &Path, knobs: &Knobs, json: bool
         .filter(|d| d.exists())
         .flat_map(|d| ghola::private::loose(d, 5))
         .collect();
+    // Other machines: each one's last sync, a failing one in a line of its own.
+    let remotes: Vec<(ghola::remote::Remote, ghola::remote::SyncStatus)> =
+        ghola::remote::list(index_dir)
+            .into_iter()
+            .map(|r| {
+                let st = ghola::remote::status(index_dir, &r.name);
+                (r, st)
+            })
+            .collect();
     if json {
         let mut v = serde_json::to_value(&s)?;
+        v["machine"] = serde_json::json!(knobs.machine());
+        v["remotes"] = serde_json::json!(
+            remotes
+                .iter()
+                .map(|(r, st)| serde_json::json!({
+                    "name": r.name, "host": r.host, "last_success": st.last_success,
+                    "last_error": st.last_error, "failures": st.failures,
+                }))
+                .collect::<Vec<_>>()
+        );
         v["readable_by_others"] = serde_json::json!(
             loose
                 .iter()
@@ -260,6 +279,19 @@ pub fn status_cmd(index_dir: &Path, claude_dir: &Path, knobs: &Knobs, json: bool
             );
         }
         println!("index: {}", index_dir.display());
+        println!("machine: {}", knobs.machine());
+        for (r, st) in &remotes {
+            match (&st.last_error, &st.last_success) {
+                (Some(e), _) => {
+                    println!("remote {}: FAILING ({} in a row): {e}", r.name, st.failures)
+                }
+                (None, Some(t)) => println!("remote {}: synced {t}", r.name),
+                (None, None) => println!(
+                    "remote {}: never synced (`ghola remote sync {}`)",
+                    r.name, r.name
+                ),
+            }
+        }
         println!(
             "projects {} · sessions {} · messages {} ({} not embedded yet) · chunks {}",
             s.projects, s.sessions, s.messages, s.messages_waiting, s.chunks

@@ -182,6 +182,26 @@ pub fn forget(
     // The archive.
     let mut a = ArchiveWriter::open(dir)?;
     out.archive_bytes_reclaimed = a.forget_sessions(sessions)?;
+    // ghola's copies of other machines' transcripts (the next syncs leave them out).
+    for m in super::machines::list(dir) {
+        for s in crate::transcript::discover(&m.dir).sessions {
+            if sessions.contains(&s.session_id) {
+                for f in s.all_files() {
+                    fs_err::remove_file(&f).or_else(|e| {
+                        if e.kind() == std::io::ErrorKind::NotFound {
+                            Ok(())
+                        } else {
+                            Err(e)
+                        }
+                    })?;
+                }
+                let folder = s.project_dir.join(&s.session_id);
+                if folder.is_dir() {
+                    fs_err::remove_dir_all(&folder)?;
+                }
+            }
+        }
+    }
     Ok(out)
 }
 
