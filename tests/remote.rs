@@ -404,3 +404,93 @@ fn a_path_rule_makes_one_project_and_forget_and_remove_keep_sessions_out() {
         );
     }
 }
+
+#[test]
+fn a_sync_killed_midway_is_finished_by_the_next_with_nothing_lost_or_doubled() {
+    let Some(sshd) = sshd(None) else { return };
+    let h = laptop(&sshd);
+    let remote_claude = sshd.root().join("devbox-claude");
+    // 20 MB in 200 messages, sent through a link slowed to about 6 MB/s, so the kill lands mid-copy.
+    let filler = "the quick brown fox jumps over the lazy dog ".repeat(2300);
+    let mut t = Transcript::new(DEV_SESSION, "/home/me/src/app");
+    for i in 0..200 {
+        t = t.user(&format!("message marker{i} {filler}"));
+    }
+    let remote_file = t.write(&remote_claude);
+    let slow = sshd.root().join("slow-ssh");
+    std::fs::write(
+        &slow,
+        format!(
+            "#!/bin/sh\n{} \"$@\" | python3 -u -c 'import sys,time\nwhile True:\n b=sys.stdin.buffer.read1(65536)\n if not b: break\n sys.stdout.buffer.write(b); sys.stdout.buffer.flush(); time.sleep(0.01)'\n",
+            sshd.ghola_ssh()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&slow, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    // Words only (no model): the test is about the copy.
+    let words_only = |c: &mut Command| {
+        c.env("HF_HUB_OFFLINE", "1")
+            .env("HF_HUB_CACHE", sshd.root().join("no-model"))
+            .env("GHOLA_SSH", &slow);
+    };
+    let mut cmd = h.ghola();
+    words_only(&mut cmd);
+    run_ok(cmd.args([
+        "remote",
+        "add",
+        "devbox",
+        "--ssh",
+        &sshd.target(),
+        "--port",
+        &sshd.port.to_string(),
+        "--remote-claude-dir",
+        remote_claude.to_str().unwrap(),
+        "--no-sync",
+    ]));
+    let mut cmd = h.ghola();
+    words_only(&mut cmd);
+    let mut child = cmd
+        .args(["remote", "sync", "--json"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let copy = h.idx.join("remotes/devbox/projects").join(
+        remote_file
+            .strip_prefix(remote_claude.join("projects"))
+            .unwrap(),
+    );
+    common::wait_for(
+        "the copy to start",
+        std::time::Duration::from_secs(30),
+        || std::fs::metadata(&copy).is_ok_and(|m| m.len() > 0),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = child.wait();
+    let partial = std::fs::metadata(&copy).map_or(0, |m| m.len());
+    let whole = std::fs::metadata(&remote_file).unwrap().len();
+    assert!(
+        partial < whole,
+        "the kill came after the copy ({partial} of {whole})"
+    );
+    // The next sync finishes it: the copy is the remote's file, every message indexed once.
+    let mut cmd = h.ghola();
+    words_only(&mut cmd);
+    run_json(cmd.args(["remote", "sync", "--json"]));
+    assert_eq!(
+        std::fs::read(&copy).unwrap(),
+        std::fs::read(&remote_file).unwrap()
+    );
+    let sessions =
+        run_json(
+            h.ghola()
+                .args(["sessions", "--json", "--global", "--machine", "devbox"]),
+        );
+    assert_eq!(sessions["sessions"][0]["messages"], 200, "{sessions:#}");
+    let mut cmd = h.ghola();
+    words_only(&mut cmd);
+    let v = run_json(cmd.args(["search", "marker199", "--global", "--json", "--no-update"]));
+    assert_eq!(sessions_of(&v)[0].0, DEV_SESSION);
+    assert_eq!(v["total_matches"], 1, "{v:#}");
+}
