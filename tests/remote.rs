@@ -494,3 +494,101 @@ fn a_sync_killed_midway_is_finished_by_the_next_with_nothing_lost_or_doubled() {
     assert_eq!(sessions_of(&v)[0].0, DEV_SESSION);
     assert_eq!(v["total_matches"], 1, "{v:#}");
 }
+
+#[test]
+fn the_mcp_server_syncs_in_the_background_filters_by_machine_and_says_when_one_is_down() {
+    let Some(mut sshd) = sshd(None) else { return };
+    let h = laptop(&sshd);
+    std::fs::write(
+        h.config(),
+        "machine = \"laptop\"\n[remote]\nsync_minutes = 1\n",
+    )
+    .unwrap();
+    let remote_claude = dev_box(&sshd);
+    run_ok(ghola(&h, &sshd).args([
+        "remote",
+        "add",
+        "devbox",
+        "--ssh",
+        &sshd.target(),
+        "--port",
+        &sshd.port.to_string(),
+        "--remote-claude-dir",
+        remote_claude.to_str().unwrap(),
+        "--no-sync",
+    ]));
+    let (ssh, config, notes) = (sshd.ghola_ssh(), h.config(), h.notes.clone());
+    let mut c = common::mcp_client::Client::start(
+        &h.claude,
+        &h.idx,
+        &[
+            ("GHOLA_SSH", ssh.as_str()),
+            ("GHOLA_CONFIG", config.to_str().unwrap()),
+            ("GHOLA_NOTES_DIR", notes.to_str().unwrap()),
+            ("CLAUDE_PROJECT_DIR", "/Users/me/src/app"),
+        ],
+    );
+    // The server syncs the never-synced remote on its own, and indexes what it brought.
+    let mut id = 10;
+    let mut text = String::new();
+    common::wait_for(
+        "the background sync",
+        std::time::Duration::from_secs(60),
+        || {
+            id += 1;
+            let (_, t) = c.call(
+                id,
+                "search_global_history",
+                serde_json::json!({"query": "walrus cache eviction"}),
+            );
+            text = t;
+            text.contains("on devbox")
+        },
+    );
+    assert!(text.contains("/home/me/src/app · on devbox"), "{text}");
+    // machines=[…] keeps to the named machines; an unknown name is an error naming the machines there are.
+    let (_, t) = c.call(
+        50,
+        "search_global_history",
+        serde_json::json!({"query": "walrus cache eviction", "machines": ["laptop"]}),
+    );
+    assert!(!t.contains("on devbox"), "{t}");
+    let (is_error, t) = c.call(
+        51,
+        "search_global_history",
+        serde_json::json!({"query": "walrus", "machines": ["nas"]}),
+    );
+    assert!(is_error && t.contains("laptop, devbox"), "{t}");
+    let (_, t) = c.call(
+        52,
+        "search_global_history",
+        serde_json::json!({"query": "walrus cache eviction", "format": "json"}),
+    );
+    let v: Value = serde_json::from_str(&t).unwrap();
+    assert_eq!(
+        v["results"][0]["matched_message"]["machine"], "devbox",
+        "{v:#}"
+    );
+    let (_, t) = c.call(
+        53,
+        "duncan_list_sessions",
+        serde_json::json!({"mode": "global", "machines": ["devbox"]}),
+    );
+    let v: Value = serde_json::from_str(&t).unwrap();
+    assert_eq!(v["total"], 1, "{v:#}");
+    assert_eq!(v["sessions"][0]["machine"], "devbox");
+    let (_, t) = c.call(54, "duncan_projects", serde_json::json!({}));
+    assert!(t.contains("\"devbox\"") && t.contains("\"laptop\""), "{t}");
+    // A remote that is down is one line in the answer (its sessions still answer).
+    sshd.stop();
+    run_fails(ghola(&h, &sshd).args(["remote", "sync"]), "nothing listens");
+    let (_, t) = c.call(
+        55,
+        "search_global_history",
+        serde_json::json!({"query": "walrus cache eviction"}),
+    );
+    assert!(
+        t.contains("machine devbox could not be synced") && t.contains("on devbox"),
+        "{t}"
+    );
+}

@@ -24,6 +24,8 @@ fn config(claude: &Path, idx: &Path) -> ServiceConfig {
         update: UpdateOptions::default(),
         poll_seconds: 1,
         machine: "here".into(),
+        remote_sync: None,
+        ssh_command: None,
     }
 }
 

@@ -52,6 +52,9 @@ impl Knobs {
             update: self.update,
             poll_seconds: DEFAULT_POLL_SECONDS,
             machine: self.machine(),
+            remote_sync: (self.settings.remote_sync_minutes > 0)
+                .then(|| std::time::Duration::from_secs(self.settings.remote_sync_minutes * 60)),
+            ssh_command: self.env.ssh_command.clone(),
         }
     }
 

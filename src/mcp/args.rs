@@ -61,6 +61,9 @@ pub struct SearchArgs {
     /// "text" (default: compact, one header per hit and its lines) or "json" (every field, as `ghola search
     /// --json`).
     pub format: Option<String>,
+    /// Only what was recorded on these machines (names as results give them, when the history holds more than
+    /// one machine's). Default: every machine.
+    pub machines: Option<Vec<String>>,
 }
 
 /// A session read's page by default, and at most (get_session_detail).
@@ -114,6 +117,8 @@ pub struct ListArgs {
     pub offset: Option<i64>,
     /// Only sessions active this recently: an age ("90m", "12h", "3d", "2w") or a date ("2026-11-01").
     pub since: Option<String>,
+    /// Only sessions recorded on these machines. Default: every machine.
+    pub machines: Option<Vec<String>>,
 }
 
 /// Arguments of duncan_projects (all optional).
@@ -123,6 +128,8 @@ pub struct PageArgs {
     pub limit: Option<i64>,
     /// Projects to skip (default 0).
     pub offset: Option<i64>,
+    /// Only projects with sessions recorded on these machines (and only those sessions counted).
+    pub machines: Option<Vec<String>>,
 }
 
 /// Arguments of project_notes.

@@ -145,6 +145,7 @@ impl GholaServer {
     pub fn new(cfg: ServeConfig) -> Self {
         let history = HistoryService::new(cfg.history.clone());
         history.keep_fresh();
+        history.keep_remotes_fresh();
         Self {
             cfg: Arc::new(cfg),
             history,
@@ -403,9 +404,38 @@ impl GholaServer {
             let offset = non_negative(a.offset, "offset", 0)?;
             let limit = non_negative(a.limit, "limit", args::PROJECTS_PAGE)?
                 .clamp(1, args::MAX_PROJECTS_PAGE);
-            let all = me.history.listing().projects();
+            let machines = me
+                .history
+                .known_machines(&a.machines.unwrap_or_default(), "machines")
+                .map_err(|e| e.to_string())?;
+            let this = me.history.config().machine.clone();
+            let several = me.history.machines().len() > 1;
+            let held = me.history.listing();
+            let all = if machines.is_empty() {
+                held.projects()
+            } else {
+                let mut l = (*held).clone();
+                l.retain_machines(|m| machines.iter().any(|x| x == m.unwrap_or(&this)));
+                l.projects()
+            };
             let total = all.len();
-            let page: Vec<_> = all.into_iter().skip(offset).take(limit).collect();
+            let page: Vec<serde_json::Value> = all
+                .into_iter()
+                .skip(offset)
+                .take(limit)
+                .map(|p| {
+                    let mut v = serde_json::to_value(&p).unwrap_or_default();
+                    if several {
+                        v["machines"] = serde_json::json!(
+                            p.machines
+                                .iter()
+                                .map(|m| m.as_deref().unwrap_or(&this))
+                                .collect::<Vec<_>>()
+                        );
+                    }
+                    v
+                })
+                .collect();
             let v = serde_json::json!({"projects": page, "total": total, "offset": offset,
                 "has_more": offset + limit < total});
             Ok(bounded(v, "projects", offset))
@@ -417,7 +447,7 @@ impl GholaServer {
     #[tool(
         description = "List past Claude Code sessions, newest first, with title, time range, message and \
         window counts: mode \"project\" (default, the current project) or \"global\"; since=\"3d\" (or a date) \
-        keeps the sessions active since then."
+        keeps the sessions active since then; machines=[…] keeps those recorded on the named machines."
     )]
     async fn duncan_list_sessions(&self, Parameters(a): Parameters<ListArgs>) -> CallToolResult {
         let me = self.clone();
@@ -440,17 +470,33 @@ impl GholaServer {
                 .map(|s| search::parse_since(s, "since", chrono::Utc::now()))
                 .transpose()
                 .map_err(|e| e.to_string())?;
+            let machines = me
+                .history
+                .known_machines(&a.machines.unwrap_or_default(), "machines")
+                .map_err(|e| e.to_string())?;
+            let this = me.history.config().machine.clone();
+            let several = me.history.machines().len() > 1;
             let (page, total) = {
                 let l = me.history.listing();
                 let mut list = l.sessions_in(project.as_deref());
                 if let Some(since) = since {
                     list.retain(|s| s.active_since(since));
                 }
+                if !machines.is_empty() {
+                    list.retain(|s| machines.contains(s.machine.as_ref().unwrap_or(&this)));
+                }
                 let page: Vec<catalog::SessionSummary> = list
                     .iter()
                     .skip(offset)
                     .take(limit)
-                    .map(|s| (*s).clone())
+                    .map(|s| {
+                        let mut s = (*s).clone();
+                        // Sessions name their machine once there is more than one.
+                        if several && s.machine.is_none() {
+                            s.machine = Some(this.clone());
+                        }
+                        s
+                    })
                     .collect();
                 (page, list.len())
             };

@@ -46,6 +46,7 @@ impl GholaServer {
         r.session = a.session_id.as_deref().and_then(SessionChoice::parse);
         r.format = choice(a.format.as_deref())?;
         r.grouping = choice(a.group_by.as_deref())?;
+        r.machines = a.machines.unwrap_or_default();
         Ok(r)
     }
 

@@ -111,6 +111,9 @@ pub fn render(resp: &SearchResponse) -> String {
             let _ = write!(out, "{stamp} · ");
         }
         let _ = write!(out, "{}", m.project);
+        if resp.several_machines && !m.machine.is_empty() {
+            let _ = write!(out, " · on {}", m.machine);
+        }
         if let Some(b) = &m.git_branch {
             let _ = write!(out, " · {b}");
         }
@@ -220,6 +223,7 @@ mod tests {
             ],
         };
         SearchResponse {
+            several_machines: false,
             results: vec![hit],
             query: "queue broker".into(),
             total_matches: 4,

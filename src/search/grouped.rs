@@ -26,6 +26,9 @@ pub struct Snippet {
 pub struct SessionGroup {
     pub session_id: String,
     pub project: String,
+    /// The machine it was recorded on, when the history holds more than one.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub machine: String,
     pub git_branch: Option<String>,
     pub title: Option<String>,
     /// The session's first and last message (from its listing when known, else its hits').
@@ -62,6 +65,11 @@ pub fn by_session(
                 groups.push(SessionGroup {
                     session_id: m.session_id.clone(),
                     project: m.project.clone(),
+                    machine: if resp.several_machines {
+                        m.machine.clone()
+                    } else {
+                        String::new()
+                    },
                     git_branch: m.git_branch.clone(),
                     title: f.title,
                     first_timestamp: f.first_timestamp,
@@ -126,6 +134,9 @@ pub fn render(query: &str, groups: &[SessionGroup], offset: usize, limit: usize)
             super::compact::short(&g.session_id),
             g.project
         );
+        if !g.machine.is_empty() {
+            let _ = write!(out, " · on {}", g.machine);
+        }
         if let Some(b) = &g.git_branch {
             let _ = write!(out, " · {b}");
         }
@@ -224,6 +235,7 @@ mod tests {
             ));
         }
         let resp = SearchResponse {
+            several_machines: false,
             results,
             query: "cache".into(),
             total_matches: 6,

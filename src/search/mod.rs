@@ -493,6 +493,7 @@ pub fn search_with_vector(
         })
         .collect();
     let mut resp = SearchResponse {
+        several_machines: false,
         results,
         query: p.query.clone(),
         total_matches: total,

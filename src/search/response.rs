@@ -106,6 +106,9 @@ pub struct SearchResponse {
     pub index: IndexInfo,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The history holds more than one machine's sessions: the text forms name each hit's machine.
+    #[serde(skip)]
+    pub several_machines: bool,
 }
 
 /// Cuts `text` to about `max` characters around the first occurrence of any of `terms` (lowercase), marking
@@ -325,6 +328,7 @@ mod bound_tests {
             })
             .collect();
         let mut resp = SearchResponse {
+            several_machines: false,
             results,
             query: "word".into(),
             total_matches: 10,

@@ -47,6 +47,10 @@ pub struct ServiceConfig {
     pub poll_seconds: u64,
     /// What this machine is called in results (`machine` in the settings, else its host name).
     pub machine: String,
+    /// How often the freshness loop syncs the remotes (`[remote] sync_minutes`; `None`: never).
+    pub remote_sync: Option<Duration>,
+    /// `GHOLA_SSH`, for those syncs.
+    pub ssh_command: Option<String>,
 }
 
 /// Why the service could not answer, and whose fault it is: [`ServiceError::is_user_error`] tells a front end
@@ -358,6 +362,7 @@ impl HistoryService {
             source,
         })?;
         let mut resp = search::search(&snap, self.embedder(), &p)?;
+        resp.several_machines = self.machines().len() > 1;
         if self.report_pending.load(Ordering::SeqCst) {
             resp.index.pending_files = index::pending_files(&snap, &self.cfg.claude_dir);
         }
@@ -449,7 +454,81 @@ impl HistoryService {
         if untold > 0 {
             notes.push(credentials_note(untold));
         }
+        notes.extend(self.remote_notes());
         notes
+    }
+
+    /// One line per remote whose last sync failed: its sessions are as of its last good sync.
+    pub fn remote_notes(&self) -> Vec<String> {
+        crate::remote::list(&self.cfg.index_dir)
+            .into_iter()
+            .filter_map(|r| {
+                let st = crate::remote::status(&self.cfg.index_dir, &r.name);
+                let e = st.last_error?;
+                Some(format!(
+                    "machine {} could not be synced ({e}); its sessions are as of {}",
+                    r.name,
+                    st.last_success
+                        .as_deref()
+                        .unwrap_or("never (none synced yet)")
+                ))
+            })
+            .collect()
+    }
+
+    /// Syncs the remotes that are due (their interval passed, and after failures their growing pause), then
+    /// updates the index when one brought something. Never waits on a sync another process runs.
+    pub fn sync_remotes_due(&self, every: Duration) {
+        let now = chrono::Utc::now();
+        let opts = crate::remote::sync::SyncOptions {
+            ssh_command: self.cfg.ssh_command.clone(),
+            progress: false,
+            local_claude_dir: self.cfg.claude_dir.clone(),
+            wait: false,
+        };
+        let mut brought = false;
+        for r in crate::remote::list(&self.cfg.index_dir) {
+            let st = crate::remote::status(&self.cfg.index_dir, &r.name);
+            let since_last = st
+                .last_attempt
+                .as_deref()
+                .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+                .and_then(|t| now.signed_duration_since(t).to_std().ok());
+            let due = since_last.is_none_or(|d| d >= every)
+                && crate::remote::sync::backoff_over(&st, every, now);
+            if !due {
+                continue;
+            }
+            match crate::remote::sync::sync(&self.cfg.index_dir, &r.name, &opts) {
+                Ok(rep) => brought |= rep.files > 0,
+                Err(crate::remote::RemoteError::Busy { .. }) => {}
+                Err(e) => tracing::warn!("{e}"),
+            }
+        }
+        if brought {
+            self.invalidate_listing();
+            self.update_once(true);
+        }
+    }
+
+    /// Starts the background sync of the remotes, when the configuration asks for one: a look each minute at
+    /// which are due, never in the way of an answer.
+    pub fn keep_remotes_fresh(self: &Arc<Self>) {
+        let Some(every) = self.cfg.remote_sync else {
+            return;
+        };
+        let me = self.clone();
+        let spawned = std::thread::Builder::new()
+            .name("ghola-remotes".into())
+            .spawn(move || {
+                loop {
+                    me.sync_remotes_due(every);
+                    std::thread::sleep(every.min(Duration::from_secs(60)));
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!("could not start the remote sync thread: {e}");
+        }
     }
 
     /// One update with whatever model is loaded (`wait`: for another writer), keyword-first; a failure is
