@@ -592,3 +592,45 @@ fn the_mcp_server_syncs_in_the_background_filters_by_machine_and_says_when_one_i
         "{t}"
     );
 }
+
+#[test]
+fn the_browser_has_a_machine_facet_and_names_each_sessions_machine() {
+    let Some(sshd) = sshd(None) else { return };
+    let h = laptop(&sshd);
+    let remote_claude = dev_box(&sshd);
+    add(&h, &sshd, &remote_claude);
+    let ui = common::browser::Ui::start(h.ghola());
+    let login = ui.log_in();
+    let get = |path: &str| {
+        let raw = common::browser::http_get(login.addr, &login.host, path, &login.cookie).unwrap();
+        assert!(raw.starts_with("HTTP/1.1 200"), "{path}: {raw}");
+        raw
+    };
+    let page = get("/search?q=walrus+cache+eviction");
+    assert!(page.contains("<select name=machine"), "no facet");
+    assert!(
+        page.contains("<option value=\"devbox\">devbox</option>"),
+        "{page}"
+    );
+    assert!(
+        page.contains("on <span class=machine>devbox</span>"),
+        "{page}"
+    );
+    let page = get("/search?q=walrus+cache+eviction&machine=laptop");
+    assert!(
+        !page.contains("<span class=machine>devbox</span>"),
+        "{page}"
+    );
+    assert!(
+        page.contains("<option value=\"laptop\" selected>"),
+        "the form keeps the choice"
+    );
+    let page = get("/projects");
+    assert!(
+        page.contains("<td class=machine>devbox</td>")
+            && page.contains("<td class=machine>laptop</td>"),
+        "{page}"
+    );
+    let page = get(&format!("/session/{DEV_SESSION}"));
+    assert!(page.contains("recorded on devbox"), "{page}");
+}

@@ -12,9 +12,13 @@ use std::fmt::Write;
 /// The session page's body. `at`: the message to open at; `csrf`: for the forget button.
 pub fn page(s: &Session, at: Option<&str>, csrf: &str) -> String {
     let mut body = format!(
-        "<h1>{}</h1><p class=meta>{} · session {}{} · {} window(s) · {} message(s)</p>",
+        "<h1>{}</h1><p class=meta>{}{} · session {}{} · {} window(s) · {} message(s)</p>",
         escape(s.title.as_deref().unwrap_or("(untitled session)")),
         escape(&s.project),
+        s.machine
+            .as_deref()
+            .map(|m| format!(" · recorded on {}", escape(m)))
+            .unwrap_or_default(),
         escape(&s.session_id),
         if s.archived {
             " · archived: Claude Code deleted the transcript; this is ghola's copy"

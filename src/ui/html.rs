@@ -139,6 +139,10 @@ pub struct Filters<'a> {
     pub no_subagents: bool,
     /// Results folded by session.
     pub grouped: bool,
+    /// The machine chosen ("" for every one).
+    pub machine: &'a str,
+    /// The machines to choose from; empty when the history holds one (no facet then).
+    pub machines: &'a [String],
 }
 
 /// [`layout`] with the search form's filters filled in.
@@ -156,7 +160,7 @@ pub fn layout_with(title: &str, f: &Filters, body: &str) -> String {
          size=12><input name=after value=\"{}\" placeholder=\"after: 2026-11-01\" size=10><input name=before \
          value=\"{}\" placeholder=\"before\" size=10><label><input type=checkbox name=group value=session{}> by \
          session</label>\
-         <label><input type=checkbox name=subagents value=0{}> no subagents</label><button>search</button></form>\
+         <label><input type=checkbox name=subagents value=0{}> no subagents</label>{}<button>search</button></form>\
          <div id=results>{}</div></main></body></html>",
         escape(title),
         escape(f.query),
@@ -166,8 +170,29 @@ pub fn layout_with(title: &str, f: &Filters, body: &str) -> String {
         escape(f.before),
         checked(f.grouped),
         checked(f.no_subagents),
+        machine_facet(f),
         controls_visible(body),
     )
+}
+
+/// The machine choice of the search form, when there is more than one machine.
+fn machine_facet(f: &Filters) -> String {
+    if f.machines.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "<select name=machine aria-label=machine><option value=\"\">every machine</option>",
+    );
+    for m in f.machines {
+        let selected = if m == f.machine { " selected" } else { "" };
+        out.push_str(&format!(
+            "<option value=\"{}\"{selected}>{}</option>",
+            escape(m),
+            escape(m)
+        ));
+    }
+    out.push_str("</select>");
+    out
 }
 
 /// The hidden field every state-changing form carries: the server's CSRF token, which a page of another

@@ -48,9 +48,10 @@ pub fn flat(resp: &SearchResponse, terms: &[String]) -> String {
             .map_or("", |t| t.get(..10).unwrap_or(t));
         let _ = write!(
             body,
-            "<div class=hit><div class=meta>{} · {}{} · <a class=open href=\"{}\">session {}</a> · window {} · \
+            "<div class=hit><div class=meta>{}{} · {}{} · <a class=open href=\"{}\">session {}</a> · window {} · \
              score {:.2}</div>",
             escape(&m.project),
+            on_machine(resp.several_machines, &m.machine),
             escape(date),
             branch(m.git_branch.as_deref()),
             hit_link(&m.session_id, &m.uuid),
@@ -86,10 +87,11 @@ pub fn grouped(resp: &SearchResponse, groups: &[SessionGroup], terms: &[String])
         let _ = write!(
             body,
             "<div class=hit><div><a class=open href=\"/session/{}\"><strong>{}</strong></a></div>\
-             <div class=meta>{} · {} → {}{} · {} match(es) · best {:.2}</div>",
+             <div class=meta>{}{} · {} → {}{} · {} match(es) · best {:.2}</div>",
             url_part(&g.session_id),
             escape(g.title.as_deref().unwrap_or(&g.session_id)),
             escape(&g.project),
+            on_machine(!g.machine.is_empty(), &g.machine),
             escape(&day(&g.first_timestamp)),
             escape(&day(&g.last_timestamp)),
             branch(g.git_branch.as_deref()),
@@ -109,4 +111,13 @@ pub fn grouped(resp: &SearchResponse, groups: &[SessionGroup], terms: &[String])
         body.push_str("</div>");
     }
     body
+}
+
+/// ` · on <machine>` when results name their machine (the history holds more than one).
+fn on_machine(shown: bool, machine: &str) -> String {
+    if shown && !machine.is_empty() {
+        format!(" · on <span class=machine>{}</span>", escape(machine))
+    } else {
+        String::new()
+    }
 }

@@ -88,6 +88,8 @@ pub(super) struct SearchQuery {
     subagents: Option<String>,
     group: Option<String>,
     part: Option<String>,
+    /// One machine's messages only (the facet shown when the history holds several).
+    machine: Option<String>,
 }
 
 pub(super) async fn search(State(app): State<Arc<App>>, Query(q): Query<SearchQuery>) -> Response {
@@ -96,12 +98,19 @@ pub(super) async fn search(State(app): State<Arc<App>>, Query(q): Query<SearchQu
     let no_subagents = q.subagents.as_deref() == Some("0");
     let only_results = q.part.as_deref() == Some("results");
     let text = |v: &Option<String>| v.clone().unwrap_or_default();
-    let (project, since, after, before) = (
+    let (project, since, after, before, machine) = (
         text(&q.project),
         text(&q.since),
         text(&q.after),
         text(&q.before),
+        text(&q.machine),
     );
+    let machines = {
+        let h = app.history.clone();
+        tokio::task::spawn_blocking(move || h.machines())
+            .await
+            .unwrap_or_default()
+    };
     let run = {
         let query = query.clone();
         move || -> Made {
@@ -121,6 +130,11 @@ pub(super) async fn search(State(app): State<Arc<App>>, Query(q): Query<SearchQu
             };
             (r.project, r.after, r.before, r.since) = (q.project, q.after, q.before, q.since);
             r.include_subagents = !no_subagents;
+            r.machines = q
+                .machine
+                .into_iter()
+                .filter(|m| !m.trim().is_empty())
+                .collect();
             let found = app.history.search(&r).map_err(|e| {
                 if e.is_user_error() {
                     bad(e)
@@ -158,6 +172,8 @@ pub(super) async fn search(State(app): State<Arc<App>>, Query(q): Query<SearchQu
         before: &before,
         no_subagents,
         grouped,
+        machine: &machine,
+        machines: if machines.len() > 1 { &machines } else { &[] },
     };
     let title = if query.is_empty() { "search" } else { &query };
     (status, Html(html::layout_with(title, &filters, &body))).into_response()
@@ -166,7 +182,11 @@ pub(super) async fn search(State(app): State<Arc<App>>, Query(q): Query<SearchQu
 pub(super) async fn projects(State(app): State<Arc<App>>) -> Response {
     page("sessions".into(), move || {
         let l = app.history.listing();
-        Ok(sessions::page(&l.sessions.iter().collect::<Vec<_>>()))
+        let this = app.history.config().machine.clone();
+        Ok(sessions::page(
+            &l.sessions.iter().collect::<Vec<_>>(),
+            &this,
+        ))
     })
     .await
 }

@@ -15,7 +15,8 @@ const LABEL: f64 = 220.0;
 const ROW: f64 = 18.0;
 
 /// The sessions of `sessions`, by project (projects in name order, sessions newest first).
-pub fn page(sessions: &[&Listed]) -> String {
+pub fn page(sessions: &[&Listed], this_machine: &str) -> String {
+    let several = sessions.iter().any(|l| l.summary.machine.is_some());
     let mut by: BTreeMap<&str, Vec<&Listed>> = BTreeMap::new();
     for l in sessions {
         by.entry(l.summary.project.as_str()).or_default().push(l);
@@ -34,17 +35,26 @@ pub fn page(sessions: &[&Listed]) -> String {
     for (n, (project, list)) in by.iter().enumerate() {
         let _ = write!(
             body,
-            "<h2 id=\"p-{n}\">{}</h2><table><tr><th>session</th><th>from</th><th>to</th><th>messages</th>\
+            "<h2 id=\"p-{n}\">{}</h2><table><tr><th>session</th>{}<th>from</th><th>to</th><th>messages</th>\
              <th></th></tr>",
-            escape(project)
+            escape(project),
+            if several { "<th>machine</th>" } else { "" }
         );
         for l in list {
             let s = &l.summary;
             let _ = write!(
                 body,
-                "<tr><td><a href=\"{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                "<tr><td><a href=\"{}\">{}</a></td>{}<td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 session_href(&s.session_id),
                 escape(s.title.as_deref().unwrap_or(&s.session_id)),
+                if several {
+                    format!(
+                        "<td class=machine>{}</td>",
+                        escape(s.machine.as_deref().unwrap_or(this_machine))
+                    )
+                } else {
+                    String::new()
+                },
                 minute(s.first_timestamp),
                 minute(s.last_timestamp),
                 l.all_messages,
