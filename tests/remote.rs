@@ -157,6 +157,10 @@ fn a_remote_is_synced_searched_by_machine_and_an_append_costs_its_new_lines() {
         .find(|s| s["session_id"] == DEV_SESSION)
         .unwrap_or_else(|| panic!("{sessions:#}"));
     assert_eq!(dev["machine"], "devbox");
+    let shown = run_json(ghola(&h, &sshd).args(["show", DEV_SESSION, "--json"]));
+    assert_eq!(shown["machine"], "devbox");
+    let shown = String::from_utf8(run_ok(ghola(&h, &sshd).args(["show", DEV_SESSION]))).unwrap();
+    assert!(shown.contains("recorded on devbox"), "{shown}");
 
     // An append on the remote is found after the next sync, and the index reads only the new lines.
     let before = std::fs::metadata(remote_claude.join(&rel)).unwrap().len();
@@ -577,6 +581,13 @@ fn the_mcp_server_syncs_in_the_background_filters_by_machine_and_says_when_one_i
     let v: Value = serde_json::from_str(&t).unwrap();
     assert_eq!(v["total"], 1, "{v:#}");
     assert_eq!(v["sessions"][0]["machine"], "devbox");
+    let (_, t) = c.call(
+        56,
+        "get_session_detail",
+        serde_json::json!({"session_id": DEV_SESSION}),
+    );
+    let v: Value = serde_json::from_str(&t).unwrap();
+    assert_eq!(v["machine"], "devbox", "{v:#}");
     let (_, t) = c.call(54, "duncan_projects", serde_json::json!({}));
     assert!(t.contains("\"devbox\"") && t.contains("\"laptop\""), "{t}");
     // A remote that is down is one line in the answer (its sessions still answer).

@@ -293,7 +293,7 @@ pub fn show(claude_dir: &Path, index_dir: &Path, session: &str, opts: ShowOption
     if json {
         serde_json::to_writer_pretty(
             &mut out,
-            &json!({"session_id": s.session_id, "project": s.project, "title": s.title,
+            &json!({"session_id": s.session_id, "project": s.project, "machine": s.machine, "title": s.title,
                     "windows": s.windows, "archived": s.archived, "messages": messages}),
         )?;
         writeln!(out)?;
@@ -306,9 +306,13 @@ pub fn show(claude_dir: &Path, index_dir: &Path, session: &str, opts: ShowOption
 fn write_conversation(out: &mut impl Write, s: &Session, messages: &[&Message]) -> Result<()> {
     writeln!(
         out,
-        "Session {}  ({}){}",
+        "Session {}  ({}){}{}",
         s.session_id,
         s.project,
+        s.machine
+            .as_deref()
+            .map(|m| format!("  recorded on {m}"))
+            .unwrap_or_default(),
         if s.archived {
             "  [archived: Claude Code deleted the transcript; read from ghola's copy]"
         } else {

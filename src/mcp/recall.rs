@@ -181,9 +181,12 @@ impl GholaServer {
                     "is_compact_summary": m.is_compact_summary, "parts": m.parts})
             })
             .collect();
-        let v = serde_json::json!({"session_id": s.session_id, "project": s.project, "title": s.title,
+        let mut v = serde_json::json!({"session_id": s.session_id, "project": s.project, "title": s.title,
             "windows": s.windows, "archived": s.archived, "total_messages": msgs.len(), "offset": start,
             "has_more": start + count < msgs.len(), "messages": page});
+        if let Some(m) = &s.machine {
+            v["machine"] = serde_json::json!(m);
+        }
         Ok(bounded(v, "messages", start))
     }
 }
