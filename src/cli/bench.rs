@@ -310,7 +310,7 @@ fn median(xs: &[f64]) -> f64 {
 }
 
 /// The CPU's model name (Linux's /proc/cpuinfo; "unknown" elsewhere), for figures that name their machine.
-fn cpu_name() -> String {
+pub fn cpu_name() -> String {
     std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|s| {

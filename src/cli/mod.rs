@@ -6,6 +6,8 @@ pub mod bench;
 #[cfg(feature = "bench")]
 mod bench_listing;
 #[cfg(feature = "bench")]
+mod bench_remote;
+#[cfg(feature = "bench")]
 mod bench_scale;
 #[cfg(feature = "bench")]
 mod bench_ui;
@@ -196,6 +198,19 @@ pub enum BenchKind {
     Ui {
         #[arg(long, default_value_t = 100_000)]
         messages: usize,
+        #[arg(long, default_value_os_t = std::env::temp_dir().join("ghola-bench"))]
+        work: PathBuf,
+    },
+    /// A remote's sync over a real SSH server (a loopback sshd that sees `--work`): the first copy of N
+    /// transcript files, a sync with nothing new, one after a single append — by rsync and by plain ssh.
+    Remote {
+        /// `[user@]host` of the server (`GHOLA_SSH` sets the ssh command).
+        #[arg(long)]
+        ssh: String,
+        #[arg(long)]
+        port: Option<u16>,
+        #[arg(long, default_value_t = 10_000)]
+        files: usize,
         #[arg(long, default_value_os_t = std::env::temp_dir().join("ghola-bench"))]
         work: PathBuf,
     },
@@ -433,6 +448,21 @@ fn run_bench(
         }
         BenchKind::Hook { messages, work } => bench_scale::hook_bench(&work, messages),
         BenchKind::Ui { messages, work } => bench_ui::ui_bench(&work, messages),
+        BenchKind::Remote {
+            ssh,
+            port,
+            files,
+            work,
+        } => {
+            std::fs::create_dir_all(&work)?;
+            bench_remote::remote_bench(
+                &ssh,
+                port,
+                files,
+                &work,
+                ghola::config::Environment::read().ssh_command,
+            )
+        }
         BenchKind::Embed {
             texts,
             rounds,

@@ -211,6 +211,7 @@ fn sync_and_index(
         progress: !json && std::io::stderr().is_terminal(),
         local_claude_dir: claude_dir.to_path_buf(),
         wait: false,
+        plain_ssh: false,
     };
     let mut reports = Vec::new();
     let mut failed = Vec::new();

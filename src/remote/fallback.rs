@@ -142,11 +142,20 @@ fn fetch(
     let mut script = String::from("set -u\n");
     for (i, w) in wants.iter().enumerate() {
         let p = quote(&w.path);
-        script.push_str(&format!(
-            "n=$(tail -c +{s} {p} 2>/dev/null | wc -c | tr -d ' '); printf 'F {i} %s\\n' \"$n\"; \
-             tail -c +{s} {p} 2>/dev/null | head -c \"$n\"; printf '\\nE\\n'\n",
-            s = w.start + 1
-        ));
+        if w.start == 0 {
+            // A whole file: its size now, then that many bytes (two processes a file).
+            script.push_str(&format!(
+                "n=$(($(wc -c < {p} 2>/dev/null || echo 0))); printf 'F {i} %s\\n' \"$n\"; head -c \"$n\" {p}; \
+                 printf '\\nE\\n'\n"
+            ));
+        } else {
+            script.push_str(&format!(
+                "n=$(($(wc -c < {p} 2>/dev/null || echo {s}) - {s})); [ \"$n\" -ge 0 ] || n=0; \
+                 printf 'F {i} %s\\n' \"$n\"; tail -c +{s1} {p} | head -c \"$n\"; printf '\\nE\\n'\n",
+                s = w.start,
+                s1 = w.start + 1
+            ));
+        }
     }
     let mut child = ssh
         .command(&format!("cd {projects} && sh"))
@@ -263,6 +272,8 @@ fn read_stream(
                 std::io::copy(&mut body, &mut std::io::sink()).map_err(io)?;
                 again.push(w.path.clone());
             }
+        } else if n == 0 {
+            // Gone (or emptied) on the remote since it was listed: nothing to keep.
         } else {
             let parent = target.parent().unwrap_or(local).to_path_buf();
             std::fs::create_dir_all(&parent).map_err(|e| StreamError::Io(parent.clone(), e))?;

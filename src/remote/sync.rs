@@ -52,6 +52,8 @@ pub struct SyncOptions {
     pub local_claude_dir: PathBuf,
     /// Wait for another sync of the same remote instead of saying it is busy.
     pub wait: bool,
+    /// Copy by plain ssh even where rsync could (`ghola bench remote` measures both).
+    pub plain_ssh: bool,
 }
 
 /// What the remote said when first asked.
@@ -134,7 +136,7 @@ fn copy(
         .collect();
     let (method, files, bytes) = if !probe.has_projects {
         (Method::Ssh, 0, 0)
-    } else if probe.has_rsync && local_rsync() {
+    } else if probe.has_rsync && !opts.plain_ssh && local_rsync() {
         let (f, b) = rsync(remote, &ssh, &probe, &local, &forgotten, opts.progress)?;
         (Method::Rsync, f, b)
     } else {

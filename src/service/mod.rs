@@ -485,6 +485,7 @@ impl HistoryService {
             progress: false,
             local_claude_dir: self.cfg.claude_dir.clone(),
             wait: false,
+            plain_ssh: false,
         };
         let mut brought = false;
         for r in crate::remote::list(&self.cfg.index_dir) {
