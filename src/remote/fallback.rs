@@ -336,7 +336,7 @@ mod tests {
         ];
         let mut stream = Vec::new();
         stream.extend_from_slice(b"F 0 18\nline one\nline two\n\nE\n");
-        stream.extend_from_slice(b"F 1 20\nnew start\nmore one\n\nE\n");
+        stream.extend_from_slice(b"F 1 19\nnew start\nmore one\n\nE\n");
         stream.extend_from_slice(b"F 2 4\nnew\n\nE\n");
         let Ok((files, bytes, again)) = read_stream(&mut &stream[..], local, &wants, None) else {
             panic!("the stream was read")
