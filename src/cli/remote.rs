@@ -104,7 +104,7 @@ pub fn remote_cmd(
             if no_sync {
                 return Ok(());
             }
-            sync_and_index(index_dir, claude_dir, model_dir, knobs, &[r.name.clone()], false).map_err(|e| {
+            sync_and_index(index_dir, claude_dir, model_dir, knobs, std::slice::from_ref(&r.name), false).map_err(|e| {
                 e.context(format!(
                     "{} is added, but its first sync failed; fix that and run `ghola remote sync {}`",
                     r.name, r.name

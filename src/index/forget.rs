@@ -187,7 +187,7 @@ pub fn forget(
         for s in crate::transcript::discover(&m.dir).sessions {
             if sessions.contains(&s.session_id) {
                 for f in s.all_files() {
-                    fs_err::remove_file(&f).or_else(|e| {
+                    fs_err::remove_file(f).or_else(|e| {
                         if e.kind() == std::io::ErrorKind::NotFound {
                             Ok(())
                         } else {

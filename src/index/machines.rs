@@ -76,8 +76,11 @@ pub fn machine_of_path(index_dir: &Path, path: &Path) -> Option<String> {
 /// per look): what readers' `Sources` are handed.
 pub struct Live {
     index_dir: PathBuf,
-    cached: Mutex<Option<(Vec<Option<SystemTime>>, Arc<[Machine]>)>>,
+    cached: Mutex<Option<(Stamp, Arc<[Machine]>)>>,
 }
+
+/// The modification times [`Live`] compares: the remotes folder's, then each record's.
+type Stamp = Vec<Option<SystemTime>>;
 
 impl Live {
     pub fn new(index_dir: &Path) -> Live {

@@ -103,8 +103,7 @@ pub fn explain(remote: &Remote, stderr: &str) -> String {
     let said = stderr
         .lines()
         .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with("Warning: Permanently added"))
-        .last()
+        .rfind(|l| !l.is_empty() && !l.starts_with("Warning: Permanently added"))
         .unwrap_or("ssh failed without a message")
         .to_string();
     let lower = stderr.to_ascii_lowercase();

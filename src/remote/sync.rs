@@ -348,7 +348,6 @@ fn stat(out: &str, label: &str) -> u64 {
         .find_map(|l| l.trim().strip_prefix(label))
         .and_then(|rest| {
             let digits: String = rest
-                .trim()
                 .split_whitespace()
                 .next()?
                 .chars()

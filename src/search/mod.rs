@@ -98,11 +98,7 @@ fn eligible(snap: &Snapshot, p: &SearchParams) -> Vec<bool> {
                 let known = &mut machine_ok[m.session as usize];
                 if *known == 0 {
                     let machine = machine_of(snap, snap.source(i), p);
-                    *known = if p.machines.iter().any(|n| *n == machine) {
-                        1
-                    } else {
-                        2
-                    };
+                    *known = if p.machines.contains(&machine) { 1 } else { 2 };
                 }
                 if *known == 2 {
                     return false;
