@@ -56,18 +56,26 @@ fn dev_box(sshd: &Sshd) -> std::path::PathBuf {
     claude
 }
 
-fn add(h: &Home, sshd: &Sshd, remote_claude: &Path) -> Vec<u8> {
-    run_ok(ghola(h, sshd).args([
+/// `remote add NAME` toward `sshd` with the "remote" Claude dir `remote_claude`.
+fn add_args(name: &str, sshd: &Sshd, remote_claude: &Path) -> Vec<String> {
+    [
         "remote",
         "add",
-        "devbox",
+        name,
         "--ssh",
         &sshd.target(),
         "--port",
         &sshd.port.to_string(),
         "--remote-claude-dir",
         remote_claude.to_str().unwrap(),
-    ]))
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+fn add(h: &Home, sshd: &Sshd, remote_claude: &Path) -> Vec<u8> {
+    run_ok(ghola(h, sshd).args(add_args("devbox", sshd, remote_claude)))
 }
 
 fn search(h: &Home, sshd: &Sshd, query: &str, extra: &[&str]) -> Value {
@@ -270,17 +278,8 @@ fn a_stopped_server_or_an_unknown_host_key_fails_clearly_and_local_search_goes_o
     // A host key ssh does not know: refused without a prompt, with what to do; the remote stays added.
     let started = std::time::Instant::now();
     let mut cmd = h.ghola();
-    cmd.env("GHOLA_SSH", sshd.ghola_ssh_unknown_host()).args([
-        "remote",
-        "add",
-        "devbox",
-        "--ssh",
-        &sshd.target(),
-        "--port",
-        &sshd.port.to_string(),
-        "--remote-claude-dir",
-        remote_claude.to_str().unwrap(),
-    ]);
+    cmd.env("GHOLA_SSH", sshd.ghola_ssh_unknown_host())
+        .args(add_args("devbox", &sshd, &remote_claude));
     run_fails(&mut cmd, "connect once with `ssh");
     assert!(started.elapsed() < std::time::Duration::from_secs(20));
     let list = run_json(ghola(&h, &sshd).args(["remote", "list", "--json"]));
@@ -295,17 +294,7 @@ fn a_stopped_server_or_an_unknown_host_key_fails_clearly_and_local_search_goes_o
     run_ok(ghola(&h, &sshd).args(["remote", "sync", "devbox"]));
     // A remote folder that does not exist is named.
     let mut other = ghola(&h, &sshd);
-    other.args([
-        "remote",
-        "add",
-        "ci",
-        "--ssh",
-        &sshd.target(),
-        "--port",
-        &sshd.port.to_string(),
-        "--remote-claude-dir",
-        "/no/such/claude",
-    ]);
+    other.args(add_args("ci", &sshd, Path::new("/no/such/claude")));
     run_fails(&mut other, "there is no /no/such/claude");
     run_ok(ghola(&h, &sshd).args(["remote", "remove", "ci"]));
     // The server stops: a clear error within seconds; local search and the synced copy still answer.
@@ -439,18 +428,10 @@ fn a_sync_killed_midway_is_finished_by_the_next_with_nothing_lost_or_doubled() {
     };
     let mut cmd = h.ghola();
     words_only(&mut cmd);
-    run_ok(cmd.args([
-        "remote",
-        "add",
-        "devbox",
-        "--ssh",
-        &sshd.target(),
-        "--port",
-        &sshd.port.to_string(),
-        "--remote-claude-dir",
-        remote_claude.to_str().unwrap(),
-        "--no-sync",
-    ]));
+    run_ok(
+        cmd.args(add_args("devbox", &sshd, &remote_claude))
+            .arg("--no-sync"),
+    );
     let mut cmd = h.ghola();
     words_only(&mut cmd);
     let mut child = cmd
@@ -509,18 +490,11 @@ fn the_mcp_server_syncs_in_the_background_filters_by_machine_and_says_when_one_i
     )
     .unwrap();
     let remote_claude = dev_box(&sshd);
-    run_ok(ghola(&h, &sshd).args([
-        "remote",
-        "add",
-        "devbox",
-        "--ssh",
-        &sshd.target(),
-        "--port",
-        &sshd.port.to_string(),
-        "--remote-claude-dir",
-        remote_claude.to_str().unwrap(),
-        "--no-sync",
-    ]));
+    run_ok(
+        ghola(&h, &sshd)
+            .args(add_args("devbox", &sshd, &remote_claude))
+            .arg("--no-sync"),
+    );
     let (ssh, config, notes) = (sshd.ghola_ssh(), h.config(), h.notes.clone());
     let mut c = common::mcp_client::Client::start(
         &h.claude,
@@ -644,4 +618,61 @@ fn the_browser_has_a_machine_facet_and_names_each_sessions_machine() {
     );
     let page = get(&format!("/session/{DEV_SESSION}"));
     assert!(page.contains("recorded on devbox"), "{page}");
+}
+
+#[test]
+fn checkouts_of_one_git_repository_are_one_project_without_a_rule() {
+    let Some(sshd) = sshd(None) else { return };
+    let git = |dir: &Path, url: &str| {
+        std::fs::create_dir_all(dir).unwrap();
+        for args in [vec!["init", "-q"], vec!["remote", "add", "origin", url]] {
+            let ok = Command::new("git")
+                .arg("-C")
+                .arg(dir)
+                .args(&args)
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "git {args:?}");
+        }
+    };
+    let h = Home::new();
+    std::fs::create_dir_all(&h.notes).unwrap();
+    std::fs::write(h.config(), "machine = \"laptop\"\n").unwrap();
+    // The same repository checked out here and "there", written two ways; and one only there.
+    let here = h.root().join("Users/me/src/app");
+    let there = sshd.root().join("home/me/src/app");
+    let elsewhere = sshd.root().join("home/me/src/tool");
+    git(&here, "https://github.com/me/app");
+    git(&there, "git@github.com:me/app.git");
+    git(&elsewhere, "git@github.com:me/tool.git");
+    Transcript::new(LOCAL_SESSION, here.to_str().unwrap())
+        .user("the laptop talks about the pelican deploy")
+        .write(&h.claude);
+    let remote_claude = sshd.root().join("devbox-claude");
+    Transcript::new(DEV_SESSION, there.to_str().unwrap())
+        .user("on the dev box we tuned the walrus cache eviction")
+        .write(&remote_claude);
+    const TOOL: &str = "d0000000-0000-4000-8000-000000000003";
+    Transcript::new(TOOL, elsewhere.to_str().unwrap())
+        .user("the tool repository got a walrus logo")
+        .write(&remote_claude);
+    add(&h, &sshd, &remote_claude);
+    let v = run_json(ghola(&h, &sshd).args([
+        "search",
+        "walrus",
+        "--project",
+        here.to_str().unwrap(),
+        "--json",
+        "--no-update",
+    ]));
+    let found = sessions_of(&v);
+    assert!(found.iter().any(|(s, _)| s == DEV_SESSION), "{v:#}");
+    assert!(found.iter().all(|(s, _)| s != TOOL), "{v:#}");
+    let list = run_json(ghola(&h, &sshd).args(["remote", "list", "--json"]));
+    assert_eq!(
+        list["remotes"][0]["auto_map"],
+        serde_json::json!([{"from": there.to_str().unwrap(), "to": here.to_str().unwrap()}]),
+        "{list:#}"
+    );
 }

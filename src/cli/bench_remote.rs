@@ -35,6 +35,7 @@ pub fn remote_bench(
             identity: None,
             claude_dir: history.display().to_string(),
             map: Vec::new(),
+            auto_map: Vec::new(),
             added: String::new(),
         };
         remote::add(idx.path(), "this-machine", r)?;

@@ -97,6 +97,7 @@ pub fn remote_cmd(
                     identity,
                     claude_dir: remote_dir,
                     map: Vec::new(),
+                    auto_map: Vec::new(),
                     added: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
                 },
             )?;
@@ -145,15 +146,7 @@ pub fn remote_cmd(
                 },
             )?;
             // Its sessions are read again with the rule (the listing cache and the index hold the old paths).
-            let sessions: std::collections::HashSet<String> = ghola::transcript::discover(
-                &ghola::index::machines::machine_dir(index_dir, &r.name),
-            )
-            .sessions
-            .into_iter()
-            .map(|s| s.session_id)
-            .collect();
-            let _ = std::fs::remove_file(index_dir.join(ghola::transcript::catalog::CACHE_FILE));
-            ghola::index::forget::reread(index_dir, &sessions)?;
+            remote::reread(index_dir, &r.name)?;
             println!("{name}: {remote_path} reads as {local_path}");
             super::recall::index_cmd(index_dir, claude_dir, model_dir, knobs, false, false, false)
         }
@@ -301,7 +294,7 @@ fn list(index_dir: &Path, this: &str, json: bool) -> Result<()> {
             .len();
             serde_json::json!({
                 "name": r.name, "host": r.host, "port": r.port, "claude_dir": r.claude_dir,
-                "map": r.map, "sessions": sessions, "status": st,
+                "map": r.map, "auto_map": r.auto_map, "sessions": sessions, "status": st,
             })
         })
         .collect();
@@ -333,6 +326,9 @@ fn list(index_dir: &Path, this: &str, json: bool) -> Result<()> {
         );
         for m in &r.map {
             println!("    {} → {}", m.from, m.to);
+        }
+        for m in &r.auto_map {
+            println!("    {} → {}  (same git remote)", m.from, m.to);
         }
     }
     Ok(())

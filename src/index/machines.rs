@@ -30,6 +30,8 @@ struct Record {
     name: String,
     #[serde(default)]
     map: Vec<PathMap>,
+    #[serde(default)]
+    auto_map: Vec<PathMap>,
 }
 
 /// The machines with a readable record under `index_dir`, by name. A folder without one (a copy being set up,
@@ -46,10 +48,13 @@ pub fn list(index_dir: &Path) -> Vec<Machine> {
             let bytes = std::fs::read(dir.join(RECORD_FILE)).ok()?;
             match serde_json::from_slice::<Record>(&bytes) {
                 Ok(r) if Some(r.name.as_str()) == dir.file_name().and_then(|n| n.to_str()) => {
+                    // The rules found by git remotes first: of two rules of one length, the later (a person's) wins.
+                    let mut map = r.auto_map;
+                    map.extend(r.map);
                     Some(Machine {
                         name: r.name,
                         dir,
-                        map: r.map,
+                        map,
                     })
                 }
                 Ok(_) => None,

@@ -8,9 +8,11 @@
 //! the archive keeps what Claude Code deletes here.
 //!
 //! - [`ssh`] the ssh command (the system's OpenSSH, `GHOLA_SSH`, `BatchMode`, a connect timeout) and what its
-//!   failures mean; [`sync`] one sync (lock, probe, rsync or fallback, status); [`fallback`] the plain-ssh copy.
+//!   failures mean; [`sync`] one sync (lock, probe, rsync or fallback, status); [`fallback`] the plain-ssh copy;
+//!   [`gitmap`] path rules from the projects' git remotes.
 
 pub mod fallback;
+pub mod gitmap;
 pub mod ssh;
 pub mod sync;
 
@@ -36,6 +38,9 @@ pub struct Remote {
     /// Project path rules (`ghola remote map`).
     #[serde(default)]
     pub map: Vec<PathMap>,
+    /// Project path rules found by the projects' git remotes at the last sync ([`gitmap`]); `map` wins over them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub auto_map: Vec<PathMap>,
     /// When it was added (RFC 3339).
     pub added: String,
 }
@@ -202,6 +207,19 @@ pub fn set_map(index_dir: &Path, name: &str, rule: PathMap) -> Result<Remote, Re
     Ok(r)
 }
 
+/// Has remote `name`'s sessions read again (its path rules changed): dropped from the index (not the archive) and
+/// from the listing cache, so the next update reads them with the rules.
+pub fn reread(index_dir: &Path, name: &str) -> Result<usize, crate::index::IndexError> {
+    let sessions: std::collections::HashSet<String> =
+        crate::transcript::discover(&machine_dir(index_dir, name))
+            .sessions
+            .into_iter()
+            .map(|s| s.session_id)
+            .collect();
+    let _ = std::fs::remove_file(index_dir.join(crate::transcript::catalog::CACHE_FILE));
+    crate::index::forget::reread(index_dir, &sessions)
+}
+
 /// The sync status of remote `name` (the default when it never synced or the file is unreadable).
 pub fn status(index_dir: &Path, name: &str) -> SyncStatus {
     std::fs::read(machine_dir(index_dir, name).join(STATUS_FILE))
@@ -233,6 +251,7 @@ mod tests {
             identity: None,
             claude_dir: DEFAULT_CLAUDE_DIR.into(),
             map: Vec::new(),
+            auto_map: Vec::new(),
             added: "2026-11-27T00:00:00Z".into(),
         }
     }

@@ -148,6 +148,7 @@ mod tests {
             identity: Some("/home/me/.ssh/id two".into()),
             claude_dir: "~/.claude".into(),
             map: Vec::new(),
+            auto_map: Vec::new(),
             added: String::new(),
         };
         let ssh = Ssh::new(&r, None);

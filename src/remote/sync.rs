@@ -86,6 +86,9 @@ pub fn sync(index_dir: &Path, name: &str, opts: &SyncOptions) -> Result<SyncRepo
     st.last_attempt = Some(now());
     save_status(index_dir, name, &st);
     let outcome = copy(index_dir, &remote, &dir, opts);
+    if outcome.is_ok() {
+        follow_git_remotes(index_dir, &remote, &dir, opts);
+    }
     match &outcome {
         Ok(r) => {
             st.last_success = st.last_attempt.clone();
@@ -106,6 +109,34 @@ pub fn sync(index_dir: &Path, name: &str, opts: &SyncOptions) -> Result<SyncRepo
     }
     drop(lock);
     outcome
+}
+
+/// Looks for projects that are one checkout on both machines (by their git remotes) and, when the rules change,
+/// records them and has that machine's sessions read again with them. A failure only costs the rules.
+fn follow_git_remotes(index_dir: &Path, remote: &Remote, dir: &Path, opts: &SyncOptions) {
+    let ssh = Ssh::new(remote, opts.ssh_command.as_deref());
+    let rules = match super::gitmap::rules(remote, &ssh, dir, &opts.local_claude_dir) {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::warn!("{}: git remotes not compared: {e}", remote.name);
+            return;
+        }
+    };
+    if rules == remote.auto_map {
+        return;
+    }
+    let mut r = remote.clone();
+    r.auto_map = rules;
+    if let Err(e) = super::save(index_dir, &r) {
+        tracing::warn!("{e}");
+        return;
+    }
+    if let Err(e) = super::reread(index_dir, &remote.name) {
+        tracing::warn!(
+            "{}: its sessions are not read again with the new rules: {e}",
+            remote.name
+        );
+    }
 }
 
 fn now() -> String {
@@ -174,6 +205,40 @@ pub(super) fn run(
         });
     }
     Ok(out)
+}
+
+/// Runs `cmd` with `input` on its stdin; its stdout, or the ssh advice when ssh itself failed (status 255).
+pub(super) fn run_with_input(
+    remote: &Remote,
+    mut cmd: std::process::Command,
+    input: String,
+) -> Result<Vec<u8>, RemoteError> {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| RemoteError::Connect {
+            name: remote.name.clone(),
+            message: format!("cannot run ssh: {e}"),
+        })?;
+    let mut stdin = child.stdin.take().expect("piped");
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        let _ = stdin.write_all(input.as_bytes());
+    });
+    let out = child.wait_with_output().map_err(|e| RemoteError::Connect {
+        name: remote.name.clone(),
+        message: format!("ssh: {e}"),
+    })?;
+    let _ = writer.join();
+    if out.status.code() == Some(255) {
+        return Err(RemoteError::Connect {
+            name: remote.name.clone(),
+            message: explain(remote, &String::from_utf8_lossy(&out.stderr)),
+        });
+    }
+    Ok(out.stdout)
 }
 
 /// One look at the remote: its Claude dir (resolved), its host name, whether it has `projects/` and rsync.
