@@ -25,7 +25,8 @@ unsafe fn prefer_batch_parallelism() {
 fn main() -> std::process::ExitCode {
     // SAFETY: first statement of main; no other thread exists yet.
     unsafe { prefer_batch_parallelism() };
-    let cli = ghola_cli::Cli::parse();
+    let cli =
+        ghola_cli::Cli::parse_from(ghola_cli::remote_claude_dir_spelling(std::env::args_os()));
     ghola_cli::init_logging(cli.verbose);
     let code = match ghola_cli::run(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,

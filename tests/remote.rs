@@ -66,7 +66,8 @@ fn add_args(name: &str, sshd: &Sshd, remote_claude: &Path) -> Vec<String> {
         &sshd.target(),
         "--port",
         &sshd.port.to_string(),
-        "--remote-claude-dir",
+        // After `remote add`, `--claude-dir` names the remote's (this machine's is given before `remote`).
+        "--claude-dir",
         remote_claude.to_str().unwrap(),
     ]
     .iter()

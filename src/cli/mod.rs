@@ -263,6 +263,29 @@ fn confirm(question: &str) -> std::io::Result<bool> {
     Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
 }
 
+/// `ghola remote add … --claude-dir DIR` names the remote's Claude dir, as the command's documentation says; the
+/// global `--claude-dir` (this machine's) is the same flag, so after `remote add` it is read as
+/// `--remote-claude-dir`. Before `remote` it stays this machine's.
+pub fn remote_claude_dir_spelling(
+    args: impl IntoIterator<Item = std::ffi::OsString>,
+) -> Vec<std::ffi::OsString> {
+    let mut args: Vec<std::ffi::OsString> = args.into_iter().collect();
+    let Some(add) = args
+        .windows(2)
+        .position(|w| w[0] == "remote" && w[1] == "add")
+    else {
+        return args;
+    };
+    for a in args.iter_mut().skip(add + 2) {
+        if a == "--claude-dir" {
+            *a = "--remote-claude-dir".into();
+        } else if let Some(v) = a.to_str().and_then(|s| s.strip_prefix("--claude-dir=")) {
+            *a = format!("--remote-claude-dir={v}").into();
+        }
+    }
+    args
+}
+
 /// Runs one command.
 pub fn run(cli: Cli) -> Result<()> {
     // What ghola writes (index, archive, notes, logs) is readable by this user alone.

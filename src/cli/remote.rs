@@ -29,7 +29,7 @@ pub enum RemoteAction {
         /// A private key file for this machine (else ssh's usual ones, the agent, ~/.ssh/config).
         #[arg(long, value_name = "FILE")]
         identity: Option<PathBuf>,
-        /// Its Claude config dir (`~/` is the remote user's home). Not `--claude-dir`, which names this machine's.
+        /// Its Claude config dir (`~/` is the remote user's home); also spelled `--claude-dir` after `remote add`.
         #[arg(long, value_name = "DIR", default_value = remote::DEFAULT_CLAUDE_DIR)]
         remote_claude_dir: String,
         /// Only record it; sync later.

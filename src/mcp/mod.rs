@@ -153,6 +153,20 @@ impl GholaServer {
         }
     }
 
+    /// The machines a listing tool was asked for (checked), this machine's name, and whether the history holds
+    /// more than one machine (then rows name theirs).
+    fn machine_scope(
+        &self,
+        asked: Option<Vec<String>>,
+    ) -> Result<(Vec<String>, String, bool), String> {
+        let machines = self
+            .history
+            .known_machines(&asked.unwrap_or_default(), "machines")
+            .map_err(|e| e.to_string())?;
+        let several = self.history.machines().len() > 1;
+        Ok((machines, self.history.config().machine.clone(), several))
+    }
+
     /// Starts `ui::serve` on this server's runtime with its history service (its model, listing and open index);
     /// returns the address once the port is bound.
     async fn start_browser(&self) -> Result<crate::ui::Links, String> {
@@ -404,12 +418,7 @@ impl GholaServer {
             let offset = non_negative(a.offset, "offset", 0)?;
             let limit = non_negative(a.limit, "limit", args::PROJECTS_PAGE)?
                 .clamp(1, args::MAX_PROJECTS_PAGE);
-            let machines = me
-                .history
-                .known_machines(&a.machines.unwrap_or_default(), "machines")
-                .map_err(|e| e.to_string())?;
-            let this = me.history.config().machine.clone();
-            let several = me.history.machines().len() > 1;
+            let (machines, this, several) = me.machine_scope(a.machines)?;
             let held = me.history.listing();
             let all = if machines.is_empty() {
                 held.projects()
@@ -470,12 +479,7 @@ impl GholaServer {
                 .map(|s| search::parse_since(s, "since", chrono::Utc::now()))
                 .transpose()
                 .map_err(|e| e.to_string())?;
-            let machines = me
-                .history
-                .known_machines(&a.machines.unwrap_or_default(), "machines")
-                .map_err(|e| e.to_string())?;
-            let this = me.history.config().machine.clone();
-            let several = me.history.machines().len() > 1;
+            let (machines, this, several) = me.machine_scope(a.machines)?;
             let (page, total) = {
                 let l = me.history.listing();
                 let mut list = l.sessions_in(project.as_deref());

@@ -263,7 +263,7 @@ fn probe(remote: &Remote, ssh: &Ssh) -> Result<Probe, RemoteError> {
         Some(&"ghola-no-dir") => Err(RemoteError::Connect {
             name: remote.name.clone(),
             message: format!(
-                "there is no {} on {} (is Claude Code used there? `--remote-claude-dir` names another folder)",
+                "there is no {} on {} (is Claude Code used there? `ghola remote add … --claude-dir DIR` names another folder)",
                 remote.claude_dir, remote.host
             ),
         }),
