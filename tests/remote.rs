@@ -358,6 +358,17 @@ fn a_path_rule_makes_one_project_and_forget_and_remove_keep_sessions_out() {
     let only = run_json(ghola(&h, &sshd).args(["projects", "--json", "--machine", "devbox"]));
     assert_eq!(only["projects"][0]["sessions"], 1);
 
+    // Two syncs of one remote at once: the second says so (and changes nothing).
+    let lock = std::fs::File::options()
+        .write(true)
+        .open(h.idx.join("remotes/devbox/sync.lock"))
+        .unwrap();
+    lock.lock().unwrap();
+    run_fails(
+        ghola(&h, &sshd).args(["remote", "sync"]),
+        "another sync of this remote is running",
+    );
+    drop(lock);
     // Forgetting a remote session deletes ghola's copy and keeps it out of later syncs.
     run_ok(ghola(&h, &sshd).args(["forget", DEV_SESSION, "--yes"]));
     let rel = Transcript::new(DEV_SESSION, "/home/me/src/app").path(Path::new(""));
