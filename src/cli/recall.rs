@@ -498,6 +498,20 @@ pub struct SearchArgs {
     pub json: bool,
 }
 
+/// What a search over an empty history says: where ghola looked, and how to point it at the history.
+fn no_history_note(claude_dir: &Path, other_machines: usize) -> String {
+    format!(
+        "no Claude Code history found: ghola looked in {}{} — if Claude Code keeps it elsewhere, point ghola \
+         there with --claude-dir DIR or CLAUDE_CONFIG_DIR",
+        claude_dir.join("projects").display(),
+        if other_machines > 0 {
+            format!(" and in the copies of {other_machines} other machine(s)")
+        } else {
+            String::new()
+        }
+    )
+}
+
 /// `ghola search`: the arguments as a person's [`SearchRequest`], the index brought up to date first (unless
 /// `--no-update`), then the history service's answer printed for a terminal (or as JSON).
 pub fn search_cmd(
@@ -587,6 +601,10 @@ pub fn search_cmd(
     let several = history.machines().len() > 1;
     if history.embedder().is_some() && resp.index.embedded_messages < resp.index.messages {
         resp.add_note("`ghola index` embeds the rest");
+    }
+    // No history at all: say where ghola looked and how to point it elsewhere, rather than "no matches".
+    if resp.index.messages == 0 {
+        resp.add_note(no_history_note(claude_dir, history.machines().len() - 1));
     }
     if a.json {
         println!("{}", serde_json::to_string(&resp)?);
