@@ -21,6 +21,7 @@ mod recall;
 mod remote;
 mod secrets;
 mod start;
+mod status;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -346,7 +347,7 @@ pub fn run(cli: Cli) -> Result<()> {
             verify,
             json,
         ),
-        Command::Status { json } => recall::status_cmd(&index_dir, &claude_dir, &knobs, json),
+        Command::Status { json } => status::status_cmd(&index_dir, &claude_dir, &knobs, json),
         Command::Forget(args) => recall::forget_cmd(&index_dir, args),
         Command::Secrets(args) => secrets::secrets_cmd(
             &claude_dir,

@@ -1,4 +1,4 @@
-//! `ghola index`, `ghola status`, `ghola search`: thin adapters over the index and search library calls.
+//! `ghola index`, `ghola forget`, `ghola search`: thin adapters over the index and search library calls.
 
 use super::knobs::Knobs;
 use anyhow::{Context, Result, anyhow};
@@ -221,112 +221,6 @@ pub fn index_cmd(
             println!(
                 "keyword-searchable after {:.1}s; embedding pass: {} messages, {} chunks embedded, {} reused · {:.1}s",
                 s.seconds, e.messages, e.chunks_embedded, e.chunks_reused, e.seconds
-            );
-        }
-    }
-    Ok(())
-}
-
-/// `ghola status`.
-pub fn status_cmd(index_dir: &Path, claude_dir: &Path, knobs: &Knobs, json: bool) -> Result<()> {
-    let s = index::status(
-        index_dir,
-        claude_dir,
-        knobs.memory_limit,
-        knobs.update.keep_archive,
-    )?;
-    // What another user of this machine could read (as OpenSSH refuses a readable key, say so).
-    let notes_dir = ghola::config::notes_dir();
-    let loose: Vec<(std::path::PathBuf, u32)> = [index_dir, notes_dir.as_path()]
-        .iter()
-        .filter(|d| d.exists())
-        .flat_map(|d| ghola::private::loose(d, 5))
-        .collect();
-    // Other machines: each one's last sync, a failing one in a line of its own.
-    let remotes: Vec<(ghola::remote::Remote, ghola::remote::SyncStatus)> =
-        ghola::remote::list(index_dir)
-            .into_iter()
-            .map(|r| {
-                let st = ghola::remote::status(index_dir, &r.name);
-                (r, st)
-            })
-            .collect();
-    if json {
-        let mut v = serde_json::to_value(&s)?;
-        v["machine"] = serde_json::json!(knobs.machine());
-        v["remotes"] = serde_json::json!(
-            remotes
-                .iter()
-                .map(|(r, st)| serde_json::json!({
-                    "name": r.name, "host": r.host, "last_success": st.last_success,
-                    "last_error": st.last_error, "failures": st.failures,
-                }))
-                .collect::<Vec<_>>()
-        );
-        v["readable_by_others"] = serde_json::json!(
-            loose
-                .iter()
-                .map(|(p, m)| serde_json::json!({"path": p, "mode": format!("{m:o}")}))
-                .collect::<Vec<_>>()
-        );
-        println!("{}", serde_json::to_string_pretty(&v)?);
-    } else {
-        for (p, m) in &loose {
-            eprintln!(
-                "ghola: WARNING: {} is readable by other users of this machine (mode {m:o}); the next `ghola \
-                 index` makes ghola's folders private (0700, files 0600)",
-                p.display()
-            );
-        }
-        println!("index: {}", index_dir.display());
-        println!("machine: {}", knobs.machine());
-        for (r, st) in &remotes {
-            match (&st.last_error, &st.last_success) {
-                (Some(e), _) => {
-                    println!("remote {}: FAILING ({} in a row): {e}", r.name, st.failures)
-                }
-                (None, Some(t)) => println!("remote {}: synced {t}", r.name),
-                (None, None) => println!(
-                    "remote {}: never synced (`ghola remote sync {}`)",
-                    r.name, r.name
-                ),
-            }
-        }
-        println!(
-            "projects {} · sessions {} · messages {} ({} not embedded yet) · chunks {}",
-            s.projects, s.sessions, s.messages, s.messages_waiting, s.chunks
-        );
-        println!(
-            "vectors {:.1} MB · index {:.1} MB · model {}",
-            s.vectors_bytes as f64 / 1e6,
-            s.index_bytes as f64 / 1e6,
-            s.model
-        );
-        println!(
-            "updated {} · pending files {} · excluded sessions {} · source-deleted files {}",
-            s.updated_at.as_deref().unwrap_or("never"),
-            s.pending_files,
-            s.excluded_sessions,
-            s.source_deleted_files
-        );
-        println!(
-            "archive {}: {} files of {} sessions, {:.1} MB kept in {:.1} MB · sessions only in the archive {}",
-            if s.archive_enabled {
-                "on"
-            } else {
-                "off (nothing new is archived)"
-            },
-            s.archive.files,
-            s.archive.sessions,
-            s.archive.original_bytes as f64 / 1e6,
-            s.archive.stored_bytes as f64 / 1e6,
-            s.sessions_only_in_archive
-        );
-        if s.credentials_hidden > 0 {
-            println!(
-                "credentials hidden {} (shown as [REDACTED:<rule>]; `ghola secrets` lists them, `ghola secrets \
-                 redact --all` scrubs ghola's copies)",
-                s.credentials_hidden
             );
         }
     }
@@ -597,8 +491,6 @@ pub fn search_cmd(
             .map_err(|_| anyhow!("opening the index failed"))??;
     }
     let mut resp = history.search(&r)?.response;
-    // Results name their machine once the history holds more than one.
-    let several = history.machines().len() > 1;
     if history.embedder().is_some() && resp.index.embedded_messages < resp.index.messages {
         resp.add_note("`ghola index` embeds the rest");
     }
@@ -610,6 +502,13 @@ pub fn search_cmd(
         println!("{}", serde_json::to_string(&resp)?);
         return Ok(());
     }
+    print_hits(&resp);
+    Ok(())
+}
+
+/// A search's answer for a terminal: its note on stderr, then each hit's header (its machine once the history
+/// holds more than one) and lines, the query's words highlighted when stdout is a terminal.
+fn print_hits(resp: &ghola::search::SearchResponse) {
     if let Some(note) = &resp.note {
         eprintln!("ghola: {note}");
     }
@@ -633,11 +532,11 @@ pub fn search_cmd(
         let m = &h.matched_message;
         println!(
             "{}. {}  {}  {}{}  window {}{}  score {:.3} (semantic {:.2}, lexical {:.1})",
-            r.offset + n + 1,
+            resp.offset + n + 1,
             ghola::transcript::short_id(&m.session_id),
             m.timestamp.as_deref().unwrap_or("-"),
             m.project,
-            if several {
+            if resp.several_machines {
                 format!("  on {}", m.machine)
             } else {
                 String::new()
@@ -668,7 +567,6 @@ pub fn search_cmd(
         resp.total_matches,
         resp.offset
     );
-    Ok(())
 }
 
 /// Wraps every case-insensitive occurrence of the query's words in bold yellow (ANSI), for a terminal.

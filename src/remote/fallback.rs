@@ -8,9 +8,8 @@
 use super::ssh::{Ssh, quote, remote_path};
 use super::{Remote, RemoteError};
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 
 /// Bytes before the local end that a grown file's fetch starts at.
 const OVERLAP: u64 = 64;
@@ -157,20 +156,8 @@ fn fetch(
             ));
         }
     }
-    let mut child = ssh
-        .command(&format!("cd {projects} && sh"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| RemoteError::Connect {
-            name: remote.name.clone(),
-            message: format!("cannot run ssh: {e}"),
-        })?;
-    let mut stdin = child.stdin.take().expect("piped");
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(script.as_bytes());
-    });
+    let (mut child, writer) =
+        super::sync::spawn_fed(remote, ssh.command(&format!("cd {projects} && sh")), script)?;
     let mut stderr = child.stderr.take().expect("piped");
     let err_reader = std::thread::spawn(move || {
         let mut s = String::new();
@@ -183,11 +170,8 @@ fn fetch(
     let _ = writer.join();
     let status = child.wait().map_err(RemoteError::io(local))?;
     let err = err_reader.join().unwrap_or_default();
-    if status.code() == Some(255) {
-        return Err(RemoteError::Connect {
-            name: remote.name.clone(),
-            message: super::ssh::explain(remote, &err),
-        });
+    if let Some(e) = super::sync::ssh_failure(remote, status, &err) {
+        return Err(e);
     }
     result.map_err(|e| match e {
         StreamError::Io(path, source) => RemoteError::Io { path, source },

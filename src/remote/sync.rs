@@ -198,21 +198,32 @@ pub(super) fn run(
                 "cannot run ssh: {e} (is OpenSSH's client installed? GHOLA_SSH names another)"
             ),
         })?;
-    if out.status.code() == Some(255) {
-        return Err(RemoteError::Connect {
-            name: remote.name.clone(),
-            message: explain(remote, &String::from_utf8_lossy(&out.stderr)),
-        });
+    match ssh_failure(remote, out.status, &String::from_utf8_lossy(&out.stderr)) {
+        Some(e) => Err(e),
+        None => Ok(out),
     }
-    Ok(out)
 }
 
-/// Runs `cmd` with `input` on its stdin; its stdout, or the ssh advice when ssh itself failed (status 255).
-pub(super) fn run_with_input(
+/// The error of an ssh that failed itself (status 255: no connection, a refused key, an unknown host), with what
+/// to do; `None` for any other status (the remote command's own).
+pub(super) fn ssh_failure(
+    remote: &Remote,
+    status: std::process::ExitStatus,
+    stderr: &str,
+) -> Option<RemoteError> {
+    (status.code() == Some(255)).then(|| RemoteError::Connect {
+        name: remote.name.clone(),
+        message: explain(remote, stderr),
+    })
+}
+
+/// Starts `cmd` with every stream piped and `input` written to its stdin from a thread of its own (so that a
+/// large script and a large answer cannot block each other); join the thread once the output is read.
+pub(super) fn spawn_fed(
     remote: &Remote,
     mut cmd: std::process::Command,
     input: String,
-) -> Result<Vec<u8>, RemoteError> {
+) -> Result<(std::process::Child, std::thread::JoinHandle<()>), RemoteError> {
     let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -227,18 +238,25 @@ pub(super) fn run_with_input(
         use std::io::Write;
         let _ = stdin.write_all(input.as_bytes());
     });
+    Ok((child, writer))
+}
+
+/// Runs `cmd` with `input` on its stdin; its stdout, or the ssh advice when ssh itself failed (status 255).
+pub(super) fn run_with_input(
+    remote: &Remote,
+    cmd: std::process::Command,
+    input: String,
+) -> Result<Vec<u8>, RemoteError> {
+    let (child, writer) = spawn_fed(remote, cmd, input)?;
     let out = child.wait_with_output().map_err(|e| RemoteError::Connect {
         name: remote.name.clone(),
         message: format!("ssh: {e}"),
     })?;
     let _ = writer.join();
-    if out.status.code() == Some(255) {
-        return Err(RemoteError::Connect {
-            name: remote.name.clone(),
-            message: explain(remote, &String::from_utf8_lossy(&out.stderr)),
-        });
+    match ssh_failure(remote, out.status, &String::from_utf8_lossy(&out.stderr)) {
+        Some(e) => Err(e),
+        None => Ok(out.stdout),
     }
-    Ok(out.stdout)
 }
 
 /// One look at the remote: its Claude dir (resolved), its host name, whether it has `projects/` and rsync.
