@@ -6,6 +6,7 @@
 pub mod atomic_file;
 pub mod config;
 pub mod embed;
+pub mod hub;
 pub mod index;
 pub mod mcp;
 pub mod model;

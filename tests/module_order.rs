@@ -13,7 +13,7 @@ const ORDER: &[&[&str]] = &[
     &["embed"],
     &["settings"],
     &["index"],
-    &["remote"],
+    &["remote", "hub"],
     &["search"],
     &["model"],
     &["replay"],

@@ -14,6 +14,7 @@ mod bench_ui;
 mod duncan;
 mod history;
 mod hook;
+mod hub;
 mod knobs;
 mod notes;
 mod notes_extract;
@@ -119,6 +120,8 @@ pub enum Command {
     Secrets(secrets::SecretsArgs),
     /// Other machines' Claude Code histories, copied over SSH and searched with this one's.
     Remote(remote::RemoteArgs),
+    /// A team hub on PostgreSQL + pgvector: share chosen projects (redacted) and search the team's history.
+    Hub(hub::HubArgs),
     /// Ask the past sessions behind the top hits (duncan): each window is replayed to a model that must
     /// answer from it alone. Sends those conversations to the model provider.
     Query(duncan::QueryArgs),
@@ -357,6 +360,13 @@ pub fn run(cli: Cli) -> Result<()> {
             args,
         ),
         Command::Remote(args) => remote::remote_cmd(
+            &index_dir,
+            &claude_dir,
+            cli.model_dir.as_deref(),
+            &knobs,
+            args,
+        ),
+        Command::Hub(args) => hub::hub_cmd(
             &index_dir,
             &claude_dir,
             cli.model_dir.as_deref(),

@@ -308,6 +308,8 @@ pub fn forget_cmd(index_dir: &Path, a: ForgetArgs) -> Result<()> {
         }
     }
     let done = forget::forget(index_dir, &chosen, a.allow_reindex)?;
+    let ids: Vec<String> = chosen.iter().map(|s| s.session_id.clone()).collect();
+    tell_hub_forgotten(index_dir, &ids);
     if a.json {
         println!("{}", serde_json::to_string(&done)?);
     } else {
@@ -325,6 +327,18 @@ pub fn forget_cmd(index_dir: &Path, a: ForgetArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Forgotten sessions leave the team hub too, when this machine is logged in to one (with a tombstone, so that
+/// no other machine of this person pushes them back); a hub out of reach hears of it at the next push.
+pub fn tell_hub_forgotten(index_dir: &Path, ids: &[String]) {
+    match ghola::service::forget_on_hub(index_dir, ids) {
+        Ok(None) | Ok(Some(0)) => {}
+        Ok(Some(n)) => eprintln!("ghola: {n} of them were removed from the team hub too"),
+        Err(e) => eprintln!(
+            "ghola: the team hub could not be told ({e}); the next `ghola hub push` removes them there"
+        ),
+    }
 }
 
 /// Arguments of `ghola search` (the same as the tools').
@@ -388,6 +402,12 @@ pub struct SearchArgs {
     /// Only what was recorded on this machine (repeatable; `ghola remote list` names them).
     #[arg(long = "machine", value_name = "NAME")]
     pub machines: Vec<String>,
+    /// Search the team hub too (`ghola hub login`), fused with this machine's history.
+    #[arg(long)]
+    pub team: bool,
+    /// With --team: only these people's history (repeatable).
+    #[arg(long = "person", value_name = "NAME", requires = "team")]
+    pub people: Vec<String>,
     #[arg(long)]
     pub json: bool,
 }
@@ -431,6 +451,8 @@ pub fn search_cmd(
     r.include_subagents = !a.no_subagents;
     r.calling_session = a.exclude_session;
     r.machines = a.machines;
+    r.team = a.team;
+    r.people = a.people;
     r.tuning = Tuning {
         fusion: a.fusion,
         lexical_weight: a.lexical_weight,

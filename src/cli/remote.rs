@@ -174,6 +174,8 @@ pub fn remote_cmd(
                 };
                 let chosen = f::select(index_dir, &sel, false).unwrap_or_default();
                 let done = f::forget(index_dir, &chosen, false)?;
+                let ids: Vec<String> = chosen.iter().map(|s| s.session_id.clone()).collect();
+                super::recall::tell_hub_forgotten(index_dir, &ids);
                 println!(
                     "removed {name}; forgot {} session(s), {} messages",
                     done.sessions, done.messages_removed

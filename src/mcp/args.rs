@@ -64,6 +64,11 @@ pub struct SearchArgs {
     /// Only what was recorded on these machines (names as results give them, when the history holds more than
     /// one machine's). Default: every machine.
     pub machines: Option<Vec<String>>,
+    /// "local" (default: this machine's history, and the machines it syncs) or "team": the team hub too
+    /// (`ghola hub login`), fused; each result then names its `person` and its `origin` ("local" or "hub").
+    pub scope: Option<String>,
+    /// With scope "team": only these people's history (names as results give them).
+    pub people: Option<Vec<String>>,
 }
 
 /// A session read's page by default, and at most (get_session_detail).

@@ -146,6 +146,7 @@ impl GholaServer {
         let history = HistoryService::new(cfg.history.clone());
         history.keep_fresh();
         history.keep_remotes_fresh();
+        history.keep_hub_pushed();
         Self {
             cfg: Arc::new(cfg),
             history,

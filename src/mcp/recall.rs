@@ -47,6 +47,16 @@ impl GholaServer {
         r.format = choice(a.format.as_deref())?;
         r.grouping = choice(a.group_by.as_deref())?;
         r.machines = a.machines.unwrap_or_default();
+        r.team = match a.scope.as_deref().map(str::trim) {
+            None | Some("" | "local") => false,
+            Some("team") => true,
+            Some(other) => {
+                return Err(format!(
+                    "scope: {other:?} is not a scope: \"local\" (default) or \"team\""
+                ));
+            }
+        };
+        r.people = a.people.unwrap_or_default();
         Ok(r)
     }
 
@@ -118,10 +128,24 @@ impl GholaServer {
                 ));
             }
         };
-        let files = self
-            .history
-            .session_files(&a.session_id)
-            .map_err(|e| e.to_string())?;
+        let files = match self.history.session_files(&a.session_id) {
+            Ok(f) => f,
+            Err(e) => {
+                // A session of the team hub: its redacted text, read there.
+                return match self.history.hub_session(&a.session_id) {
+                    Ok(Some(s)) => hub_session_page(
+                        &s,
+                        a.around.as_deref(),
+                        offset,
+                        limit,
+                        before,
+                        after,
+                        text,
+                    ),
+                    _ => Err(e.to_string()),
+                };
+            }
+        };
         let id = files.session_id.clone();
         let s = transcript::load_session(self.history.sources(), &files);
         // With `around`: its window (unless another is asked for), from `before` messages before it.
@@ -237,4 +261,66 @@ fn render_messages(
         );
     }
     out
+}
+
+/// A page of a team hub session, as `get_session_detail` answers for a local one: JSON of its messages (from
+/// `offset`, `limit` of them), or with `around` the messages about that one as text, it marked with ">".
+fn hub_session_page(
+    s: &crate::hub::search::HubSession,
+    around: Option<&str>,
+    offset: usize,
+    limit: usize,
+    before: usize,
+    after: usize,
+    text: bool,
+) -> Result<String, String> {
+    let (start, end, hit) = match around.map(str::trim) {
+        None => (
+            offset.min(s.messages.len()),
+            (offset + limit).min(s.messages.len()),
+            None,
+        ),
+        Some(a) => {
+            let at = s
+                .messages
+                .iter()
+                .position(|m| !a.is_empty() && m.id.starts_with(a))
+                .ok_or_else(|| format!("no message {a:?} in session {}", s.session_id))?;
+            (
+                at.saturating_sub(before),
+                (at + after + 1).min(s.messages.len()),
+                Some(at),
+            )
+        }
+    };
+    let page = &s.messages[start..end];
+    if !text {
+        return serde_json::to_string(&serde_json::json!({
+            "session_id": s.session_id,
+            "person": s.person,
+            "machine": s.machine,
+            "project": s.project,
+            "title": s.title,
+            "origin": "hub",
+            "total_messages": s.messages.len(),
+            "offset": start,
+            "messages": page,
+        }))
+        .map_err(|e| e.to_string());
+    }
+    let mut out = format!(
+        "session {} · {}'s · on {} · {} · from the team hub (redacted)\n",
+        s.session_id, s.person, s.machine, s.project
+    );
+    for (i, m) in page.iter().enumerate() {
+        let mark = if Some(start + i) == hit { ">" } else { " " };
+        let when =
+            m.at.map(|t| t.format("%Y-%m-%d %H:%M").to_string())
+                .unwrap_or_default();
+        out.push_str(&format!(
+            "{mark} [{}] {when} {} ({}): {}\n",
+            m.id, m.role, m.kind, m.content
+        ));
+    }
+    Ok(out)
 }

@@ -114,6 +114,12 @@ pub fn render(resp: &SearchResponse) -> String {
         if resp.several_machines && !m.machine.is_empty() {
             let _ = write!(out, " · on {}", m.machine);
         }
+        if !m.person.is_empty() {
+            let _ = write!(out, " · {}'s", m.person);
+        }
+        if m.origin == "hub" {
+            let _ = write!(out, " · from the team hub");
+        }
         if let Some(b) = &m.git_branch {
             let _ = write!(out, " · {b}");
         }
@@ -186,6 +192,8 @@ mod tests {
         let hit = SearchHit {
             matched_message: MatchedMessage {
                 machine: String::new(),
+                person: String::new(),
+                origin: String::new(),
                 uuid: "8d1e5a2b-0000-4000-8000-000000000001".into(),
                 session_id: "3f2a9c1e-0000-4000-8000-000000000002".into(),
                 project: "/src/shop".into(),

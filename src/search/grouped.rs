@@ -29,6 +29,12 @@ pub struct SessionGroup {
     /// The machine it was recorded on, when the history holds more than one.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub machine: String,
+    /// Whose session it is, in a team search.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub person: String,
+    /// "local" or "hub", in a team search.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub origin: String,
     pub git_branch: Option<String>,
     pub title: Option<String>,
     /// The session's first and last message (from its listing when known, else its hits').
@@ -70,6 +76,8 @@ pub fn by_session(
                     } else {
                         String::new()
                     },
+                    person: m.person.clone(),
+                    origin: m.origin.clone(),
                     git_branch: m.git_branch.clone(),
                     title: f.title,
                     first_timestamp: f.first_timestamp,
@@ -137,6 +145,12 @@ pub fn render(query: &str, groups: &[SessionGroup], offset: usize, limit: usize)
         if !g.machine.is_empty() {
             let _ = write!(out, " · on {}", g.machine);
         }
+        if !g.person.is_empty() {
+            let _ = write!(out, " · {}'s", g.person);
+        }
+        if g.origin == "hub" {
+            let _ = write!(out, " · from the team hub");
+        }
         if let Some(b) = &g.git_branch {
             let _ = write!(out, " · {b}");
         }
@@ -185,6 +199,8 @@ mod tests {
         SearchHit {
             matched_message: MatchedMessage {
                 machine: String::new(),
+                person: String::new(),
+                origin: String::new(),
                 uuid: uuid.into(),
                 session_id: session.into(),
                 project: "/src/app".into(),

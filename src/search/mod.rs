@@ -466,6 +466,8 @@ pub fn search_with_vector(
             SearchHit {
                 matched_message: MatchedMessage {
                     uuid: m.uuid.clone(),
+                    person: String::new(),
+                    origin: String::new(),
                     machine: machine_of(snap, &m.source, p),
                     session_id: m.session_id.clone(),
                     project: m.project.clone(),

@@ -18,6 +18,12 @@ pub struct MatchedMessage {
     /// The machine it was recorded on (this machine's name, or another machine's whose history is synced).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub machine: String,
+    /// Whose history it is: set in team searches (this person's own hits too), empty otherwise.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub person: String,
+    /// Where it came from in a team search: "local" (this machine's index) or "hub"; empty otherwise.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub origin: String,
     pub session_id: String,
     pub project: String,
     pub git_branch: Option<String>,
@@ -304,6 +310,8 @@ mod bound_tests {
             .map(|r| SearchHit {
                 matched_message: MatchedMessage {
                     machine: String::new(),
+                    person: String::new(),
+                    origin: String::new(),
                     uuid: format!("hit-{r}"),
                     session_id: "s".into(),
                     project: "/p".into(),

@@ -10,10 +10,12 @@
 
 mod model;
 pub mod request;
+mod team;
 mod watch;
 
 pub use model::{ModelSlot, ModelState};
 pub use request::{Format, Grouping, Reader, SearchRequest, SessionChoice, Tuning};
+pub use team::{TEAM_WAIT, forget_on_hub};
 
 use crate::embed::{Embedder, KernelChoice};
 use crate::index::{self, IndexError, SnapshotCache, UpdateOptions};
@@ -355,7 +357,26 @@ impl HistoryService {
         };
         let mut p = req.params(only_session, chrono::Utc::now())?;
         p.this_machine = self.cfg.machine.clone();
-        p.machines = self.known_machines(&req.machines, "machines")?;
+        if req.team {
+            // The hub's machines are not known here: the names go to both halves as given.
+            p.machines = req
+                .machines
+                .iter()
+                .map(|m| m.trim().to_string())
+                .filter(|m| !m.is_empty())
+                .collect();
+        } else {
+            p.machines = self.known_machines(&req.machines, "machines")?;
+            if !req.people.is_empty() {
+                return Err(SearchError::Invalid {
+                    arg: "people",
+                    message: "people names the team's history: it needs a team search (--team, scope \"team\")"
+                        .into(),
+                }
+                .into());
+            }
+        }
+        let team = req.team.then(|| self.start_team_search(&p, &req.people));
         let first_pass_done = self.wait_for_first_pass(FIRST_PASS_WAIT);
         let snap = self.snapshots.get().map_err(|source| ServiceError::Index {
             dir: self.cfg.index_dir.clone(),
@@ -363,6 +384,13 @@ impl HistoryService {
         })?;
         let mut resp = search::search(&snap, self.embedder(), &p)?;
         resp.several_machines = self.machines().len() > 1;
+        match team {
+            None => {}
+            Some(Ok(t)) => self.finish_team_search(t, &mut resp, &req.people, p.max_results),
+            Some(Err(e)) => resp.add_note(format!(
+                "the team hub was not searched ({e}): these are this machine's results only"
+            )),
+        }
         if self.report_pending.load(Ordering::SeqCst) {
             resp.index.pending_files = index::pending_files(&snap, &self.cfg.claude_dir);
         }

@@ -141,6 +141,10 @@ pub struct SearchRequest {
     pub tuning: Tuning,
     /// Only messages recorded on these machines (empty: every machine).
     pub machines: Vec<String>,
+    /// Search the team hub too (this machine's hub login), fused with this machine's index.
+    pub team: bool,
+    /// In a team search, only these people's history (empty: everyone's the hub shows this person).
+    pub people: Vec<String>,
 }
 
 impl SearchRequest {
@@ -167,6 +171,8 @@ impl SearchRequest {
             max_chars: MODEL_MAX_CHARS,
             tuning: Tuning::default(),
             machines: Vec::new(),
+            team: false,
+            people: Vec::new(),
         }
     }
 

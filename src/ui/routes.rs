@@ -410,6 +410,13 @@ pub(super) async fn forget(
             )
         })?;
         app.history.invalidate_listing();
+        // Shared sessions leave the team hub too (a hub out of reach hears of it at the next push).
+        let ids: Vec<String> = chosen.iter().map(|s| s.session_id.clone()).collect();
+        if let Err(e) = app.history.forget_on_hub(&ids) {
+            tracing::warn!(
+                "the team hub could not be told of a forget ({e}); the next push tells it"
+            );
+        }
         Ok(manage::forgotten(&done))
     };
     page("forget".into(), run).await

@@ -6,6 +6,8 @@ pub mod browser;
 pub mod files;
 pub mod home;
 pub mod mcp_client;
+#[cfg(unix)]
+pub mod postgres;
 pub mod sshd;
 pub mod standin;
 pub mod transcript;

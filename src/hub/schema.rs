@@ -1,0 +1,201 @@
+//! The hub's schema, versioned, and its access rules: a role per person in [`TEAM_ROLE`](super::TEAM_ROLE),
+//! row-level security on every table people write (a person reads their own rows and those shared with them,
+//! writes only rows they own), no DDL for people. `ghola hub init` applies it in one transaction, as the
+//! database's owner; running it again changes nothing. docs/hub.md explains each policy.
+
+use super::HubError;
+use tokio_postgres::Client;
+
+/// The schema this ghola writes and reads. A hub at a newer version is refused ([`HubError::NewerSchema`]).
+pub const SCHEMA_VERSION: i32 = 1;
+
+/// The statements of version 1, each idempotent.
+const V1: &str = r#"
+create extension if not exists vector;
+create schema if not exists ghola;
+create table if not exists ghola.meta (key text primary key, value text not null);
+do $$ begin
+  if not exists (select from pg_roles where rolname = 'ghola_team') then
+    create role ghola_team nologin;
+  end if;
+end $$;
+
+-- Who is on the team; readable by everyone on it (so that a share can name them), written by the admin alone.
+create table if not exists ghola.people (
+  person text primary key,
+  role name not null unique,
+  invited_at timestamptz not null default now()
+);
+
+-- A project a person shares: with the whole team (people is null) or the roles listed.
+create table if not exists ghola.shares (
+  owner name not null default current_user,
+  project text not null,
+  people name[],
+  with_thinking boolean not null default false,
+  with_tools boolean not null default false,
+  shared_at timestamptz not null default now(),
+  primary key (owner, project)
+);
+
+create table if not exists ghola.sessions (
+  owner name not null default current_user,
+  session_id text not null,
+  machine text not null,
+  project text not null,
+  title text,
+  first_at timestamptz,
+  last_at timestamptz,
+  messages integer not null default 0,
+  pushed_at timestamptz not null default now(),
+  primary key (owner, session_id)
+);
+
+create table if not exists ghola.messages (
+  owner name not null default current_user,
+  id text not null,
+  session_id text not null,
+  machine text not null,
+  project text not null,
+  agent_id text,
+  seq bigint not null,
+  role text not null,
+  kind text not null,
+  at timestamptz,
+  content text not null,
+  model text not null,
+  embedding halfvec(384),
+  words tsvector generated always as (to_tsvector('english', content)) stored,
+  primary key (owner, id),
+  foreign key (owner, session_id) references ghola.sessions (owner, session_id) on delete cascade
+);
+create index if not exists messages_embedding on ghola.messages using hnsw (embedding halfvec_cosine_ops);
+create index if not exists messages_words on ghola.messages using gin (words);
+create index if not exists messages_session on ghola.messages (owner, session_id, at, seq);
+create index if not exists messages_project_at on ghola.messages (project, at);
+
+-- Sessions a person forgot: none of their machines pushes them again.
+create table if not exists ghola.tombstones (
+  owner name not null default current_user,
+  session_id text not null,
+  at timestamptz not null default now(),
+  primary key (owner, session_id)
+);
+
+revoke all on schema ghola from public;
+grant usage on schema ghola to ghola_team;
+revoke all on all tables in schema ghola from public;
+grant select on ghola.meta, ghola.people to ghola_team;
+grant select, insert, update, delete on ghola.shares, ghola.sessions, ghola.messages, ghola.tombstones
+  to ghola_team;
+
+alter table ghola.shares enable row level security;
+alter table ghola.sessions enable row level security;
+alter table ghola.messages enable row level security;
+alter table ghola.tombstones enable row level security;
+
+drop policy if exists read on ghola.shares;
+drop policy if exists own on ghola.shares;
+create policy read on ghola.shares for select
+  using (owner = current_user or people is null or current_user = any (people));
+create policy own on ghola.shares for all
+  using (owner = current_user) with check (owner = current_user);
+
+drop policy if exists read on ghola.sessions;
+drop policy if exists own on ghola.sessions;
+create policy read on ghola.sessions for select using (
+  owner = current_user or exists (
+    select 1 from ghola.shares s
+    where s.owner = sessions.owner and s.project = sessions.project
+      and (s.people is null or current_user = any (s.people))));
+create policy own on ghola.sessions for all
+  using (owner = current_user) with check (owner = current_user);
+
+drop policy if exists read on ghola.messages;
+drop policy if exists own on ghola.messages;
+create policy read on ghola.messages for select using (
+  owner = current_user or exists (
+    select 1 from ghola.shares s
+    where s.owner = messages.owner and s.project = messages.project
+      and (s.people is null or current_user = any (s.people))));
+create policy own on ghola.messages for all
+  using (owner = current_user) with check (owner = current_user);
+
+drop policy if exists own on ghola.tombstones;
+create policy own on ghola.tombstones for all
+  using (owner = current_user) with check (owner = current_user);
+"#;
+
+/// The version the hub's schema is at, `None` when it has none.
+pub async fn version(client: &Client) -> Result<Option<i32>, HubError> {
+    let exists = client
+        .query_one("select to_regclass('ghola.meta') is not null", &[])
+        .await
+        .map_err(|e| HubError::db("reading the schema version", e))?;
+    if !exists.get::<_, bool>(0) {
+        return Ok(None);
+    }
+    let row = client
+        .query_opt(
+            "select value from ghola.meta where key = 'schema_version'",
+            &[],
+        )
+        .await
+        .map_err(|e| HubError::db("reading the schema version", e))?;
+    Ok(row.and_then(|r| r.get::<_, String>(0).parse().ok()))
+}
+
+/// Fails unless the hub's schema is one this ghola reads.
+pub async fn check(client: &Client, at: &str) -> Result<(), HubError> {
+    match version(client).await? {
+        None => Err(HubError::NoSchema { at: at.to_string() }),
+        Some(v) if v > SCHEMA_VERSION => Err(HubError::NewerSchema { found: v }),
+        Some(_) => Ok(()),
+    }
+}
+
+/// Creates or completes the schema, in one transaction: the extension, the tables, the team role, the grants
+/// and the policies; the database closed to everyone but the team and its owner. Returns the version it was at
+/// before (`None`: a new hub).
+pub async fn init(client: &mut Client, dbname: &str) -> Result<Option<i32>, HubError> {
+    let before = version(client).await?;
+    if let Some(v) = before
+        && v > SCHEMA_VERSION
+    {
+        return Err(HubError::NewerSchema { found: v });
+    }
+    let tx = client
+        .transaction()
+        .await
+        .map_err(|e| HubError::db("starting the schema's transaction", e))?;
+    tx.batch_execute(V1)
+        .await
+        .map_err(|e| HubError::db("creating the schema", e))?;
+    let db = quote_ident(dbname);
+    tx.batch_execute(&format!(
+        "revoke all on database {db} from public; grant connect on database {db} to ghola_team;"
+    ))
+    .await
+    .map_err(|e| HubError::db("closing the database to others", e))?;
+    tx.execute(
+        "insert into ghola.meta (key, value) values ('schema_version', $1) \
+         on conflict (key) do update set value = excluded.value",
+        &[&SCHEMA_VERSION.to_string()],
+    )
+    .await
+    .map_err(|e| HubError::db("recording the schema version", e))?;
+    tx.commit()
+        .await
+        .map_err(|e| HubError::db("committing the schema", e))?;
+    Ok(before)
+}
+
+/// `name` as an SQL identifier, quoted.
+pub fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// `text` as an SQL string literal (for statements that take no parameters, such as `create role`).
+pub fn quote_literal(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}

@@ -1,0 +1,240 @@
+//! The team's rows, ranked where they are: meaning through pgvector's HNSW index over `halfvec` (iterative
+//! scans, so that rows the policies hide do not starve the answer), words through PostgreSQL's text search
+//! (any of the query's words, ranked by cover density), fused by reciprocal rank as the local ranking's plain
+//! floor is. The database's row-level security decides what a person sees; this only asks.
+
+use super::{HubError, person_of};
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use std::collections::HashMap;
+use tokio_postgres::Client;
+
+/// Candidates each evidence contributes before fusion.
+const CANDIDATES: i64 = 100;
+/// Reciprocal-rank fusion's constant.
+const RRF_K: f32 = 60.0;
+
+/// What the team search asks.
+#[derive(Debug, Clone, Default)]
+pub struct TeamQuery {
+    pub text: String,
+    /// The query's embedding (absent: words only).
+    pub vector: Option<Vec<f32>>,
+    /// Only projects of this folder name (a project's path differs between people's machines; its last
+    /// component is what they share).
+    pub project_name: Option<String>,
+    /// Only these people (names); empty: everyone visible.
+    pub people: Vec<String>,
+    /// Only these machines; empty: every one.
+    pub machines: Vec<String>,
+    pub after: Option<DateTime<Utc>>,
+    pub before: Option<DateTime<Utc>>,
+    /// A hit matching no query word needs at least this cosine similarity.
+    pub threshold: f32,
+    pub limit: usize,
+}
+
+/// One of the team's messages found.
+#[derive(Debug, Clone, Serialize)]
+pub struct HubHit {
+    pub person: String,
+    pub machine: String,
+    pub session_id: String,
+    pub project: String,
+    pub title: Option<String>,
+    pub id: String,
+    pub role: String,
+    pub kind: String,
+    pub at: Option<DateTime<Utc>>,
+    pub content: String,
+    pub semantic: f32,
+    pub lexical: f32,
+    /// The fused score (reciprocal rank).
+    pub score: f32,
+}
+
+/// A hub row: its owner's role and its id.
+type Key = (String, String);
+/// A row's fused score, cosine and text-search rank.
+type Evidence = (f32, f32, f32);
+
+const FILTERS: &str = "($2::text is null or regexp_replace(project, '^.*[/\\\\]', '') = $2) \
+    and (cardinality($3::name[]) = 0 or owner = any ($3)) \
+    and (cardinality($4::text[]) = 0 or machine = any ($4)) \
+    and ($5::timestamptz is null or at >= $5) and ($6::timestamptz is null or at < $6)";
+
+/// Searches the hub as the logged-in person.
+pub async fn search(client: &mut Client, q: &TeamQuery) -> Result<Vec<HubHit>, HubError> {
+    let roles: Vec<String> = q.people.iter().map(|p| super::role_of(p)).collect();
+    let tx = client
+        .transaction()
+        .await
+        .map_err(|e| HubError::db("starting the team search", e))?;
+    tx.batch_execute(
+        "set local hnsw.iterative_scan = relaxed_order; set local hnsw.ef_search = 200",
+    )
+    .await
+    .map_err(|e| HubError::db("setting up the vector scan", e))?;
+    let mut found: HashMap<Key, Evidence> = HashMap::new();
+    let model = super::model_identity();
+    if let Some(v) = &q.vector {
+        let v = pgvector::HalfVector::from_f32_slice(v);
+        let rows = tx
+            .query(
+                &format!(
+                    "select owner::text, id, (1 - (embedding <=> $1))::real from ghola.messages \
+                     where model = $7 and {FILTERS} order by embedding <=> $1 limit $8"
+                ),
+                &[
+                    &v,
+                    &q.project_name,
+                    &roles,
+                    &q.machines,
+                    &q.after,
+                    &q.before,
+                    &model,
+                    &CANDIDATES,
+                ],
+            )
+            .await
+            .map_err(|e| HubError::db("the team's vector search", e))?;
+        for (rank, r) in rows.iter().enumerate() {
+            let e = found.entry((r.get(0), r.get(1))).or_default();
+            e.0 += 1.0 / (RRF_K + rank as f32 + 1.0);
+            e.1 = r.get(2);
+        }
+    }
+    let rows = tx
+        .query(
+            &format!(
+                "with q as (select nullif(replace(plainto_tsquery('english', $1)::text, '&', '|'), '')::tsquery \
+                 as t) \
+                 select owner::text, id, ts_rank_cd(words, q.t)::real from ghola.messages, q \
+                 where q.t is not null and words @@ q.t and {FILTERS} order by 3 desc limit $7"
+            ),
+            &[
+                &q.text,
+                &q.project_name,
+                &roles,
+                &q.machines,
+                &q.after,
+                &q.before,
+                &CANDIDATES,
+            ],
+        )
+        .await
+        .map_err(|e| HubError::db("the team's word search", e))?;
+    for (rank, r) in rows.iter().enumerate() {
+        let e = found.entry((r.get(0), r.get(1))).or_default();
+        e.0 += 1.0 / (RRF_K + rank as f32 + 1.0);
+        e.2 = r.get(2);
+    }
+    let mut ranked: Vec<(Key, Evidence)> = found
+        .into_iter()
+        .filter(|(_, (_, cos, lex))| *lex > 0.0 || *cos >= q.threshold)
+        .collect();
+    ranked.sort_by(|a, b| b.1.0.total_cmp(&a.1.0).then_with(|| a.0.cmp(&b.0)));
+    ranked.truncate(q.limit);
+    if ranked.is_empty() {
+        return Ok(Vec::new());
+    }
+    let owners: Vec<&str> = ranked.iter().map(|((o, _), _)| o.as_str()).collect();
+    let ids: Vec<&str> = ranked.iter().map(|((_, i), _)| i.as_str()).collect();
+    let rows = tx
+        .query(
+            "select m.owner::text, m.id, m.machine, m.session_id, m.project, s.title, m.role, m.kind, m.at, \
+             m.content from ghola.messages m join ghola.sessions s using (owner, session_id) \
+             join unnest($1::text[], $2::text[]) as w(owner, id) on m.owner = w.owner::name and m.id = w.id",
+            &[&owners, &ids],
+        )
+        .await
+        .map_err(|e| HubError::db("reading the team's hits", e))?;
+    let mut by_key: HashMap<Key, tokio_postgres::Row> = rows
+        .into_iter()
+        .map(|r| ((r.get::<_, String>(0), r.get::<_, String>(1)), r))
+        .collect();
+    Ok(ranked
+        .into_iter()
+        .filter_map(|(key, (score, semantic, lexical))| {
+            let r = by_key.remove(&key)?;
+            Some(HubHit {
+                person: person_of(&key.0),
+                id: key.1,
+                machine: r.get(2),
+                session_id: r.get(3),
+                project: r.get(4),
+                title: r.get(5),
+                role: r.get(6),
+                kind: r.get(7),
+                at: r.get(8),
+                content: r.get(9),
+                semantic,
+                lexical,
+                score,
+            })
+        })
+        .collect())
+}
+
+/// A session on the hub, as `get_session_detail` and duncan read it: its redacted messages in order.
+#[derive(Debug, Clone, Serialize)]
+pub struct HubSession {
+    pub person: String,
+    pub machine: String,
+    pub session_id: String,
+    pub project: String,
+    pub title: Option<String>,
+    pub messages: Vec<HubMessage>,
+}
+
+/// One message of a hub session.
+#[derive(Debug, Clone, Serialize)]
+pub struct HubMessage {
+    pub id: String,
+    pub role: String,
+    pub kind: String,
+    pub at: Option<DateTime<Utc>>,
+    pub content: String,
+}
+
+/// The session `id` (or a unique prefix of it) as the person may read it, `None` when the hub shows them none.
+pub async fn session(client: &Client, id: &str) -> Result<Option<HubSession>, HubError> {
+    let rows = client
+        .query(
+            "select owner::text, machine, session_id, project, title from ghola.sessions \
+             where session_id like $1 || '%' order by session_id limit 2",
+            &[&id.replace(['%', '_'], "")],
+        )
+        .await
+        .map_err(|e| HubError::db("looking up a team session", e))?;
+    let [r] = rows.as_slice() else {
+        return Ok(None);
+    };
+    let owner: String = r.get(0);
+    let session_id: String = r.get(2);
+    let messages = client
+        .query(
+            "select id, role, kind, at, content from ghola.messages where owner = $1::text::name \
+             and session_id = $2 order by at nulls first, agent_id nulls first, seq",
+            &[&owner, &session_id],
+        )
+        .await
+        .map_err(|e| HubError::db("reading a team session", e))?
+        .iter()
+        .map(|m| HubMessage {
+            id: m.get(0),
+            role: m.get(1),
+            kind: m.get(2),
+            at: m.get(3),
+            content: m.get(4),
+        })
+        .collect();
+    Ok(Some(HubSession {
+        person: person_of(&owner),
+        machine: r.get(1),
+        project: r.get(3),
+        title: r.get(4),
+        session_id,
+        messages,
+    }))
+}

