@@ -4,6 +4,8 @@
 #[cfg(feature = "bench")]
 pub mod bench;
 #[cfg(feature = "bench")]
+mod bench_hub;
+#[cfg(feature = "bench")]
 mod bench_listing;
 #[cfg(feature = "bench")]
 mod bench_remote;
@@ -217,6 +219,18 @@ pub enum BenchKind {
         files: usize,
         #[arg(long, default_value_os_t = std::env::temp_dir().join("ghola-bench"))]
         work: PathBuf,
+    },
+    /// The team hub against a real PostgreSQL + pgvector (the admin's URL; it invites bench_a and bench_b):
+    /// push rate, team search p50/p95 under row-level security, bytes per message.
+    Hub {
+        /// The database owner's URL of a hub database used for nothing else.
+        #[arg(long)]
+        url: String,
+        #[arg(long, default_value_t = 1_000_000)]
+        messages: usize,
+        /// Real texts (JSON lines `{"text": …}`) the messages are drawn from.
+        #[arg(long, default_value = "../shared/reference/texts.jsonl")]
+        texts: PathBuf,
     },
     /// Reader throughput over the transcripts of the Claude dir (MB/s on one core).
     Read {
@@ -497,6 +511,11 @@ fn run_bench(
                 ghola::config::Environment::read().ssh_command,
             )
         }
+        BenchKind::Hub {
+            url,
+            messages,
+            texts,
+        } => bench_hub::hub_bench(&url, messages, &texts, model_dir),
         BenchKind::Embed {
             texts,
             rounds,

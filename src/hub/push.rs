@@ -51,14 +51,67 @@ pub struct PushReport {
 }
 
 /// A message as it leaves: every field redacted already.
-struct OutMessage {
-    id: String,
-    agent_id: Option<String>,
-    seq: i64,
-    role: String,
-    kind: String,
-    at: Option<chrono::DateTime<chrono::Utc>>,
-    content: String,
+#[derive(Debug, Clone)]
+pub struct OutMessage {
+    /// [`message_id`].
+    pub id: String,
+    pub agent_id: Option<String>,
+    /// Its place in the session (time order).
+    pub seq: i64,
+    pub role: String,
+    pub kind: String,
+    pub at: Option<chrono::DateTime<chrono::Utc>>,
+    pub content: String,
+}
+
+/// Where a session's messages go on the hub.
+pub struct SessionRow<'a> {
+    pub session_id: &'a str,
+    pub machine: &'a str,
+    pub project: &'a str,
+}
+
+/// Inserts `batch` (with its `vectors`, one each) into the session `at`, in the caller's transaction; a
+/// message the hub holds already is left as it is. Returns the messages inserted.
+pub async fn write_messages(
+    tx: &tokio_postgres::Transaction<'_>,
+    at: &SessionRow<'_>,
+    batch: &[&OutMessage],
+    vectors: &[pgvector::HalfVector],
+) -> Result<u64, HubError> {
+    let model = model_identity();
+    let texts: Vec<&str> = batch.iter().map(|m| m.content.as_str()).collect();
+    let ids: Vec<&str> = batch.iter().map(|m| m.id.as_str()).collect();
+    let agents: Vec<Option<&str>> = batch.iter().map(|m| m.agent_id.as_deref()).collect();
+    let seqs: Vec<i64> = batch.iter().map(|m| m.seq).collect();
+    let roles: Vec<&str> = batch.iter().map(|m| m.role.as_str()).collect();
+    let kinds: Vec<&str> = batch.iter().map(|m| m.kind.as_str()).collect();
+    let ats: Vec<Option<chrono::DateTime<chrono::Utc>>> = batch.iter().map(|m| m.at).collect();
+    tx.execute(
+        "insert into ghola.messages (id, session_id, machine, project, agent_id, seq, role, kind, \
+         at, content, model, embedding) \
+         select id, $7, $8, $9, agent, seq, role, kind, at, content, $10, embedding \
+         from unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], \
+         $6::timestamptz[], $11::text[], $12::halfvec[]) \
+         as t(id, agent, seq, role, kind, at, content, embedding) \
+         on conflict (owner, id) do nothing",
+        &[
+            &ids,
+            &agents,
+            &seqs,
+            &roles,
+            &kinds,
+            &ats,
+            &at.session_id,
+            &at.machine,
+            &at.project,
+            &model,
+            &texts,
+            &vectors,
+        ],
+    )
+    .await
+    .map_err(|e| HubError::db("writing messages", e))
 }
 
 /// The share that covers `project` (a share of a folder covers the projects below it).
@@ -183,7 +236,6 @@ pub async fn push(
         .map(|l| &l.summary)
         .filter_map(|s| share_of(&shares, &s.project).map(|sh| (s, sh)))
         .collect();
-    let model = model_identity();
     for (s, share) in candidates {
         if tombstones.contains(&s.session_id) {
             report.forgotten += 1;
@@ -282,39 +334,12 @@ pub async fn push(
                 .iter()
                 .map(|v| pgvector::HalfVector::from_f32_slice(v))
                 .collect();
-            let ids: Vec<&str> = batch.iter().map(|m| m.id.as_str()).collect();
-            let agents: Vec<Option<&str>> = batch.iter().map(|m| m.agent_id.as_deref()).collect();
-            let seqs: Vec<i64> = batch.iter().map(|m| m.seq).collect();
-            let roles: Vec<&str> = batch.iter().map(|m| m.role.as_str()).collect();
-            let kinds: Vec<&str> = batch.iter().map(|m| m.kind.as_str()).collect();
-            let ats: Vec<Option<chrono::DateTime<chrono::Utc>>> =
-                batch.iter().map(|m| m.at).collect();
-            let inserted = tx
-                .execute(
-                    "insert into ghola.messages (id, session_id, machine, project, agent_id, seq, role, kind, \
-                     at, content, model, embedding) \
-                     select id, $7, $8, $9, agent, seq, role, kind, at, content, $10, embedding \
-                     from unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], \
-                     $6::timestamptz[], $11::text[], $12::halfvec[]) \
-                     as t(id, agent, seq, role, kind, at, content, embedding) \
-                     on conflict (owner, id) do nothing",
-                    &[
-                        &ids,
-                        &agents,
-                        &seqs,
-                        &roles,
-                        &kinds,
-                        &ats,
-                        &s.session_id,
-                        &machine,
-                        &s.project,
-                        &model,
-                        &texts,
-                        &vectors,
-                    ],
-                )
-                .await
-                .map_err(|e| HubError::db("writing messages", e))?;
+            let at = SessionRow {
+                session_id: &s.session_id,
+                machine: &machine,
+                project: &s.project,
+            };
+            let inserted = write_messages(&tx, &at, batch, &vectors).await?;
             report.messages += inserted;
         }
         tx.execute(

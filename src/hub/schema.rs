@@ -82,7 +82,37 @@ create table if not exists ghola.tombstones (
   primary key (owner, session_id)
 );
 
+-- Who may read a row: its owner, and the people its project is shared with. The one definition the policies
+-- and the word search below use.
+-- (No SET clause, so that PostgreSQL inlines it into the policies; every name in it is qualified.)
+create or replace function ghola.can_read(reader name, row_owner name, row_project text) returns boolean
+language sql stable as $$
+  select row_owner = reader or exists (
+    select 1 from ghola.shares s
+    where s.owner = row_owner and s.project = row_project
+      and (s.people is null or reader = any (s.people)))
+$$;
+
+-- The word search, as the database's owner with can_read for the person logged in: under row-level security
+-- PostgreSQL cannot use the text index (the match operator is not leakproof) and would read every row.
+create or replace function ghola.word_search(query tsquery, project_name text, owners name[], only_machines text[],
+    not_before timestamptz, before timestamptz, scan integer, top integer)
+returns table (owner text, id text, rank real)
+language sql stable security definer set search_path = pg_catalog, ghola as $$
+  select m.owner::text, m.id, ts_rank_cd(m.words, query)::real from (
+    select owner, id, words from ghola.messages
+    where words @@ query and ghola.can_read(session_user, owner, project)
+      and (project_name is null or regexp_replace(project, '^.*[/\\]', '') = project_name)
+      and (cardinality(owners) = 0 or owner = any (owners))
+      and (cardinality(only_machines) = 0 or machine = any (only_machines))
+      and (not_before is null or at >= not_before) and (before is null or at < before)
+    limit scan) m
+  order by 3 desc limit top
+$$;
+
 revoke all on schema ghola from public;
+revoke all on all functions in schema ghola from public;
+grant execute on all functions in schema ghola to ghola_team;
 grant usage on schema ghola to ghola_team;
 revoke all on all tables in schema ghola from public;
 grant select on ghola.meta, ghola.people to ghola_team;
@@ -103,21 +133,13 @@ create policy own on ghola.shares for all
 
 drop policy if exists read on ghola.sessions;
 drop policy if exists own on ghola.sessions;
-create policy read on ghola.sessions for select using (
-  owner = current_user or exists (
-    select 1 from ghola.shares s
-    where s.owner = sessions.owner and s.project = sessions.project
-      and (s.people is null or current_user = any (s.people))));
+create policy read on ghola.sessions for select using (ghola.can_read(current_user, owner, project));
 create policy own on ghola.sessions for all
   using (owner = current_user) with check (owner = current_user);
 
 drop policy if exists read on ghola.messages;
 drop policy if exists own on ghola.messages;
-create policy read on ghola.messages for select using (
-  owner = current_user or exists (
-    select 1 from ghola.shares s
-    where s.owner = messages.owner and s.project = messages.project
-      and (s.people is null or current_user = any (s.people))));
+create policy read on ghola.messages for select using (ghola.can_read(current_user, owner, project));
 create policy own on ghola.messages for all
   using (owner = current_user) with check (owner = current_user);
 

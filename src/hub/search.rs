@@ -11,6 +11,8 @@ use tokio_postgres::Client;
 
 /// Candidates each evidence contributes before fusion.
 const CANDIDATES: i64 = 100;
+/// Rows matching the query's words that are ranked at most (the rest are not looked at).
+const MATCHES_RANKED: i64 = 2000;
 /// Reciprocal-rank fusion's constant.
 const RRF_K: f32 = 60.0;
 
@@ -104,30 +106,44 @@ pub async fn search(client: &mut Client, q: &TeamQuery) -> Result<Vec<HubHit>, H
             e.1 = r.get(2);
         }
     }
-    let rows = tx
-        .query(
-            &format!(
-                "with q as (select nullif(replace(plainto_tsquery('english', $1)::text, '&', '|'), '')::tsquery \
-                 as t) \
-                 select owner::text, id, ts_rank_cd(words, q.t)::real from ghola.messages, q \
-                 where q.t is not null and words @@ q.t and {FILTERS} order by 3 desc limit $7"
-            ),
-            &[
-                &q.text,
-                &q.project_name,
-                &roles,
-                &q.machines,
-                &q.after,
-                &q.before,
-                &CANDIDATES,
-            ],
-        )
-        .await
-        .map_err(|e| HubError::db("the team's word search", e))?;
-    for (rank, r) in rows.iter().enumerate() {
-        let e = found.entry((r.get(0), r.get(1))).or_default();
-        e.0 += 1.0 / (RRF_K + rank as f32 + 1.0);
-        e.2 = r.get(2);
+    // Words: every query word first (selective, through the GIN index); any of them only when that finds too
+    // few. Either way at most MATCHES_RANKED matching rows are ranked, so a common word cannot make a search
+    // rank the team's whole history. `ghola.word_search` runs as the schema's owner with the policies' own
+    // predicate (`ghola.can_read`) for the logged-in person: under row-level security the text index is unusable.
+    for query in [
+        "plainto_tsquery('english', $1)",
+        "nullif(replace(plainto_tsquery('english', $1)::text, '&', '|'), '')::tsquery",
+    ] {
+        let rows = tx
+            .query(
+                &format!(
+                    "select w.owner, w.id, w.rank from (select {query} as t) q, \
+                     ghola.word_search(q.t, $2, $3::name[], $4, $5, $6, $7, $8) w where q.t is not null"
+                ),
+                &[
+                    &q.text,
+                    &q.project_name,
+                    &roles,
+                    &q.machines,
+                    &q.after,
+                    &q.before,
+                    &(MATCHES_RANKED as i32),
+                    &(CANDIDATES as i32),
+                ],
+            )
+            .await
+            .map_err(|e| HubError::db("the team's word search", e))?;
+        let enough = rows.len() >= q.limit.max(1);
+        for (rank, r) in rows.iter().enumerate() {
+            let e = found.entry((r.get(0), r.get(1))).or_default();
+            if e.2 == 0.0 {
+                e.0 += 1.0 / (RRF_K + rank as f32 + 1.0);
+                e.2 = r.get(2);
+            }
+        }
+        if enough {
+            break;
+        }
     }
     let mut ranked: Vec<(Key, Evidence)> = found
         .into_iter()
