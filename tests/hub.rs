@@ -375,6 +375,40 @@ fn a_person_finds_what_was_shared_with_them_and_never_an_unshared_project() {
     );
     assert!(err && text.contains("scope"), "{text}");
 
+    // The browser: the team choice and the person facet, hits labelled, a teammate's session page.
+    let ui = common::browser::Ui::start(bob.ghola());
+    let login = ui.log_in();
+    let get = |path: &str| {
+        common::browser::http_get(login.addr, &login.host, path, &login.cookie)
+            .expect("the page answers")
+    };
+    let page = get("/search?q=flaky+deploy+runner+image&team=1");
+    assert!(page.contains("name=team value=1 checked"), "{page}");
+    assert!(
+        page.contains("<option value=\"alice\">alice</option>"),
+        "{page}"
+    );
+    assert!(
+        page.contains("<span class=person>alice</span>'s") && page.contains("from the team hub"),
+        "{page}"
+    );
+    assert!(!page.contains(&token()), "{page}");
+    let page = get("/search?q=flaky+deploy+runner+image&team=1&person=carol");
+    assert!(
+        !page.contains("<span class=person>alice</span>'s"),
+        "{page}"
+    );
+    let page = get(&format!("/session/{ALICE_APP}"));
+    assert!(
+        page.contains("pinned the runner image") && page.contains("from the team hub"),
+        "{page}"
+    );
+    assert!(
+        !page.contains(&token()) && !page.contains("walrus"),
+        "{page}"
+    );
+    drop(ui);
+
     // Revoked: carol can no longer log in.
     run_ok(admin.ghola().args(["hub", "revoke", "carol"]));
     assert!(!pg.psql_url(carol, "select 1").status.success());

@@ -254,3 +254,23 @@ pub async fn session(client: &Client, id: &str) -> Result<Option<HubSession>, Hu
         messages,
     }))
 }
+
+/// The people and machines whose sessions this person may read on the hub: the browser's facets.
+pub async fn facets(client: &Client) -> Result<(Vec<String>, Vec<String>), HubError> {
+    let rows = client
+        .query(
+            "select distinct owner::text, machine from ghola.sessions order by 1, 2",
+            &[],
+        )
+        .await
+        .map_err(|e| HubError::db("listing the team's people and machines", e))?;
+    let mut people: Vec<String> = rows
+        .iter()
+        .map(|r| person_of(&r.get::<_, String>(0)))
+        .collect();
+    let mut machines: Vec<String> = rows.iter().map(|r| r.get(1)).collect();
+    people.dedup();
+    machines.sort();
+    machines.dedup();
+    Ok((people, machines))
+}

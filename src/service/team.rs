@@ -110,6 +110,18 @@ impl HistoryService {
         }
     }
 
+    /// The people and machines of the team hub this person may read (the browser's facets); `None` without a
+    /// login, or when the hub does not answer within [`TEAM_WAIT`].
+    pub fn hub_facets(&self) -> Option<(Vec<String>, Vec<String>)> {
+        let (_, url) = self.hub_login().ok()??;
+        hub::block(TEAM_WAIT, async move {
+            let c = hub::connect(&url).await?;
+            hub::search::facets(&c).await
+        })
+        .map_err(|e| tracing::debug!("the hub's facets: {e}"))
+        .ok()
+    }
+
     /// A session of the team hub (its redacted text), for a session id this machine does not have: `Ok(None)`
     /// without a login or when the hub shows this person no such session.
     pub fn hub_session(&self, id: &str) -> Result<Option<hub::search::HubSession>, HubError> {

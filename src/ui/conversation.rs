@@ -92,6 +92,37 @@ pub fn page(s: &Session, at: Option<&str>, csrf: &str) -> String {
 }
 
 /// A link to a session (with its id made safe for the path).
+/// A teammate's session from the team hub: its redacted messages as they were pushed (no forget button: it is
+/// theirs to forget).
+pub fn hub_page(s: &crate::hub::search::HubSession, at: Option<&str>) -> String {
+    let mut body = format!(
+        "<h1>{}</h1><p class=meta>{} · <span class=person>{}</span>'s · recorded on {} · session {} · \
+         <span class=origin>from the team hub</span> (redacted; thinking and tool output only if shared) · \
+         {} message(s)</p>",
+        escape(s.title.as_deref().unwrap_or("(untitled session)")),
+        escape(&s.project),
+        escape(&s.person),
+        escape(&s.machine),
+        escape(&s.session_id),
+        s.messages.len()
+    );
+    for m in &s.messages {
+        let is_at = at == Some(m.id.as_str());
+        let _ = write!(
+            body,
+            "<article id=\"m-{}\" class=\"{}{}\"><div class=meta>{}{}</div><div class=text>{}</div></article>",
+            escape(&m.id),
+            escape(&m.role),
+            if is_at { " at" } else { "" },
+            escape(&m.role),
+            m.at.map(|t| t.format(" · %Y-%m-%d %H:%M:%S").to_string())
+                .unwrap_or_default(),
+            markdown::render(&m.content)
+        );
+    }
+    body
+}
+
 pub fn session_href(id: &str) -> String {
     format!("/session/{}", url_part(id))
 }

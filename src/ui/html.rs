@@ -143,6 +143,12 @@ pub struct Filters<'a> {
     pub machine: &'a str,
     /// The machines to choose from; empty when the history holds one (no facet then).
     pub machines: &'a [String],
+    /// Whether this machine is logged in to a team hub (the "team" choice is shown), and whether it is chosen.
+    pub hub: bool,
+    pub team: bool,
+    /// The person chosen ("" for everyone) and the people of the hub to choose from.
+    pub person: &'a str,
+    pub people: &'a [String],
 }
 
 /// [`layout`] with the search form's filters filled in.
@@ -170,7 +176,7 @@ pub fn layout_with(title: &str, f: &Filters, body: &str) -> String {
         escape(f.before),
         checked(f.grouped),
         checked(f.no_subagents),
-        machine_facet(f),
+        machine_facet(f) + &team_facets(f),
         controls_visible(body),
     )
 }
@@ -192,6 +198,30 @@ fn machine_facet(f: &Filters) -> String {
         ));
     }
     out.push_str("</select>");
+    out
+}
+
+/// The team choice and the person choice of the search form, when this machine is logged in to a team hub.
+fn team_facets(f: &Filters) -> String {
+    if !f.hub {
+        return String::new();
+    }
+    let mut out = format!(
+        "<label><input type=checkbox name=team value=1{}> team</label>",
+        if f.team { " checked" } else { "" }
+    );
+    if !f.people.is_empty() {
+        out.push_str("<select name=person aria-label=person><option value=\"\">everyone</option>");
+        for p in f.people {
+            let selected = if p == f.person { " selected" } else { "" };
+            out.push_str(&format!(
+                "<option value=\"{}\"{selected}>{}</option>",
+                escape(p),
+                escape(p)
+            ));
+        }
+        out.push_str("</select>");
+    }
     out
 }
 

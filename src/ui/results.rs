@@ -51,7 +51,7 @@ pub fn flat(resp: &SearchResponse, terms: &[String]) -> String {
             "<div class=hit><div class=meta>{}{} · {}{} · <a class=open href=\"{}\">session {}</a> · window {} · \
              score {:.2}</div>",
             escape(&m.project),
-            on_machine(resp.several_machines, &m.machine),
+            on_machine(resp.several_machines, &m.machine) + &whose(&m.person, &m.origin),
             escape(date),
             branch(m.git_branch.as_deref()),
             hit_link(&m.session_id, &m.uuid),
@@ -91,7 +91,7 @@ pub fn grouped(resp: &SearchResponse, groups: &[SessionGroup], terms: &[String])
             url_part(&g.session_id),
             escape(g.title.as_deref().unwrap_or(&g.session_id)),
             escape(&g.project),
-            on_machine(!g.machine.is_empty(), &g.machine),
+            on_machine(!g.machine.is_empty(), &g.machine) + &whose(&g.person, &g.origin),
             escape(&day(&g.first_timestamp)),
             escape(&day(&g.last_timestamp)),
             branch(g.git_branch.as_deref()),
@@ -111,6 +111,21 @@ pub fn grouped(resp: &SearchResponse, groups: &[SessionGroup], terms: &[String])
         body.push_str("</div>");
     }
     body
+}
+
+/// ` · <person>'s · from the team hub` in a team search.
+fn whose(person: &str, origin: &str) -> String {
+    let mut out = String::new();
+    if !person.is_empty() {
+        out.push_str(&format!(
+            " · <span class=person>{}</span>'s",
+            escape(person)
+        ));
+    }
+    if origin == "hub" {
+        out.push_str(" · <span class=origin>from the team hub</span>");
+    }
+    out
 }
 
 /// ` · on <machine>` when results name their machine (the history holds more than one).

@@ -90,6 +90,10 @@ pub(super) struct SearchQuery {
     part: Option<String>,
     /// One machine's messages only (the facet shown when the history holds several).
     machine: Option<String>,
+    /// `1`: the team hub too.
+    team: Option<String>,
+    /// One person's history only (with `team`).
+    person: Option<String>,
 }
 
 pub(super) async fn search(State(app): State<Arc<App>>, Query(q): Query<SearchQuery>) -> Response {
@@ -105,11 +109,31 @@ pub(super) async fn search(State(app): State<Arc<App>>, Query(q): Query<SearchQu
         text(&q.before),
         text(&q.machine),
     );
-    let machines = {
+    let team = q.team.as_deref() == Some("1");
+    let person = text(&q.person);
+    // The facets: this history's machines, and with a hub login the team's people and machines (not for the
+    // results alone, which the script fetches as you type).
+    let (mut machines, hub, people) = {
         let h = app.history.clone();
-        tokio::task::spawn_blocking(move || h.machines())
-            .await
-            .unwrap_or_default()
+        let facets = !only_results;
+        tokio::task::spawn_blocking(move || {
+            let hub = matches!(h.hub_login(), Ok(Some(_)));
+            let team = if hub && facets { h.hub_facets() } else { None };
+            (h.machines(), hub, team)
+        })
+        .await
+        .unwrap_or_default()
+    };
+    let people = match people {
+        Some((people, theirs)) => {
+            for m in theirs {
+                if !machines.contains(&m) {
+                    machines.push(m);
+                }
+            }
+            people
+        }
+        None => Vec::new(),
     };
     let run = {
         let query = query.clone();
@@ -134,6 +158,12 @@ pub(super) async fn search(State(app): State<Arc<App>>, Query(q): Query<SearchQu
                 .machine
                 .into_iter()
                 .filter(|m| !m.trim().is_empty())
+                .collect();
+            r.team = team;
+            r.people = q
+                .person
+                .into_iter()
+                .filter(|p| team && !p.trim().is_empty())
                 .collect();
             let found = app.history.search(&r).map_err(|e| {
                 if e.is_user_error() {
@@ -174,6 +204,10 @@ pub(super) async fn search(State(app): State<Arc<App>>, Query(q): Query<SearchQu
         grouped,
         machine: &machine,
         machines: if machines.len() > 1 { &machines } else { &[] },
+        hub,
+        team,
+        person: &person,
+        people: &people,
     };
     let title = if query.is_empty() { "search" } else { &query };
     (status, Html(html::layout_with(title, &filters, &body))).into_response()
@@ -204,10 +238,17 @@ pub(super) async fn session(
 ) -> Response {
     let run = move || -> Result<(String, String), (StatusCode, String)> {
         let not_found = |e: String| (StatusCode::NOT_FOUND, e);
-        let files = app
-            .history
-            .session_files(&id)
-            .map_err(|e| not_found(e.to_string()))?;
+        let files = match app.history.session_files(&id) {
+            Ok(f) => f,
+            // A teammate's session from the team hub: its redacted text, read there.
+            Err(e) => match app.history.hub_session(&id) {
+                Ok(Some(h)) => {
+                    let title = h.title.clone().unwrap_or_else(|| h.session_id.clone());
+                    return Ok((title, conversation::hub_page(&h, q.at.as_deref())));
+                }
+                _ => return Err(not_found(e.to_string())),
+            },
+        };
         let s = crate::transcript::load_session(app.history.sources(), &files);
         let title = s.title.clone().unwrap_or_else(|| s.session_id.clone());
         Ok((title, conversation::page(&s, q.at.as_deref(), &app.csrf)))
