@@ -107,6 +107,9 @@ pub struct Environment {
     /// `GHOLA_SSH`: the command `ghola remote` runs instead of `ssh` (as `GIT_SSH_COMMAND` does for git), split at
     /// whitespace.
     pub ssh_command: Option<String>,
+    /// `GHOLA_HUB_PUSH_SECONDS`: how often the MCP server looks for something to push to the team hub (default
+    /// 60; tests shorten it).
+    pub hub_push_seconds: Option<u64>,
 }
 
 impl Environment {
@@ -156,6 +159,7 @@ impl Environment {
                 .unwrap_or_else(|| "https://huggingface.co".to_string()),
             editor: var("VISUAL").or_else(|| var("EDITOR")),
             ssh_command: var("GHOLA_SSH"),
+            hub_push_seconds: var("GHOLA_HUB_PUSH_SECONDS").and_then(|v| v.parse().ok()),
             settings_file: var("GHOLA_CONFIG").map(PathBuf::from).unwrap_or_else(|| {
                 var("XDG_CONFIG_HOME")
                     .map(PathBuf::from)

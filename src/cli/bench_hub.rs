@@ -31,10 +31,17 @@ fn near(base: &[f32], rng: &mut Rng) -> Vec<f32> {
 }
 
 /// `ghola bench hub --url ADMIN_URL --messages N`.
-pub fn hub_bench(url: &str, messages: usize, texts: &Path, model_dir: Option<&Path>) -> Result<()> {
+pub fn hub_bench(
+    url: &str,
+    messages: usize,
+    texts: &Path,
+    search_only: bool,
+    model_dir: Option<&Path>,
+) -> Result<()> {
     println!(
-        "command: ghola bench hub --url <admin URL> --messages {messages} --texts {}",
-        texts.display()
+        "command: ghola bench hub --url <admin URL> --messages {messages} --texts {}{}",
+        texts.display(),
+        if search_only { " --search-only" } else { "" }
     );
     let admin = HubUrl::parse(url)?;
     let long = Duration::from_secs(24 * 3600);
@@ -61,88 +68,9 @@ pub fn hub_bench(url: &str, messages: usize, texts: &Path, model_dir: Option<&Pa
     anyhow::ensure!(!pool_texts.is_empty(), "no texts in {}", texts.display());
     let refs: Vec<&str> = pool_texts.iter().map(String::as_str).collect();
     let pool = embedder.embed(&refs)?;
-    // Half the projects are shared with the team; bench_b's searches must be filtered by the policies.
-    hub::block(long, async {
-        let mut c = hub::connect(&a).await?;
-        c.batch_execute("delete from ghola.sessions where owner = current_user; delete from ghola.shares where owner = current_user")
-            .await
-            .map_err(|e| HubError::db("clearing an earlier run", e))?;
-        let opts = hub::share::ShareOptions::default();
-        hub::share::share(&c, "/bench/shared", &opts).await?;
-        let _ = &mut c;
-        Ok(())
-    })?;
-    let sessions = messages.div_ceil(PER_SESSION);
-    let started = Instant::now();
-    let mut written = 0u64;
-    hub::block(long, async {
-        let mut c = hub::connect(&a).await?;
-        for s in 0..sessions {
-            let id = format!("{:08x}-0000-4000-8000-{:012x}", s, s);
-            let project = if s % 2 == 0 {
-                "/bench/shared"
-            } else {
-                "/bench/private"
-            };
-            let n = PER_SESSION.min(messages - s * PER_SESSION);
-            let mut rows = Vec::with_capacity(n);
-            let mut vectors = Vec::with_capacity(n);
-            for m in 0..n {
-                let k = (rng.next() % pool.len() as u64) as usize;
-                rows.push(OutMessage {
-                    id: message_id(&id, None, &format!("{id}-{m}")),
-                    agent_id: None,
-                    seq: m as i64,
-                    role: if m % 2 == 0 { "user" } else { "assistant" }.into(),
-                    kind: "text".into(),
-                    at: chrono::DateTime::from_timestamp(
-                        1_735_689_600 + (s * 3600 + m * 30) as i64,
-                        0,
-                    ),
-                    content: pool_texts[k].clone(),
-                });
-                vectors.push(pgvector::HalfVector::from_f32_slice(&near(
-                    &pool[k], &mut rng,
-                )));
-            }
-            let tx = c
-                .transaction()
-                .await
-                .map_err(|e| HubError::db("starting a session", e))?;
-            tx.execute(
-                "insert into ghola.sessions (session_id, machine, project, messages) values ($1, 'bench', $2, $3)",
-                &[&id, &project, &(n as i32)],
-            )
-            .await
-            .map_err(|e| HubError::db("writing a session", e))?;
-            let at = SessionRow {
-                session_id: &id,
-                machine: "bench",
-                project,
-            };
-            let refs: Vec<&OutMessage> = rows.iter().collect();
-            for (batch, vs) in refs.chunks(BATCH).zip(vectors.chunks(BATCH)) {
-                written += write_messages(&tx, &at, batch, vs).await?;
-            }
-            tx.commit()
-                .await
-                .map_err(|e| HubError::db("committing a session", e))?;
-            if (s + 1) % (sessions / 10).max(1) == 0 {
-                let secs = started.elapsed().as_secs_f64();
-                eprintln!(
-                    "  {written} messages in {secs:.0} s ({:.0} messages/s)",
-                    written as f64 / secs
-                );
-            }
-        }
-        Ok(())
-    })?;
-    let secs = started.elapsed().as_secs_f64();
-    println!(
-        "push (database side, one connection, HNSW and text index kept live): {written} messages in {secs:.1} s = \
-         {:.0} messages/s",
-        written as f64 / secs
-    );
+    if !search_only {
+        push_rows(&a, messages, &pool_texts, &pool, &mut rng)?;
+    }
     // Team search as bench_b (sees the shared half) and as bench_a (sees everything).
     let queries: Vec<(String, Vec<f32>)> = (0..60)
         .map(|_| {
@@ -219,6 +147,99 @@ pub fn hub_bench(url: &str, messages: usize, texts: &Path, model_dir: Option<&Pa
         per(heap),
         per(hnsw),
         per(words)
+    );
+    Ok(())
+}
+
+/// Clears bench_a's earlier rows, shares half of the projects, and pushes `messages` rows as `ghola hub push`
+/// writes them, printing the rate.
+fn push_rows(
+    a: &HubUrl,
+    messages: usize,
+    pool_texts: &[String],
+    pool: &[ghola::embed::Vector],
+    rng: &mut Rng,
+) -> Result<()> {
+    let long = Duration::from_secs(24 * 3600);
+    // Half the projects are shared with the team; bench_b's searches must be filtered by the policies.
+    hub::block(long, async {
+        let mut c = hub::connect(a).await?;
+        c.batch_execute("delete from ghola.sessions where owner = current_user; delete from ghola.shares where owner = current_user")
+            .await
+            .map_err(|e| HubError::db("clearing an earlier run", e))?;
+        let opts = hub::share::ShareOptions::default();
+        hub::share::share(&c, "/bench/shared", &opts).await?;
+        let _ = &mut c;
+        Ok(())
+    })?;
+    let sessions = messages.div_ceil(PER_SESSION);
+    let started = Instant::now();
+    let mut written = 0u64;
+    hub::block(long, async {
+        let mut c = hub::connect(a).await?;
+        for s in 0..sessions {
+            let id = format!("{:08x}-0000-4000-8000-{:012x}", s, s);
+            let project = if s % 2 == 0 {
+                "/bench/shared"
+            } else {
+                "/bench/private"
+            };
+            let n = PER_SESSION.min(messages - s * PER_SESSION);
+            let mut rows = Vec::with_capacity(n);
+            let mut vectors = Vec::with_capacity(n);
+            for m in 0..n {
+                let k = (rng.next() % pool.len() as u64) as usize;
+                rows.push(OutMessage {
+                    id: message_id(&id, None, &format!("{id}-{m}")),
+                    agent_id: None,
+                    seq: m as i64,
+                    role: if m % 2 == 0 { "user" } else { "assistant" }.into(),
+                    kind: "text".into(),
+                    at: chrono::DateTime::from_timestamp(
+                        1_735_689_600 + (s * 3600 + m * 30) as i64,
+                        0,
+                    ),
+                    content: pool_texts[k].clone(),
+                });
+                vectors.push(pgvector::HalfVector::from_f32_slice(&near(&pool[k], rng)));
+            }
+            let tx = c
+                .transaction()
+                .await
+                .map_err(|e| HubError::db("starting a session", e))?;
+            tx.execute(
+                "insert into ghola.sessions (session_id, machine, project, messages) values ($1, 'bench', $2, $3)",
+                &[&id, &project, &(n as i32)],
+            )
+            .await
+            .map_err(|e| HubError::db("writing a session", e))?;
+            let at = SessionRow {
+                session_id: &id,
+                machine: "bench",
+                project,
+            };
+            let refs: Vec<&OutMessage> = rows.iter().collect();
+            for (batch, vs) in refs.chunks(BATCH).zip(vectors.chunks(BATCH)) {
+                written += write_messages(&tx, &at, batch, vs).await?;
+            }
+            tx.commit()
+                .await
+                .map_err(|e| HubError::db("committing a session", e))?;
+            if (s + 1) % (sessions / 10).max(1) == 0 {
+                let secs = started.elapsed().as_secs_f64();
+                eprintln!(
+                    "  {written} messages in {secs:.0} s ({:.0} messages/s)",
+                    written as f64 / secs
+                );
+            }
+        }
+        Ok(())
+    })?;
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "push (database side, one connection, HNSW and text index kept live): {written} messages in {secs:.1} s = \
+         {:.0} messages/s",
+        written as f64 / secs
     );
     Ok(())
 }

@@ -104,6 +104,13 @@ pub fn query_cmd(
         None
     };
     let calling = a.calling_session.or_else(|| knobs.env.session_id.clone());
+    // A teammate's session (from a team hub hit): replayed from its redacted text.
+    let also = if req.mode == Mode::Session {
+        ghola::service::HistoryService::new(knobs.history(claude_dir, index_dir, model_dir))
+            .hub_replay_files(req.session_id.as_deref())
+    } else {
+        Vec::new()
+    };
     let sources = ghola::index::archive::sources(index_dir);
     let snapshots = ghola::index::SnapshotCache::new(index_dir, knobs.memory_limit);
     let ctx = RouteContext {
@@ -114,6 +121,7 @@ pub fn query_cmd(
         calling_session: calling.as_deref(),
         current_project: req.project.as_deref(),
         sources: &sources,
+        also: &also,
     };
     let cancel = AtomicBool::new(false);
     let quiet = a.json;

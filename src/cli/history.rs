@@ -8,7 +8,7 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 /// The history's listing, through the cache in the index folder.
-fn listing(claude_dir: &Path, index_dir: &Path) -> Listing {
+pub(super) fn listing(claude_dir: &Path, index_dir: &Path) -> Listing {
     let listing = Listing::refresh(
         &ghola::index::archive::sources(index_dir),
         claude_dir,
@@ -69,6 +69,8 @@ pub fn projects(
 ) -> Result<()> {
     let mut all = listing(claude_dir, index_dir);
     scope.apply(&mut all, index_dir)?;
+    // Transcripts without a message are counted by `ghola status`, not listed.
+    all.drop_empty();
     let list = all.projects();
     let several = all.sessions.iter().any(|l| l.summary.machine.is_some());
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
@@ -172,6 +174,7 @@ pub fn sessions(
         .transpose()?;
     let mut all = listing(claude_dir, index_dir);
     machines.apply(&mut all, index_dir)?;
+    all.drop_empty();
     let several = all.sessions.iter().any(|l| l.summary.machine.is_some());
     let mut summaries: Vec<ghola::transcript::catalog::SessionSummary> = all
         .sessions_in(scope.as_deref())

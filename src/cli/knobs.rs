@@ -55,6 +55,10 @@ impl Knobs {
             remote_sync: (self.settings.remote_sync_minutes > 0)
                 .then(|| std::time::Duration::from_secs(self.settings.remote_sync_minutes * 60)),
             ssh_command: self.env.ssh_command.clone(),
+            hub_push_every: self
+                .env
+                .hub_push_seconds
+                .map_or(ghola::service::PUSH_EVERY, std::time::Duration::from_secs),
         }
     }
 

@@ -231,6 +231,9 @@ pub enum BenchKind {
         /// Real texts (JSON lines `{"text": …}`) the messages are drawn from.
         #[arg(long, default_value = "../shared/reference/texts.jsonl")]
         texts: PathBuf,
+        /// Search the rows an earlier run pushed; push nothing.
+        #[arg(long)]
+        search_only: bool,
     },
     /// Reader throughput over the transcripts of the Claude dir (MB/s on one core).
     Read {
@@ -515,7 +518,8 @@ fn run_bench(
             url,
             messages,
             texts,
-        } => bench_hub::hub_bench(&url, messages, &texts, model_dir),
+            search_only,
+        } => bench_hub::hub_bench(&url, messages, &texts, search_only, model_dir),
         BenchKind::Embed {
             texts,
             rounds,

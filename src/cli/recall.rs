@@ -584,10 +584,18 @@ fn print_hits(resp: &ghola::search::SearchResponse) {
         println!();
     }
     println!(
-        "{} of {} matches (offset {})",
+        "{} of {} matches (offset {}){}",
         resp.results.len(),
         resp.total_matches,
-        resp.offset
+        resp.offset,
+        if resp.has_more {
+            format!(
+                "; the next page: --offset {}",
+                resp.offset + resp.results.len()
+            )
+        } else {
+            String::new()
+        }
     );
 }
 

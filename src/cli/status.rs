@@ -30,9 +30,32 @@ pub fn status_cmd(index_dir: &Path, claude_dir: &Path, knobs: &Knobs, json: bool
                 (r, st)
             })
             .collect();
+    // Transcripts without a message: counted here, not listed by `ghola sessions`/`projects` or the browser.
+    let empty = super::history::listing(claude_dir, index_dir)
+        .sessions
+        .iter()
+        .filter(|l| l.summary.is_empty())
+        .count();
+    // The team hub: who this machine pushes as, and to where (no connection: `ghola hub status` asks the hub).
+    let hub = ghola::hub::load_login(index_dir).ok().flatten().map(|l| {
+        let at = ghola::hub::HubUrl::parse(&l.url)
+            .map(|u| u.shown())
+            .unwrap_or_default();
+        let pushed = ghola::hub::load_watermark(index_dir)
+            .map(|w| w.sessions.len())
+            .unwrap_or(0);
+        (l.person, at, pushed)
+    });
     if json {
         let mut v = serde_json::to_value(&s)?;
         v["machine"] = serde_json::json!(knobs.machine());
+        v["empty_transcripts"] = serde_json::json!(empty);
+        v["hub"] = match &hub {
+            Some((person, at, pushed)) => {
+                serde_json::json!({"person": person, "hub": at, "sessions_pushed": pushed})
+            }
+            None => serde_json::Value::Null,
+        };
         v["remotes"] = serde_json::json!(
             remotes
                 .iter()
@@ -70,6 +93,16 @@ pub fn status_cmd(index_dir: &Path, claude_dir: &Path, knobs: &Knobs, json: bool
                     r.name, r.name
                 ),
             }
+        }
+        if empty > 0 {
+            println!(
+                "{empty} transcript(s) hold no message (empty, or a title alone): not listed as sessions"
+            );
+        }
+        if let Some((person, at, pushed)) = &hub {
+            println!(
+                "team hub: {at} as {person}; {pushed} session(s) pushed from here (`ghola hub status` for more)"
+            );
         }
         println!(
             "projects {} · sessions {} · messages {} ({} not embedded yet) · chunks {}",

@@ -82,9 +82,6 @@ pub enum HubError {
     /// A hub file of this machine that does not parse.
     #[error("{} is damaged ({detail}); `ghola hub login URL` writes it again", path.display())]
     Damaged { path: PathBuf, detail: String },
-    /// The local index could not be read for a push.
-    #[error(transparent)]
-    Index(#[from] crate::index::IndexError),
     /// The redacted text could not be embedded.
     #[error("embedding for the hub failed: {0}")]
     Embed(#[from] crate::embed::EmbedError),

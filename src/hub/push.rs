@@ -236,8 +236,11 @@ pub async fn push(
         .map(|l| &l.summary)
         .filter_map(|s| share_of(&shares, &s.project).map(|sh| (s, sh)))
         .collect();
+    // A session forgotten here before this machine had a hub login has no tombstone, but it is forgotten all
+    // the same: it never leaves.
+    let forgotten_here = crate::index::forget::forgotten(index_dir).sessions;
     for (s, share) in candidates {
-        if tombstones.contains(&s.session_id) {
+        if tombstones.contains(&s.session_id) || forgotten_here.contains_key(&s.session_id) {
             report.forgotten += 1;
             continue;
         }

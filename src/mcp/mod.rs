@@ -273,6 +273,8 @@ impl GholaServer {
             // Mode "search" routes through the index: like a search, it waits for the first pass.
             let h = &me.history;
             h.wait_for_first_pass(crate::service::FIRST_PASS_WAIT);
+            // A teammate's session (from a team hub hit): replayed from its redacted text.
+            let also = h.hub_replay_files(req.session_id.as_deref());
             let ctx = RouteContext {
                 claude_dir: &h.config().claude_dir,
                 snapshots: h.snapshots(),
@@ -281,6 +283,7 @@ impl GholaServer {
                 calling_session: me.cfg.session_id.as_deref(),
                 current_project: Some(&me.cfg.project),
                 sources: h.sources(),
+                also: &also,
             };
             replay::query(
                 &req,

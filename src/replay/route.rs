@@ -149,6 +149,9 @@ pub struct RouteContext<'a> {
     pub log: Option<&'a Path>,
     /// Where transcript bytes come from (the disk, and the archive of the index dir).
     pub sources: &'a Sources,
+    /// Sessions found elsewhere, as transcripts written for the replay: a team hub's, from their redacted text
+    /// (`HistoryService::hub_replay_files`). A session of this machine's with the same id wins.
+    pub also: &'a [SessionFiles],
 }
 
 fn source_of(src: &Sources, files: &SessionFiles) -> Option<Source> {
@@ -205,14 +208,16 @@ pub fn route(
     ctx: &RouteContext,
 ) -> Result<(Vec<Target>, Vec<String>), ReplayError> {
     let found = ctx.sources.discover_all(ctx.claude_dir);
+    let mut by_id: HashMap<&str, &SessionFiles> = ctx
+        .also
+        .iter()
+        .map(|s| (s.session_id.as_str(), s))
+        .collect();
+    by_id.extend(found.sessions.iter().map(|s| (s.session_id.as_str(), s)));
     let mut r = Routing {
         req,
         ctx,
-        by_id: found
-            .sessions
-            .iter()
-            .map(|s| (s.session_id.as_str(), s))
-            .collect(),
+        by_id,
         found: &found,
         notes: Vec::new(),
     };

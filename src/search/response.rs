@@ -177,8 +177,9 @@ impl SearchResponse {
     }
 
     /// [`SearchResponse::bound`] with the size measured by `size` (the text form's, for a model: see
-    /// [`super::compact`]). Says in the note what it cut, and `more` (the reader's way to get it back, such as
-    /// [`MORE_FOR_A_MODEL`]; empty: nothing) after it.
+    /// [`super::compact`]). Says in the note what it cut: for a model (`more` given, the way to get it back,
+    /// such as [`MORE_FOR_A_MODEL`]) with its budget in characters; for a person (`more` empty) in a person's
+    /// words, without budgets or tool names.
     pub fn bound_by(
         &mut self,
         terms: &[String],
@@ -194,16 +195,27 @@ impl SearchResponse {
         // Room for the note below, which says what was cut.
         self.shrink(terms, limit_chars.saturating_sub(CUT_NOTE_CHARS), size);
         let dropped = results_before - self.results.len();
-        let mut said = format!("cut to fit {limit_chars} characters: context shortened");
-        if dropped > 0 {
-            said.push_str(&format!(
-                ", {dropped} result{} moved to the next page",
-                if dropped == 1 { "" } else { "s" }
-            ));
-        }
-        if !more.is_empty() {
+        // A model is told its budget and the tool that reads the rest; a person, that the page goes on.
+        let said = if more.is_empty() {
+            let mut said = "some context was shortened to keep the answer short".to_string();
+            if dropped > 0 {
+                said.push_str(&format!(
+                    "; {dropped} more result{} on the next page",
+                    if dropped == 1 { "" } else { "s" }
+                ));
+            }
+            said
+        } else {
+            let mut said = format!("cut to fit {limit_chars} characters: context shortened");
+            if dropped > 0 {
+                said.push_str(&format!(
+                    ", {dropped} result{} moved to the next page",
+                    if dropped == 1 { "" } else { "s" }
+                ));
+            }
             said.push_str(&format!(" ({more})"));
-        }
+            said
+        };
         self.add_note(said);
     }
 

@@ -15,7 +15,7 @@ mod watch;
 
 pub use model::{ModelSlot, ModelState};
 pub use request::{Format, Grouping, Reader, SearchRequest, SessionChoice, Tuning};
-pub use team::{TEAM_WAIT, forget_on_hub};
+pub use team::{PUSH_EVERY, TEAM_WAIT, forget_on_hub};
 
 use crate::embed::{Embedder, KernelChoice};
 use crate::index::{self, IndexError, SnapshotCache, UpdateOptions};
@@ -53,6 +53,8 @@ pub struct ServiceConfig {
     pub remote_sync: Option<Duration>,
     /// `GHOLA_SSH`, for those syncs.
     pub ssh_command: Option<String>,
+    /// How often the MCP server looks for something to push to the team hub ([`team::PUSH_EVERY`] by default).
+    pub hub_push_every: Duration,
 }
 
 /// Why the service could not answer, and whose fault it is: [`ServiceError::is_user_error`] tells a front end

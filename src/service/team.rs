@@ -37,8 +37,8 @@ impl HistoryService {
         }
     }
 
-    /// Pushes (or with `dry_run` lists) what the shared projects have that the hub lacks, from the published
-    /// index, embedded with the loaded model; gives up after `limit`.
+    /// Pushes (or with `dry_run` lists) what the shared projects have that the hub lacks, each session read from
+    /// its transcript (or archived copy) and embedded with the loaded model; gives up after `limit`.
     pub fn push_to_hub(
         &self,
         dry_run: bool,
@@ -73,7 +73,7 @@ impl HistoryService {
     }
 
     /// Pushes to the team hub in the background, when this machine is logged in to one: a look each
-    /// [`PUSH_EVERY`], a push when the index has changed since the last good one and the model is loaded (the
+    /// `hub_push_every` ([`PUSH_EVERY`] by default), a push when the index has changed since the last good one and the model is loaded (the
     /// vectors are embedded here). A failure is logged and tried at the next look.
     pub fn keep_hub_pushed(self: &std::sync::Arc<Self>) {
         let me = self.clone();
@@ -82,7 +82,7 @@ impl HistoryService {
             .spawn(move || {
                 let mut pushed_at = None;
                 loop {
-                    std::thread::sleep(PUSH_EVERY);
+                    std::thread::sleep(me.cfg.hub_push_every);
                     if !matches!(me.hub_login(), Ok(Some(_))) || me.embedder().is_none() {
                         continue;
                     }
@@ -120,6 +120,79 @@ impl HistoryService {
         })
         .map_err(|e| tracing::debug!("the hub's facets: {e}"))
         .ok()
+    }
+
+    /// For duncan: when `session_id` is not one of this machine's sessions and the team hub shows one, that
+    /// session written as a transcript of its redacted text (`<index>/hub/replay/`, this user's alone), to be
+    /// replayed like a local one — never more than what was pushed. Empty otherwise.
+    pub fn hub_replay_files(
+        &self,
+        session_id: Option<&str>,
+    ) -> Vec<crate::transcript::SessionFiles> {
+        let Some(id) = session_id.map(str::trim).filter(|s| !s.is_empty()) else {
+            return Vec::new();
+        };
+        if self.session_files(id).is_ok() {
+            return Vec::new();
+        }
+        let h = match self.hub_session(id) {
+            Ok(Some(h)) => h,
+            Ok(None) => return Vec::new(),
+            Err(e) => {
+                tracing::warn!("the team hub could not be asked for session {id}: {e}");
+                return Vec::new();
+            }
+        };
+        let dir = hub::hub_dir(&self.cfg.index_dir).join("replay").join(
+            h.project
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+                .collect::<String>(),
+        );
+        // The id names a file here and came from another person's machine: only a plain one does.
+        if h.session_id.is_empty()
+            || !h
+                .session_id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            tracing::warn!(
+                "the team hub's session id {:?} is not one ghola replays",
+                h.session_id
+            );
+            return Vec::new();
+        }
+        let path = dir.join(format!("{}.jsonl", h.session_id));
+        let mut text = String::new();
+        let mut parent = serde_json::Value::Null;
+        for m in &h.messages {
+            let at = m.at.map(|t| t.to_rfc3339()).unwrap_or_default();
+            let line = if m.role == "user" {
+                serde_json::json!({"type": "user", "uuid": m.id, "parentUuid": parent, "sessionId": h.session_id,
+                    "cwd": h.project, "timestamp": at, "message": {"role": "user", "content": m.content}})
+            } else {
+                serde_json::json!({"type": "assistant", "uuid": m.id, "parentUuid": parent,
+                    "sessionId": h.session_id, "cwd": h.project, "timestamp": at,
+                    "message": {"id": format!("hub-{}", m.id), "role": "assistant",
+                        "content": [{"type": "text", "text": m.content}]}})
+            };
+            text.push_str(&line.to_string());
+            text.push('\n');
+            parent = serde_json::Value::String(m.id.clone());
+        }
+        let written = std::fs::create_dir_all(&dir)
+            .and_then(|_| crate::atomic_file::write_atomic(&path, text.as_bytes()));
+        if let Err(e) = written {
+            tracing::warn!("{}: {e}", path.display());
+            return Vec::new();
+        }
+        vec![crate::transcript::SessionFiles {
+            session_id: h.session_id,
+            project_dir: dir,
+            main: Some(path),
+            subagents: Vec::new(),
+            archived: false,
+        }]
     }
 
     /// A session of the team hub (its redacted text), for a session id this machine does not have: `Ok(None)`

@@ -44,6 +44,12 @@ pub struct SessionSummary {
 }
 
 impl SessionSummary {
+    /// Whether its conversation holds no message (a transcript of 0 bytes, a title alone, or only the warm-up
+    /// subagents Claude Code starts beside an empty one): counted, not listed to people.
+    pub fn is_empty(&self) -> bool {
+        self.messages == 0
+    }
+
     /// Whether the session's last message is at or after `t` (`since` on the listings).
     pub fn active_since(&self, t: DateTime<Utc>) -> bool {
         self.last_timestamp.is_some_and(|last| last >= t)
@@ -163,8 +169,9 @@ impl Listed {
 /// The listing cache's file name, in the index folder (the CLI and the server share it).
 pub const CACHE_FILE: &str = "listing.json";
 
-/// The version of the listing cache's layout; a cache of another version is read as empty.
-const CACHE_VERSION: u32 = 1;
+/// The version of the listing cache's layout (and of what its summaries hold: 2 titles untitled sessions by their
+/// first request); a cache of another version is read as empty.
+const CACHE_VERSION: u32 = 2;
 
 #[derive(Serialize, Deserialize)]
 struct CacheFile {
@@ -276,6 +283,14 @@ impl Listing {
             .collect();
         out.sort_by_key(|p| std::cmp::Reverse(p.last_activity));
         out
+    }
+
+    /// Leaves out the sessions without a message (empty and title-only transcripts), which mean nothing to a
+    /// person browsing; returns how many.
+    pub fn drop_empty(&mut self) -> usize {
+        let before = self.sessions.len();
+        self.sessions.retain(|l| !l.summary.is_empty());
+        before - self.sessions.len()
     }
 
     /// Keeps the sessions recorded on a machine `keep` accepts (`None`: this machine).

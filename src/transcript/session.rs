@@ -3,7 +3,7 @@
 
 use super::discover::{SessionFiles, SubagentLayout};
 use super::entry::RawEntry;
-use super::message::{Message, Role, parts_of};
+use super::message::{Message, Part, Role, parts_of};
 use super::reader::{EntryAt, FileReport, read_entries};
 use super::source::Sources;
 use chrono::{DateTime, Utc};
@@ -251,7 +251,11 @@ pub fn load_session_from(src: &Sources, files: &SessionFiles, plan: &ReadPlan) -
 
     let uuids: std::collections::HashSet<&str> =
         main.messages.iter().map(|m| m.uuid.as_str()).collect();
-    let (title, secrets_hidden) = ctx.finish(title.resolve(&uuids));
+    // A session Claude Code gave no title is titled by its first request, as a person would name it.
+    let title = title
+        .resolve(&uuids)
+        .or_else(|| first_request(&main.messages));
+    let (title, secrets_hidden) = ctx.finish(title);
     Session {
         session_id: files.session_id.clone(),
         project,
@@ -393,6 +397,34 @@ impl Title {
             .find(|(leaf, _)| leaf.as_deref().is_some_and(|l| uuids.contains(l)));
         own.or(self.summaries.first()).map(|(_, s)| s.clone())
     }
+}
+
+/// Characters of a first request kept as a session's title.
+const TITLE_CHARS: usize = 80;
+
+/// The first line the user wrote in `messages` (not a compaction summary), cut to [`TITLE_CHARS`] at a word.
+fn first_request(messages: &[Message]) -> Option<String> {
+    let line = messages
+        .iter()
+        .filter(|m| m.role == Role::User && !m.is_compact_summary)
+        .flat_map(|m| m.parts.iter())
+        .find_map(|p| match p {
+            Part::Text { text } => text
+                .lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .map(str::to_string),
+            _ => None,
+        })?;
+    if line.chars().count() <= TITLE_CHARS {
+        return Some(line);
+    }
+    let cut: String = line.chars().take(TITLE_CHARS).collect();
+    let at_word = cut
+        .rfind(' ')
+        .filter(|&i| i > TITLE_CHARS / 2)
+        .unwrap_or(cut.len());
+    Some(format!("{}…", cut[..at_word].trim_end()))
 }
 
 /// Parses an ISO 8601 timestamp into UTC; malformed or missing → `None`.

@@ -94,6 +94,40 @@ pub(super) struct SearchQuery {
     team: Option<String>,
     /// One person's history only (with `team`).
     person: Option<String>,
+    /// Results (or sessions, by session) to skip: the page.
+    offset: Option<usize>,
+}
+
+/// Results per page, folded by session.
+const SESSIONS_PER_PAGE: usize = 20;
+
+/// `/search?…` with every choice of `q` but the page, for the next page's link.
+fn search_link(q: &SearchQuery) -> String {
+    let mut link = format!("/search?q={}", html::url_part(&q.q));
+    for (name, v) in [
+        ("project", &q.project),
+        ("since", &q.since),
+        ("after", &q.after),
+        ("before", &q.before),
+        ("subagents", &q.subagents),
+        ("group", &q.group),
+        ("machine", &q.machine),
+        ("team", &q.team),
+        ("person", &q.person),
+    ] {
+        if let Some(v) = v.as_deref().filter(|v| !v.is_empty()) {
+            link.push_str(&format!("&{name}={}", html::url_part(v)));
+        }
+    }
+    link
+}
+
+/// The link to the page after this one, when there is one.
+fn next_page(link: &str, offset: usize) -> String {
+    format!(
+        "<p class=next><a href=\"{}&amp;offset={offset}\">next page →</a></p>",
+        link.replace('&', "&amp;")
+    )
 }
 
 pub(super) async fn search(State(app): State<Arc<App>>, Query(q): Query<SearchQuery>) -> Response {
@@ -135,6 +169,8 @@ pub(super) async fn search(State(app): State<Arc<App>>, Query(q): Query<SearchQu
         }
         None => Vec::new(),
     };
+    let offset = q.offset.unwrap_or(0);
+    let link = search_link(&q);
     let run = {
         let query = query.clone();
         move || -> Made {
@@ -142,6 +178,7 @@ pub(super) async fn search(State(app): State<Arc<App>>, Query(q): Query<SearchQu
                 return Ok("<p>Search every session ghola keeps: type above.</p>".into());
             }
             let mut r = SearchRequest::for_person(&query);
+            r.offset = if grouped { 0 } else { offset };
             (r.max_results, r.context) = if grouped {
                 (GROUPED_SESSIONS, 0)
             } else {
@@ -174,13 +211,19 @@ pub(super) async fn search(State(app): State<Arc<App>>, Query(q): Query<SearchQu
                 }
             })?;
             if !grouped {
-                return Ok(results::flat(&found.response, &found.terms));
+                let mut body = results::flat(&found.response, &found.terms);
+                if found.response.has_more {
+                    body.push_str(&next_page(&link, offset + found.response.results.len()));
+                }
+                return Ok(body);
             }
-            Ok(results::grouped(
-                &found.response,
-                &found.groups,
-                &found.terms,
-            ))
+            let end = (offset + SESSIONS_PER_PAGE).min(found.groups.len());
+            let page = found.groups.get(offset.min(end)..end).unwrap_or(&[]);
+            let mut body = results::grouped(&found.response, page, &found.terms);
+            if end < found.groups.len() {
+                body.push_str(&next_page(&link, end));
+            }
+            Ok(body)
         }
     };
     let made = match tokio::task::spawn_blocking(run).await {
@@ -217,8 +260,12 @@ pub(super) async fn projects(State(app): State<Arc<App>>) -> Response {
     page("sessions".into(), move || {
         let l = app.history.listing();
         let this = app.history.config().machine.clone();
+        // Transcripts without a message (empty, or a title alone) are counted by `ghola status`, not listed.
         Ok(sessions::page(
-            &l.sessions.iter().collect::<Vec<_>>(),
+            &l.sessions
+                .iter()
+                .filter(|s| !s.summary.is_empty())
+                .collect::<Vec<_>>(),
             &this,
         ))
     })

@@ -89,24 +89,13 @@ fn timeline(by: &BTreeMap<&str, Vec<&Listed>>) -> String {
     );
     for (row, (project, list)) in by.iter().enumerate() {
         let y = ROW * row as f64;
-        let name: String = project
-            .chars()
-            .rev()
-            .take(34)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect();
+        let name = cut_middle(project, 34);
         let _ = write!(
             svg,
-            "<a href=\"#p-{row}\"><text x=\"0\" y=\"{}\" fill=\"#333\">{}{}</text></a>\
+            "<a href=\"#p-{row}\"><text x=\"0\" y=\"{}\" fill=\"#333\"><title>{}</title>{}</text></a>\
              <line x1=\"{LABEL}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"#ddd\"/>",
             y + 12.0,
-            if name.len() < project.len() {
-                "…"
-            } else {
-                ""
-            },
+            escape(project),
             escape(&name),
             LABEL + WIDTH,
             y + 8.0,
@@ -146,4 +135,36 @@ fn timeline(by: &BTreeMap<&str, Vec<&Listed>>) -> String {
         end.format("%Y-%m-%d")
     );
     svg
+}
+
+/// `text` in at most `max` characters, cut in the middle (`/home/me/…/app-sample`): projects that share a
+/// beginning or an end still look different.
+pub fn cut_middle(text: &str, max: usize) -> String {
+    let n = text.chars().count();
+    if n <= max || max < 3 {
+        return text.to_string();
+    }
+    let head = (max - 1) / 2;
+    let tail = max - 1 - head;
+    let start: String = text.chars().take(head).collect();
+    let end: String = text.chars().skip(n - tail).collect();
+    format!("{start}…{end}")
+}
+
+#[cfg(test)]
+mod cut_tests {
+    use super::cut_middle;
+
+    #[test]
+    fn labels_are_cut_in_the_middle() {
+        assert_eq!(cut_middle("/short", 34), "/short");
+        let a = cut_middle("/Users/dain/workspace/claude-code-log-sample", 20);
+        let b = cut_middle("/Users/dain/workspace/claude-code-log", 20);
+        assert_eq!(a.chars().count(), 20);
+        assert!(
+            a.starts_with("/Users/da") && a.ends_with("og-sample"),
+            "{a}"
+        );
+        assert_ne!(a, b);
+    }
 }
