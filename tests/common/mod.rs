@@ -10,6 +10,7 @@ pub mod mcp_client;
 pub mod postgres;
 pub mod sshd;
 pub mod standin;
+pub mod tls_proxy;
 pub mod transcript;
 
 use std::path::{Path, PathBuf};

@@ -40,23 +40,11 @@ pub struct Postgres {
     dir: tempfile::TempDir,
     pub port: u16,
     running: bool,
-    /// Server options beyond the port and address (TLS).
-    options: String,
 }
 
 impl Postgres {
     /// Starts a cluster with a database `hub`; `None` where the wheel is not installed.
     pub fn start() -> Option<Postgres> {
-        Self::start_with(None)
-    }
-
-    /// [`Postgres::start`] with TLS on (`cert` and `key`: PEM files) and every TCP connection required to use
-    /// it (`hostssl` in `pg_hba.conf`).
-    pub fn start_tls(cert: &Path, key: &Path) -> Option<Postgres> {
-        Self::start_with(Some((cert, key)))
-    }
-
-    fn start_with(tls: Option<(&Path, &Path)>) -> Option<Postgres> {
         let install = pginstall()?;
         let bin = install.join("bin");
         let dir = tempfile::Builder::new()
@@ -79,25 +67,11 @@ impl Postgres {
             .local_addr()
             .unwrap()
             .port();
-        let mut options = String::new();
-        if let Some((cert, key)) = tls {
-            let (c, k) = (dir.path().join("server.crt"), dir.path().join("server.key"));
-            std::fs::copy(cert, &c).unwrap();
-            std::fs::copy(key, &k).unwrap();
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&k, std::fs::Permissions::from_mode(0o600)).unwrap();
-            options = format!(
-                " -c ssl=on -c ssl_cert_file={} -c ssl_key_file={}",
-                c.display(),
-                k.display()
-            );
-        }
         let pg = Postgres {
             bin,
             dir,
             port,
             running: false,
-            options,
         };
         let data = pg.data();
         let out = pg
@@ -155,10 +129,9 @@ impl Postgres {
             .arg(self.data())
             .arg("-o")
             .arg(format!(
-                "-p {} -h 127.0.0.1 -k {} -c fsync=off{}",
+                "-p {} -h 127.0.0.1 -k {} -c fsync=off",
                 self.port,
-                self.dir.path().display(),
-                self.options
+                self.dir.path().display()
             ))
             .arg("-l")
             .arg(self.dir.path().join("log"))
@@ -192,14 +165,6 @@ impl Postgres {
     pub fn admin_url(&self) -> String {
         format!(
             "postgres://admin:{ADMIN_PASSWORD}@127.0.0.1:{}/hub",
-            self.port
-        )
-    }
-
-    /// The admin's URL by the host name `localhost`, with URL parameters (`sslmode`, `sslrootcert`).
-    pub fn admin_url_by_name(&self, params: &str) -> String {
-        format!(
-            "postgres://admin:{ADMIN_PASSWORD}@localhost:{}/hub?{params}",
             self.port
         )
     }
