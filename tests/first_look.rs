@@ -70,6 +70,14 @@ fn the_terminal_lists_real_sessions_titled_and_counts_the_empty_ones() {
         !listed.contains(" 0 messages"),
         "empty transcripts listed as a project's sessions:\n{listed}"
     );
+    // Projects by their real path: a session that recorded none is listed under its folder's siblings' path.
+    for line in listed.lines() {
+        let project = line.split("  ").next().unwrap_or("");
+        assert!(
+            project.contains('/') || project.contains('\\'),
+            "a project named by its escaped folder: {line}\n{listed}"
+        );
+    }
     let (_i, mut sessions) = over_corpus("daaain-claude-code-log");
     sessions.args(["sessions", "--global", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&run_ok(&mut sessions)).unwrap();
@@ -160,4 +168,70 @@ fn a_persons_search_pages_without_budgets_or_tool_names() {
             assert!(next.contains("class=hit"), "{next}");
         }
     }
+}
+
+#[test]
+fn a_newcomers_tour_of_the_browser_over_a_real_history() {
+    let Some(chromium) = common::browser::chromium() else {
+        return common::browser::skipped("chromium (the newcomer's browser tour)");
+    };
+    // One index for the update and the browser, so that the pages answer at once.
+    let idx = tempfile::tempdir().unwrap();
+    let claude = common::corpus().join("daaain-claude-code-log");
+    let ghola = || {
+        let mut c = common::ghola_at(&claude, idx.path());
+        c.env("HF_HUB_OFFLINE", "1")
+            .env("HF_HUB_CACHE", idx.path().join("no-model"));
+        c
+    };
+    run_ok(ghola().arg("index"));
+    let ui = common::browser::Ui::start(ghola());
+    let at = |path: &str| {
+        let sep = if path.contains('?') { '&' } else { '?' };
+        common::browser::dump_dom(
+            &chromium,
+            &format!("http://{}{path}{sep}token={}", ui.addr, ui.token),
+        )
+    };
+    let uuid_shown =
+        regex::Regex::new(r">\s*[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\s*<")
+            .unwrap();
+    // The sessions page: real sessions, titled, projects by their path, labels cut in the middle.
+    let page = at("/projects");
+    assert!(
+        page.contains("<svg"),
+        "the timeline: {}",
+        &page[..page.len().min(300)]
+    );
+    assert!(
+        !uuid_shown.is_match(&page),
+        "a session shown as a bare uuid"
+    );
+    let no_messages = regex::Regex::new(r"[^0-9]0 messages?\b").unwrap();
+    assert!(
+        !no_messages.is_match(&page),
+        "a session or project without messages listed"
+    );
+    let label_cut_at_start = regex::Regex::new(r"</title>…").unwrap();
+    assert!(
+        !label_cut_at_start.is_match(&page),
+        "a timeline label cut at its start"
+    );
+    assert!(
+        !page.contains(">-Users-"),
+        "a project shown by its escaped folder name"
+    );
+    // A search by session: paged, no budget, no tool name.
+    let page = at("/search?q=test&group=session");
+    assert!(
+        page.contains("class=hit") || page.contains("class=\"hit\""),
+        "no results"
+    );
+    for said in ["cut to fit", "get_session_detail", "characters", "around="] {
+        assert!(!page.contains(said), "{said:?} shown to a person");
+    }
+    assert!(
+        !uuid_shown.is_match(&page),
+        "a session heading shown as a bare uuid"
+    );
 }

@@ -105,12 +105,6 @@ pub async fn revoke(admin: &HubUrl, person: &str, purge: bool) -> Result<u64, Hu
             .map_err(|e| HubError::db("deleting the person's rows", e))?;
         }
     }
-    tx.execute(
-        "select pg_terminate_backend(pid) from pg_stat_activity where usename = $1",
-        &[&role],
-    )
-    .await
-    .map_err(|e| HubError::db("ending the person's connections", e))?;
     tx.execute("delete from ghola.people where role = $1", &[&role])
         .await
         .map_err(|e| HubError::db("removing the person", e))?;
@@ -120,5 +114,19 @@ pub async fn revoke(admin: &HubUrl, person: &str, purge: bool) -> Result<u64, Hu
     tx.commit()
         .await
         .map_err(|e| HubError::db("committing the revocation", e))?;
+    // Their open connections end too, where the admin may end them (a superuser, or a member of
+    // pg_signal_backend); elsewhere they end when they disconnect, and cannot log in again.
+    if let Err(e) = client
+        .execute(
+            "select pg_terminate_backend(pid) from pg_stat_activity where usename = $1",
+            &[&role],
+        )
+        .await
+    {
+        tracing::warn!(
+            "{role}'s open connections could not be ended: {}",
+            super::detail(&e)
+        );
+    }
     Ok(deleted)
 }

@@ -169,6 +169,33 @@ impl Listed {
 /// The listing cache's file name, in the index folder (the CLI and the server share it).
 pub const CACHE_FILE: &str = "listing.json";
 
+/// A session that recorded no working directory is listed under its folder's escaped name
+/// (`-Users-me-src-app`); when another session of the same folder recorded one, that path is the project's real
+/// name, and the session is listed under it (the folder is one directory's history).
+fn name_projects_by_siblings(sessions: &mut [Listed]) {
+    let mut real: HashMap<PathBuf, String> = HashMap::new();
+    for l in sessions.iter() {
+        if !folder_named(l) {
+            real.entry(l.project_dir.clone())
+                .or_insert_with(|| l.summary.project.clone());
+        }
+    }
+    for l in sessions.iter_mut() {
+        if folder_named(l)
+            && let Some(p) = real.get(&l.project_dir)
+        {
+            l.summary.project = p.clone();
+        }
+    }
+}
+
+/// Whether a session is listed under its folder's escaped name (it recorded no working directory).
+fn folder_named(l: &Listed) -> bool {
+    l.project_dir
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy() == l.summary.project)
+}
+
 /// The version of the listing cache's layout (and of what its summaries hold: 2 titles untitled sessions by their
 /// first request); a cache of another version is read as empty.
 const CACHE_VERSION: u32 = 2;
@@ -241,6 +268,7 @@ impl Listing {
         if changed && let Some(path) = cache {
             write_cache(path, &kept);
         }
+        name_projects_by_siblings(&mut kept);
         Listing {
             sessions: kept,
             discovery: found,
