@@ -171,7 +171,8 @@ pub const CACHE_FILE: &str = "listing.json";
 
 /// A session that recorded no working directory is listed under its folder's escaped name
 /// (`-Users-me-src-app`); when another session of the same folder recorded one, that path is the project's real
-/// name, and the session is listed under it (the folder is one directory's history).
+/// name, and the session is listed under it (the folder is one directory's history); else the folder's name read
+/// back into a path that exists on this machine ([`unescape_on_disk`]).
 fn name_projects_by_siblings(sessions: &mut [Listed]) {
     let mut real: HashMap<PathBuf, String> = HashMap::new();
     for l in sessions.iter() {
@@ -180,13 +181,75 @@ fn name_projects_by_siblings(sessions: &mut [Listed]) {
                 .or_insert_with(|| l.summary.project.clone());
         }
     }
+    // No sibling recorded one: the folder's name read back into a path that exists here, if one does.
+    let mut on_disk: HashMap<String, Option<String>> = HashMap::new();
     for l in sessions.iter_mut() {
-        if folder_named(l)
-            && let Some(p) = real.get(&l.project_dir)
+        if !folder_named(l) {
+            continue;
+        }
+        if let Some(p) = real.get(&l.project_dir) {
+            l.summary.project = p.clone();
+        } else if let Some(p) = on_disk
+            .entry(l.summary.project.clone())
+            .or_insert_with_key(|name| unescape_on_disk(name))
         {
             l.summary.project = p.clone();
         }
     }
+}
+
+/// The directory whose path Claude Code escaped into `name` (`/`, `.`, `_` and spaces all became `-`), found by
+/// trying each reading against this machine's folders; `None` when none exists here (another machine's
+/// history, a folder since removed) or the name is not an escaped Unix path.
+fn unescape_on_disk(name: &str) -> Option<String> {
+    let rest = name.strip_prefix('-')?;
+    let tokens: Vec<&str> = rest.split('-').collect();
+    if tokens.len() > 40 || tokens.iter().all(|t| t.is_empty()) {
+        return None;
+    }
+    let mut tries = 0usize;
+    resolve(Path::new("/"), tokens[0], &tokens[1..], &mut tries)
+        .map(|p| p.to_string_lossy().into_owned())
+}
+
+/// One step of [`unescape_on_disk`]: `dir` exists, `part` is the component being built from the tokens so far
+/// (one replaced character between each two), `rest` the tokens left. At most a few hundred directories are looked at.
+fn resolve(dir: &Path, part: &str, rest: &[&str], tries: &mut usize) -> Option<PathBuf> {
+    *tries += 1;
+    if *tries > 500 {
+        return None;
+    }
+    let Some((next, after)) = rest.split_first() else {
+        let whole = dir.join(part);
+        return (!part.is_empty() && whole.is_dir()).then_some(whole);
+    };
+    // `part` ends here: it must be a folder, and `next` starts the next component (an empty token: one that
+    // starts with a replaced character, such as `.cache`).
+    let here = dir.join(part);
+    if !part.is_empty()
+        && here.is_dir()
+        && let Some(p) = resolve(&here, next, after, tries)
+    {
+        return Some(p);
+    }
+    // Or the `-` was one of the characters Claude Code replaces, inside one component: only readings that
+    // begin the name of something in `dir` are followed.
+    let names: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    for sep in ["-", ".", "_", " "] {
+        let longer = format!("{part}{sep}{next}");
+        if names.iter().any(|n| n.starts_with(&longer))
+            && let Some(p) = resolve(dir, &longer, after, tries)
+        {
+            return Some(p);
+        }
+    }
+    None
 }
 
 /// Whether a session is listed under its folder's escaped name (it recorded no working directory).
@@ -364,5 +427,30 @@ fn write_cache(path: &Path, sessions: &[Listed]) {
     if let Err(e) = written {
         // A listing without its cache is only slower next time.
         tracing::warn!("cannot write the listing cache {}: {e}", path.display());
+    }
+}
+
+#[cfg(test)]
+mod unescape_tests {
+    use super::unescape_on_disk;
+
+    #[test]
+    fn an_escaped_folder_name_is_read_back_into_the_path_that_exists() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        let real = root.join("my-app.v2").join("sub_dir");
+        std::fs::create_dir_all(&real).unwrap();
+        std::fs::create_dir_all(root.join("my")).unwrap();
+        let escaped: String = real
+            .to_string_lossy()
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect();
+        assert_eq!(
+            unescape_on_disk(&escaped).as_deref(),
+            Some(real.to_str().unwrap())
+        );
+        assert_eq!(unescape_on_disk("-no-such-place-here-at-all"), None);
+        assert_eq!(unescape_on_disk("C--Users-me"), None);
     }
 }
