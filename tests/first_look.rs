@@ -234,4 +234,47 @@ fn a_newcomers_tour_of_the_browser_over_a_real_history() {
         !uuid_shown.is_match(&page),
         "a session heading shown as a bare uuid"
     );
+    // A session page and `ghola show`: titled, even when Claude Code gave the session no title.
+    let listed: serde_json::Value =
+        serde_json::from_slice(&run_ok(ghola().args(["sessions", "--global", "--json"]))).unwrap();
+    let first = &listed["sessions"][0];
+    let (id, title) = (
+        first["session_id"].as_str().unwrap(),
+        first["title"].as_str().unwrap(),
+    );
+    let page = at(&format!("/session/{id}"));
+    assert!(
+        !page.contains("(untitled session)"),
+        "an untitled session page"
+    );
+    assert!(!uuid_shown.is_match(&page.replace(&format!("session {id}"), "")));
+    let shown = String::from_utf8(run_ok(ghola().args(["show", id]))).unwrap();
+    let start: String = title.chars().take(20).collect();
+    assert!(
+        shown.contains(&start),
+        "`ghola show` without its title {title:?}"
+    );
+}
+
+#[test]
+fn the_terminal_names_its_own_flags_in_errors() {
+    let h = Home::new();
+    for (args, flag, not) in [
+        (&["--limit", "100000"][..], "--limit", "max_results"),
+        (&["--context", "500"], "--context", "context_before_after"),
+        (&["--session", "current"], "--session", "session_id"),
+    ] {
+        let out = h
+            .ghola()
+            .args(["search", "x", "--no-update"])
+            .args(args)
+            .env_remove("CLAUDE_CODE_SESSION_ID")
+            .env("HF_HUB_OFFLINE", "1")
+            .env("HF_HUB_CACHE", h.root().join("no-model"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{err}");
+        assert!(err.contains(flag) && !err.contains(not), "{err}");
+    }
 }

@@ -329,6 +329,30 @@ pub fn forget_cmd(index_dir: &Path, a: ForgetArgs) -> Result<()> {
     Ok(())
 }
 
+/// A search error in the words of `ghola search`'s flags: the service names its arguments as the MCP tools
+/// spell them (`max_results`), a person typed `--limit`.
+fn in_flags(message: &str) -> String {
+    let mut out = message.to_string();
+    for (arg, flag) in [
+        ("context_before_after", "--context"),
+        ("max_results", "--limit"),
+        ("relative_floor", "--relative-floor"),
+        ("session_id", "--session"),
+        ("threshold", "--threshold"),
+        ("since:", "--since:"),
+        ("after:", "--after:"),
+        ("before:", "--before:"),
+        ("offset", "--offset"),
+        ("machines", "--machine"),
+        ("people", "--person"),
+    ] {
+        if out.starts_with(arg) || out.contains(&format!(" {arg}")) {
+            out = out.replacen(arg, flag, 1);
+        }
+    }
+    out
+}
+
 /// Forgotten sessions leave the team hub too, when this machine is logged in to one (with a tombstone, so that
 /// no other machine of this person pushes them back); a hub out of reach hears of it at the next push.
 pub fn tell_hub_forgotten(index_dir: &Path, ids: &[String]) {
@@ -464,7 +488,8 @@ pub fn search_cmd(
         .response_chars
         .clamp(request::MIN_MAX_CHARS, request::MAX_CHARS);
     // Wrong arguments fail before the model loads.
-    r.params(None, chrono::Utc::now())?;
+    r.params(None, chrono::Utc::now())
+        .map_err(|e| anyhow!(in_flags(&e.to_string())))?;
     let history = HistoryService::new(knobs.history(claude_dir, index_dir, model_dir));
     // Without --no-update the index is updated first, with the model; without, the snapshot opens on another
     // core while the model loads and embeds the query (a cold process pays the longer of the two, not both).
@@ -512,7 +537,10 @@ pub fn search_cmd(
         h.join()
             .map_err(|_| anyhow!("opening the index failed"))??;
     }
-    let mut resp = history.search(&r)?.response;
+    let mut resp = history
+        .search(&r)
+        .map_err(|e| anyhow!(in_flags(&e.to_string())))?
+        .response;
     if history.embedder().is_some() && resp.index.embedded_messages < resp.index.messages {
         resp.add_note("`ghola index` embeds the rest");
     }
