@@ -152,19 +152,14 @@ pub async fn connect(url: &HubUrl) -> Result<Client, HubError> {
         at: url.shown(),
         detail,
     };
-    match &url.tls {
+    let (client, conn) = match &url.tls {
         Tls::Plain => {
             let (client, conn) = url
                 .config
                 .connect(NoTls)
                 .await
                 .map_err(|e| failed(super::detail(&e)))?;
-            tokio::spawn(async move {
-                if let Err(e) = conn.await {
-                    tracing::debug!("hub connection ended: {e}");
-                }
-            });
-            Ok(client)
+            (client, drive(conn))
         }
         Tls::Verified { root } => {
             let tls = tls_config(root.as_deref()).map_err(failed)?;
@@ -173,14 +168,22 @@ pub async fn connect(url: &HubUrl) -> Result<Client, HubError> {
                 .connect(tokio_postgres_rustls::MakeRustlsConnect::new(tls))
                 .await
                 .map_err(|e| failed(super::detail(&e)))?;
-            tokio::spawn(async move {
-                if let Err(e) = conn.await {
-                    tracing::debug!("hub connection ended: {e}");
-                }
-            });
-            Ok(client)
+            (client, drive(conn))
         }
-    }
+    };
+    tokio::spawn(conn);
+    Ok(client)
+}
+
+/// The connection's own work (it carries the client's messages), as a task to run beside the client.
+fn drive(
+    conn: impl Future<Output = Result<(), tokio_postgres::Error>> + Send + 'static,
+) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>> {
+    Box::pin(async move {
+        if let Err(e) = conn.await {
+            tracing::debug!("hub connection ended: {e}");
+        }
+    })
 }
 
 /// rustls with the roots of `root` (a PEM file of the server's CA) or else the public web roots.

@@ -22,6 +22,18 @@ fn new_password() -> String {
     )
 }
 
+/// Whether the cluster has the role `role`.
+async fn role_exists(tx: &tokio_postgres::Transaction<'_>, role: &str) -> Result<bool, HubError> {
+    Ok(tx
+        .query_one(
+            "select exists (select from pg_roles where rolname = $1)",
+            &[&role],
+        )
+        .await
+        .map_err(|e| HubError::db("looking up the role", e))?
+        .get::<_, bool>(0))
+}
+
 /// Makes `person`'s role, or gives an existing one a new password (a lost URL is replaced, not recovered).
 pub async fn invite(admin: &HubUrl, person: &str) -> Result<Invitation, HubError> {
     let person = check_person(person)?;
@@ -33,14 +45,7 @@ pub async fn invite(admin: &HubUrl, person: &str) -> Result<Invitation, HubError
         .transaction()
         .await
         .map_err(|e| HubError::db("starting the invitation", e))?;
-    let exists = tx
-        .query_one(
-            "select exists (select from pg_roles where rolname = $1)",
-            &[&role],
-        )
-        .await
-        .map_err(|e| HubError::db("looking up the role", e))?
-        .get::<_, bool>(0);
+    let exists = role_exists(&tx, &role).await?;
     let (r, p) = (quote_ident(&role), quote_literal(&password));
     let ddl = if exists {
         format!("alter role {r} with login password {p}")
@@ -76,14 +81,7 @@ pub async fn revoke(admin: &HubUrl, person: &str, purge: bool) -> Result<u64, Hu
         .transaction()
         .await
         .map_err(|e| HubError::db("starting the revocation", e))?;
-    let known = tx
-        .query_one(
-            "select exists (select from pg_roles where rolname = $1)",
-            &[&role],
-        )
-        .await
-        .map_err(|e| HubError::db("looking up the role", e))?
-        .get::<_, bool>(0);
+    let known = role_exists(&tx, &role).await?;
     if !known {
         return Err(HubError::Invalid {
             arg: "PERSON",

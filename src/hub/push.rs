@@ -122,9 +122,6 @@ fn share_of<'s>(shares: &'s [Share], project: &str) -> Option<&'s Share> {
         .max_by_key(|s| s.project.len())
 }
 
-/// Stored text is cut here, as the index cuts it.
-const MAX_CONTENT_BYTES: usize = 32 * 1024;
-
 /// A message's id on the hub: the same on every machine and every ghola version (a hash of its session, agent
 /// and uuid with SHA-256, whose output no toolchain changes).
 pub fn message_id(session: &str, agent: Option<&str>, uuid: &str) -> String {
@@ -176,13 +173,7 @@ fn outgoing(m: &Message, share: &Share) -> Option<(String, &'static str)> {
     if content.trim().is_empty() {
         return None;
     }
-    if content.len() > MAX_CONTENT_BYTES {
-        let mut cut = MAX_CONTENT_BYTES;
-        while !content.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        content.truncate(cut);
-    }
+    crate::index::render::cut_content(&mut content);
     let kind = if m.is_compact_summary {
         "summary"
     } else if text {

@@ -18,6 +18,18 @@ pub fn chunk_cap(kind: ChunkKind) -> usize {
 /// Stored content is cut here (display cuts at 2,000 characters; the rest only feeds the lexical index).
 const MAX_CONTENT_BYTES: usize = 32 * 1024;
 
+/// Cuts `content` to what a stored message keeps, [`MAX_CONTENT_BYTES`], at a character boundary: the index's
+/// rows and the team hub's keep the same.
+pub fn cut_content(content: &mut String) {
+    if content.len() > MAX_CONTENT_BYTES {
+        let mut cut = MAX_CONTENT_BYTES;
+        while !content.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        content.truncate(cut);
+    }
+}
+
 /// Joins the neighbour text and a message's own text in a text chunk. The embedding step splits them again: the
 /// chunk's vector is its own text's vector plus [`Neighbour::weight`] times the neighbour text's vector,
 /// renormalised — the neighbour's meaning without embedding its words a second time (measured in docs/search.md:
@@ -136,13 +148,7 @@ pub fn render(m: &Message) -> (String, &'static str, Vec<(ChunkKind, String)>) {
         content.push_str(&line);
     }
     by_kind.retain(|(_, t)| !t.trim().is_empty());
-    if content.len() > MAX_CONTENT_BYTES {
-        let mut cut = MAX_CONTENT_BYTES;
-        while !content.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        content.truncate(cut);
-    }
+    cut_content(&mut content);
     let kind = if m.is_compact_summary {
         "summary"
     } else if by_kind.iter().any(|(k, _)| *k == ChunkKind::Text) {
