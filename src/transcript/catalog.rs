@@ -430,7 +430,8 @@ fn write_cache(path: &Path, sessions: &[Listed]) {
     }
 }
 
-#[cfg(test)]
+/// Unix paths only: Windows folders are escaped from `C:\…` and are not read back.
+#[cfg(all(test, unix))]
 mod unescape_tests {
     use super::unescape_on_disk;
 
