@@ -163,13 +163,12 @@ fn push_rows(
     let long = Duration::from_secs(24 * 3600);
     // Half the projects are shared with the team; bench_b's searches must be filtered by the policies.
     hub::block(long, async {
-        let mut c = hub::connect(a).await?;
+        let c = hub::connect(a).await?;
         c.batch_execute("delete from ghola.sessions where owner = current_user; delete from ghola.shares where owner = current_user")
             .await
             .map_err(|e| HubError::db("clearing an earlier run", e))?;
         let opts = hub::share::ShareOptions::default();
         hub::share::share(&c, "/bench/shared", &opts).await?;
-        let _ = &mut c;
         Ok(())
     })?;
     let sessions = messages.div_ceil(PER_SESSION);

@@ -95,175 +95,202 @@ pub fn hub_cmd(
     args: HubArgs,
 ) -> Result<()> {
     match args.action {
-        HubAction::Init { url } => {
-            let admin = HubUrl::parse(&url)?;
-            let before = hub::block(COMMAND_LIMIT, async {
-                let mut c = hub::connect(&admin).await?;
-                hub::schema::init(&mut c, admin.dbname()).await
-            })?;
-            hub::save_admin(index_dir, admin.raw())?;
-            match before {
-                None => println!(
-                    "the hub at {} is ready (schema version {}). Invite people with `ghola hub invite NAME`.",
-                    admin.shown(),
-                    hub::schema::SCHEMA_VERSION
-                ),
-                Some(v) => println!(
-                    "the hub at {} was at schema version {v}; it is at version {} now, nothing else changed.",
-                    admin.shown(),
-                    hub::schema::SCHEMA_VERSION
-                ),
-            }
-            Ok(())
-        }
-        HubAction::Invite { person, json } => {
-            let admin = HubUrl::parse(&hub::load_admin(index_dir)?.ok_or(HubError::NotAdmin)?)?;
-            let inv = hub::block(COMMAND_LIMIT, hub::people::invite(&admin, &person))?;
-            if json {
-                println!("{}", serde_json::to_string(&inv)?);
-            } else {
-                println!(
-                    "{} is invited. Give them this URL (shown once; it holds their password):\n\n  {}\n\n\
-                     They run `ghola hub login URL` with it.",
-                    inv.person, inv.url
-                );
-            }
-            Ok(())
-        }
-        HubAction::Revoke { person, purge } => {
-            let admin = HubUrl::parse(&hub::load_admin(index_dir)?.ok_or(HubError::NotAdmin)?)?;
-            let deleted = hub::block(COMMAND_LIMIT, hub::people::revoke(&admin, &person, purge))?;
-            if purge {
-                println!(
-                    "{person} is revoked; {deleted} of their messages were deleted from the hub"
-                );
-            } else {
-                println!(
-                    "{person} is revoked and can no longer log in; what they shared stays (`--purge` deletes it)"
-                );
-            }
-            Ok(())
-        }
-        HubAction::Login { url, machine } => {
-            let parsed = HubUrl::parse(&url)?;
-            let machine = machine.unwrap_or_else(|| knobs.machine());
-            if !ghola::config::is_machine_name(&machine) {
-                return Err(anyhow!(
-                    "--machine {machine:?}: a machine's name is letters, digits, '.', '_' and '-'"
-                ));
-            }
-            let person = hub::block(COMMAND_LIMIT, async {
-                let c = hub::connect(&parsed).await?;
-                hub::schema::check(&c, &parsed.shown()).await?;
-                let row = c
-                    .query_one(
-                        "select current_user::text, pg_has_role(current_user, $1, 'member')",
-                        &[&hub::TEAM_ROLE],
-                    )
-                    .await
-                    .map_err(|e| HubError::db("reading who this URL logs in as", e))?;
-                let (role, member): (String, bool) = (row.get(0), row.get(1));
-                if !member {
-                    return Err(HubError::Invalid {
-                        arg: "URL",
-                        message: format!(
-                            "{role} is not one of the hub's people (an admin's URL?): log in with the URL \
-                             `ghola hub invite` printed"
-                        ),
-                    });
-                }
-                Ok(hub::person_of(&role))
-            })?;
-            hub::save_login(
-                index_dir,
-                &Login {
-                    url: parsed.raw().to_string(),
-                    person: person.clone(),
-                    machine: machine.clone(),
-                },
-            )?;
-            println!(
-                "logged in to {} as {person}, from machine {machine}. Nothing leaves this machine until you \
-                 `ghola hub share PROJECT`.",
-                parsed.shown()
-            );
-            Ok(())
-        }
-        HubAction::Logout => {
-            if hub::remove_login(index_dir)? {
-                println!("logged out: this machine no longer pushes or searches the hub");
-            } else {
-                println!("this machine was not logged in to a hub");
-            }
-            Ok(())
-        }
+        HubAction::Init { url } => init(index_dir, &url),
+        HubAction::Invite { person, json } => invite(index_dir, &person, json),
+        HubAction::Revoke { person, purge } => revoke(index_dir, &person, purge),
+        HubAction::Login { url, machine } => log_in(index_dir, knobs, &url, machine),
+        HubAction::Logout => log_out(index_dir),
         HubAction::Share {
             project,
             with,
             thinking,
             tools,
-        } => {
-            let (_, url) = login(index_dir)?;
-            let project = super::history::project_dir(Some(project))?;
-            let opts = hub::share::ShareOptions {
+        } => share(
+            index_dir,
+            project,
+            hub::share::ShareOptions {
                 with,
                 thinking,
                 tools,
-            };
-            let share = hub::block(COMMAND_LIMIT, async {
-                let c = hub::connect(&url).await?;
-                hub::schema::check(&c, &url.shown()).await?;
-                hub::share::share(&c, &project, &opts).await
-            })?;
-            let whom = if share.with.is_empty() {
-                "the whole team".to_string()
-            } else {
-                share.with.join(", ")
-            };
-            let extra = match (share.thinking, share.tools) {
-                (false, false) => "thinking and tool output stay here",
-                (true, false) => "with thinking; tool output stays here",
-                (false, true) => "with tool output; thinking stays here",
-                (true, true) => "with thinking and tool output",
-            };
-            println!(
-                "{} is shared with {whom} ({extra}). `ghola hub push --dry-run` shows what would leave; \
-                 `ghola hub push` sends it.",
-                share.project
-            );
-            Ok(())
-        }
-        HubAction::Unshare { project } => {
-            let (_, url) = login(index_dir)?;
-            let project = super::history::project_dir(Some(project))?;
-            let (was, sessions) = hub::block(COMMAND_LIMIT, async {
-                let mut c = hub::connect(&url).await?;
-                hub::share::unshare(&mut c, &project).await
-            })?;
-            // The watermark of those sessions is void: a later share pushes them again.
-            let mut mark = hub::load_watermark(index_dir)?;
-            let listing =
-                HistoryService::new(knobs.history(claude_dir, index_dir, model_dir)).listing();
-            for s in listing.sessions_in(Some(&project)) {
-                mark.sessions.remove(&s.session_id);
-            }
-            hub::save_watermark(index_dir, &mark)?;
-            if was {
-                println!(
-                    "{project} is no longer shared; {sessions} of its sessions were deleted from the hub"
-                );
-            } else {
-                println!(
-                    "{project} was not shared; {sessions} session(s) of it were on the hub and are deleted"
-                );
-            }
-            Ok(())
-        }
+            },
+        ),
+        HubAction::Unshare { project } => unshare(index_dir, claude_dir, model_dir, knobs, project),
         HubAction::Push { dry_run, json } => {
             push(index_dir, claude_dir, model_dir, knobs, dry_run, json)
         }
         HubAction::Status { json } => status(index_dir, json),
     }
+}
+
+/// `ghola hub init URL`: the schema and policies, the admin URL kept here.
+fn init(index_dir: &Path, url: &str) -> Result<()> {
+    let admin = HubUrl::parse(url)?;
+    let before = hub::block(COMMAND_LIMIT, async {
+        let mut c = hub::connect(&admin).await?;
+        hub::schema::init(&mut c, admin.dbname()).await
+    })?;
+    hub::save_admin(index_dir, admin.raw())?;
+    match before {
+        None => println!(
+            "the hub at {} is ready (schema version {}). Invite people with `ghola hub invite NAME`.",
+            admin.shown(),
+            hub::schema::SCHEMA_VERSION
+        ),
+        Some(v) => println!(
+            "the hub at {} was at schema version {v}; it is at version {} now, nothing else changed.",
+            admin.shown(),
+            hub::schema::SCHEMA_VERSION
+        ),
+    }
+    Ok(())
+}
+
+/// `ghola hub invite PERSON`: their role, and their URL printed once.
+fn invite(index_dir: &Path, person: &str, json: bool) -> Result<()> {
+    let admin = HubUrl::parse(&hub::load_admin(index_dir)?.ok_or(HubError::NotAdmin)?)?;
+    let inv = hub::block(COMMAND_LIMIT, hub::people::invite(&admin, person))?;
+    if json {
+        println!("{}", serde_json::to_string(&inv)?);
+    } else {
+        println!(
+            "{} is invited. Give them this URL (shown once; it holds their password):\n\n  {}\n\n\
+             They run `ghola hub login URL` with it.",
+            inv.person, inv.url
+        );
+    }
+    Ok(())
+}
+
+/// `ghola hub revoke PERSON [--purge]`.
+fn revoke(index_dir: &Path, person: &str, purge: bool) -> Result<()> {
+    let admin = HubUrl::parse(&hub::load_admin(index_dir)?.ok_or(HubError::NotAdmin)?)?;
+    let deleted = hub::block(COMMAND_LIMIT, hub::people::revoke(&admin, person, purge))?;
+    if purge {
+        println!("{person} is revoked; {deleted} of their messages were deleted from the hub");
+    } else {
+        println!(
+            "{person} is revoked and can no longer log in; what they shared stays (`--purge` deletes it)"
+        );
+    }
+    Ok(())
+}
+
+/// `ghola hub login URL`: checks the URL is one of the team's, then keeps it (mode 600).
+fn log_in(index_dir: &Path, knobs: &Knobs, url: &str, machine: Option<String>) -> Result<()> {
+    let parsed = HubUrl::parse(url)?;
+    let machine = machine.unwrap_or_else(|| knobs.machine());
+    if !ghola::config::is_machine_name(&machine) {
+        return Err(anyhow!(
+            "--machine {machine:?}: a machine's name is letters, digits, '.', '_' and '-'"
+        ));
+    }
+    let person = hub::block(COMMAND_LIMIT, async {
+        let c = hub::connect(&parsed).await?;
+        hub::schema::check(&c, &parsed.shown()).await?;
+        let row = c
+            .query_one(
+                "select current_user::text, pg_has_role(current_user, $1, 'member')",
+                &[&hub::TEAM_ROLE],
+            )
+            .await
+            .map_err(|e| HubError::db("reading who this URL logs in as", e))?;
+        let (role, member): (String, bool) = (row.get(0), row.get(1));
+        if !member {
+            return Err(HubError::Invalid {
+                arg: "URL",
+                message: format!(
+                    "{role} is not one of the hub's people (an admin's URL?): log in with the URL \
+                     `ghola hub invite` printed"
+                ),
+            });
+        }
+        Ok(hub::person_of(&role))
+    })?;
+    hub::save_login(
+        index_dir,
+        &Login {
+            url: parsed.raw().to_string(),
+            person: person.clone(),
+            machine: machine.clone(),
+        },
+    )?;
+    println!(
+        "logged in to {} as {person}, from machine {machine}. Nothing leaves this machine until you \
+         `ghola hub share PROJECT`.",
+        parsed.shown()
+    );
+    Ok(())
+}
+
+/// `ghola hub logout`.
+fn log_out(index_dir: &Path) -> Result<()> {
+    if hub::remove_login(index_dir)? {
+        println!("logged out: this machine no longer pushes or searches the hub");
+    } else {
+        println!("this machine was not logged in to a hub");
+    }
+    Ok(())
+}
+
+/// `ghola hub share PROJECT`: the share recorded on the hub, said in words.
+fn share(index_dir: &Path, project: PathBuf, opts: hub::share::ShareOptions) -> Result<()> {
+    let (_, url) = login(index_dir)?;
+    let project = super::history::project_dir(Some(project))?;
+    let share = hub::block(COMMAND_LIMIT, async {
+        let c = hub::connect(&url).await?;
+        hub::schema::check(&c, &url.shown()).await?;
+        hub::share::share(&c, &project, &opts).await
+    })?;
+    let whom = if share.with.is_empty() {
+        "the whole team".to_string()
+    } else {
+        share.with.join(", ")
+    };
+    let extra = match (share.thinking, share.tools) {
+        (false, false) => "thinking and tool output stay here",
+        (true, false) => "with thinking; tool output stays here",
+        (false, true) => "with tool output; thinking stays here",
+        (true, true) => "with thinking and tool output",
+    };
+    println!(
+        "{} is shared with {whom} ({extra}). `ghola hub push --dry-run` shows what would leave; \
+         `ghola hub push` sends it.",
+        share.project
+    );
+    Ok(())
+}
+
+/// `ghola hub unshare PROJECT`: the share and the pushed rows gone, the watermark of its sessions void.
+fn unshare(
+    index_dir: &Path,
+    claude_dir: &Path,
+    model_dir: Option<&Path>,
+    knobs: &Knobs,
+    project: PathBuf,
+) -> Result<()> {
+    let (_, url) = login(index_dir)?;
+    let project = super::history::project_dir(Some(project))?;
+    let (was, sessions) = hub::block(COMMAND_LIMIT, async {
+        let mut c = hub::connect(&url).await?;
+        hub::share::unshare(&mut c, &project).await
+    })?;
+    // The watermark of those sessions is void: a later share pushes them again.
+    let mut mark = hub::load_watermark(index_dir)?;
+    let listing = HistoryService::new(knobs.history(claude_dir, index_dir, model_dir)).listing();
+    for s in listing.sessions_in(Some(&project)) {
+        mark.sessions.remove(&s.session_id);
+    }
+    hub::save_watermark(index_dir, &mark)?;
+    if was {
+        println!(
+            "{project} is no longer shared; {sessions} of its sessions were deleted from the hub"
+        );
+    } else {
+        println!(
+            "{project} was not shared; {sessions} session(s) of it were on the hub and are deleted"
+        );
+    }
+    Ok(())
 }
 
 fn push(
@@ -274,7 +301,8 @@ fn push(
     dry_run: bool,
     json: bool,
 ) -> Result<()> {
-    let (l, url) = login(index_dir)?;
+    // No login: say so before loading the model.
+    login(index_dir)?;
     let history = HistoryService::new(knobs.history(claude_dir, index_dir, model_dir));
     if !dry_run {
         history
@@ -290,7 +318,6 @@ fn push(
     )
     .context("updating the index before the push")?;
     history.invalidate_listing();
-    let _ = (&l, &url);
     let report = history.push_to_hub(dry_run, PUSH_LIMIT)?;
     if json {
         println!("{}", serde_json::to_string(&report)?);

@@ -248,33 +248,15 @@ pub async fn push(
         if total == 0 || mark.sessions.get(&s.session_id) == Some(&total) {
             continue;
         }
-        let mut out = Vec::new();
-        for (seq, m) in all.iter().enumerate() {
-            let Some((content, kind)) = outgoing(m, share) else {
-                continue;
-            };
-            let content =
-                crate::secrets::redact_counting(&content, &mut report.redacted).into_owned();
-            out.push(OutMessage {
-                id: message_id(&s.session_id, m.agent_id.as_deref(), &m.uuid),
-                agent_id: m.agent_id.clone(),
-                seq: seq as i64,
-                role: m.role.as_str().to_string(),
-                kind: kind.to_string(),
-                at: m.timestamp,
-                content,
-            });
-        }
-        let machine = machine_of(s);
-        let title = s
-            .title
-            .as_deref()
-            .map(|t| crate::secrets::redact_counting(t, &mut report.redacted).into_owned());
+        let out = outgoing_messages(&s.session_id, &all, share, &mut report.redacted);
         let entry = OutSession {
             session_id: s.session_id.clone(),
             project: s.project.clone(),
-            machine: machine.clone(),
-            title: title.clone(),
+            machine: machine_of(s),
+            title: s
+                .title
+                .as_deref()
+                .map(|t| crate::secrets::redact_counting(t, &mut report.redacted).into_owned()),
             messages: total,
             leaving: out.len() as u64,
         };
@@ -289,69 +271,119 @@ pub async fn push(
                       redacted text before they leave"
                 .into(),
         })?;
-        let tx = client
-            .transaction()
-            .await
-            .map_err(|e| HubError::db("starting a session's push", e))?;
-        tx.execute(
-            "insert into ghola.sessions (session_id, machine, project, title, first_at, last_at, messages) \
-             values ($1, $2, $3, $4, $5, $6, 0) \
-             on conflict (owner, session_id) do update set machine = excluded.machine, \
-             project = excluded.project, title = excluded.title, first_at = excluded.first_at, \
-             last_at = excluded.last_at, pushed_at = now()",
-            &[
-                &s.session_id,
-                &machine,
-                &s.project,
-                &title,
-                &s.first_timestamp,
-                &s.last_timestamp,
-            ],
+        report.messages += write_session(
+            client,
+            s,
+            &entry.machine,
+            entry.title.as_deref(),
+            &out,
+            embedder,
         )
-        .await
-        .map_err(|e| HubError::db("writing a session", e))?;
-        let have: HashSet<String> = tx
-            .query(
-                "select id from ghola.messages where owner = current_user and session_id = $1",
-                &[&s.session_id],
-            )
-            .await
-            .map_err(|e| HubError::db("reading what the hub holds of a session", e))?
-            .iter()
-            .map(|r| r.get(0))
-            .collect();
-        let missing: Vec<&OutMessage> = out.iter().filter(|m| !have.contains(&m.id)).collect();
-        for batch in missing.chunks(BATCH) {
-            let texts: Vec<&str> = batch.iter().map(|m| m.content.as_str()).collect();
-            let vectors: Vec<pgvector::HalfVector> = embedder
-                .embed(&texts)?
-                .iter()
-                .map(|v| pgvector::HalfVector::from_f32_slice(v))
-                .collect();
-            let at = SessionRow {
-                session_id: &s.session_id,
-                machine: &machine,
-                project: &s.project,
-            };
-            let inserted = write_messages(&tx, &at, batch, &vectors).await?;
-            report.messages += inserted;
-        }
-        tx.execute(
-            "update ghola.sessions set messages = (select count(*) from ghola.messages m \
-             where m.owner = current_user and m.session_id = $1) \
-             where owner = current_user and session_id = $1",
-            &[&s.session_id],
-        )
-        .await
-        .map_err(|e| HubError::db("counting a session's messages", e))?;
-        tx.commit()
-            .await
-            .map_err(|e| HubError::db("committing a session", e))?;
+        .await?;
         mark.sessions.insert(s.session_id.clone(), total);
         save_watermark(index_dir, &mark)?;
         report.sessions.push(entry);
     }
     Ok(report)
+}
+
+/// The messages of one session that may leave under `share` (in `all`'s order, which gives their `seq`), each
+/// redacted, with what was redacted counted in `tally`.
+fn outgoing_messages(
+    session_id: &str,
+    all: &[&Message],
+    share: &Share,
+    tally: &mut Tally,
+) -> Vec<OutMessage> {
+    let mut out = Vec::new();
+    for (seq, m) in all.iter().enumerate() {
+        let Some((content, kind)) = outgoing(m, share) else {
+            continue;
+        };
+        let content = crate::secrets::redact_counting(&content, tally).into_owned();
+        out.push(OutMessage {
+            id: message_id(session_id, m.agent_id.as_deref(), &m.uuid),
+            agent_id: m.agent_id.clone(),
+            seq: seq as i64,
+            role: m.role.as_str().to_string(),
+            kind: kind.to_string(),
+            at: m.timestamp,
+            content,
+        });
+    }
+    out
+}
+
+/// One session's push, in one transaction: its row, then the messages of `out` the hub lacks, embedded here;
+/// returns the messages inserted. Nothing of it is on the hub unless it all is.
+async fn write_session(
+    client: &mut Client,
+    s: &SessionSummary,
+    machine: &str,
+    title: Option<&str>,
+    out: &[OutMessage],
+    embedder: &Embedder,
+) -> Result<u64, HubError> {
+    let tx = client
+        .transaction()
+        .await
+        .map_err(|e| HubError::db("starting a session's push", e))?;
+    tx.execute(
+        "insert into ghola.sessions (session_id, machine, project, title, first_at, last_at, messages) \
+         values ($1, $2, $3, $4, $5, $6, 0) \
+         on conflict (owner, session_id) do update set machine = excluded.machine, \
+         project = excluded.project, title = excluded.title, first_at = excluded.first_at, \
+         last_at = excluded.last_at, pushed_at = now()",
+        &[
+            &s.session_id,
+            &machine,
+            &s.project,
+            &title,
+            &s.first_timestamp,
+            &s.last_timestamp,
+        ],
+    )
+    .await
+    .map_err(|e| HubError::db("writing a session", e))?;
+    let have: HashSet<String> = tx
+        .query(
+            "select id from ghola.messages where owner = current_user and session_id = $1",
+            &[&s.session_id],
+        )
+        .await
+        .map_err(|e| HubError::db("reading what the hub holds of a session", e))?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let mut inserted = 0;
+    let missing: Vec<&OutMessage> = out.iter().filter(|m| !have.contains(&m.id)).collect();
+    for batch in missing.chunks(BATCH) {
+        let texts: Vec<&str> = batch.iter().map(|m| m.content.as_str()).collect();
+        let vectors: Vec<pgvector::HalfVector> = embedder
+            .embed(&texts)?
+            .iter()
+            .map(|v| pgvector::HalfVector::from_f32_slice(v))
+            .collect();
+        let at = SessionRow {
+            session_id: &s.session_id,
+            machine,
+            project: &s.project,
+        };
+        let written = write_messages(&tx, &at, batch, &vectors).await?;
+        inserted += written;
+    }
+    tx.execute(
+        "update ghola.sessions set messages = (select count(*) from ghola.messages m \
+         where m.owner = current_user and m.session_id = $1) \
+         where owner = current_user and session_id = $1",
+        &[&s.session_id],
+    )
+    .await
+    .map_err(|e| HubError::db("counting a session's messages", e))?;
+    tx.commit()
+        .await
+        .map_err(|e| HubError::db("committing a session", e))?;
+    Ok(inserted)
 }
 
 /// Removes from the hub the sessions forgotten here, each leaving a tombstone so that none of this person's

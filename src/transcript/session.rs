@@ -251,10 +251,9 @@ pub fn load_session_from(src: &Sources, files: &SessionFiles, plan: &ReadPlan) -
 
     let uuids: std::collections::HashSet<&str> =
         main.messages.iter().map(|m| m.uuid.as_str()).collect();
-    // A session Claude Code gave no title is titled by its first request, as a person would name it.
     let title = title
         .resolve(&uuids)
-        .or_else(|| first_request(&main.messages));
+        .or_else(|| untitled(&main.messages, &subagents));
     let (title, secrets_hidden) = ctx.finish(title);
     Session {
         session_id: files.session_id.clone(),
@@ -397,6 +396,12 @@ impl Title {
             .find(|(leaf, _)| leaf.as_deref().is_some_and(|l| uuids.contains(l)));
         own.or(self.summaries.first()).map(|(_, s)| s.clone())
     }
+}
+
+/// The title of a session Claude Code gave none: its first request, as a person would name it (a subagent's when
+/// the main conversation has none).
+fn untitled(main: &[Message], subagents: &[Subagent]) -> Option<String> {
+    first_request(main).or_else(|| subagents.iter().find_map(|a| first_request(&a.messages)))
 }
 
 /// Characters of a first request kept as a session's title.

@@ -183,18 +183,23 @@ pub fn layout_with(title: &str, f: &Filters, body: &str) -> String {
 
 /// The machine choice of the search form, when there is more than one machine.
 fn machine_facet(f: &Filters) -> String {
-    if f.machines.is_empty() {
+    choice("machine", "every machine", f.machines, f.machine)
+}
+
+/// A `<select name=NAME>` of `options` with `chosen` selected, its first option (`all`, the empty value) meaning
+/// no choice; nothing when there are no options.
+fn choice(name: &str, all: &str, options: &[String], chosen: &str) -> String {
+    if options.is_empty() {
         return String::new();
     }
-    let mut out = String::from(
-        "<select name=machine aria-label=machine><option value=\"\">every machine</option>",
-    );
-    for m in f.machines {
-        let selected = if m == f.machine { " selected" } else { "" };
+    let mut out =
+        format!("<select name={name} aria-label={name}><option value=\"\">{all}</option>");
+    for o in options {
+        let selected = if o == chosen { " selected" } else { "" };
         out.push_str(&format!(
             "<option value=\"{}\"{selected}>{}</option>",
-            escape(m),
-            escape(m)
+            escape(o),
+            escape(o)
         ));
     }
     out.push_str("</select>");
@@ -206,23 +211,11 @@ fn team_facets(f: &Filters) -> String {
     if !f.hub {
         return String::new();
     }
-    let mut out = format!(
-        "<label><input type=checkbox name=team value=1{}> team</label>",
-        if f.team { " checked" } else { "" }
-    );
-    if !f.people.is_empty() {
-        out.push_str("<select name=person aria-label=person><option value=\"\">everyone</option>");
-        for p in f.people {
-            let selected = if p == f.person { " selected" } else { "" };
-            out.push_str(&format!(
-                "<option value=\"{}\"{selected}>{}</option>",
-                escape(p),
-                escape(p)
-            ));
-        }
-        out.push_str("</select>");
-    }
-    out
+    format!(
+        "<label><input type=checkbox name=team value=1{}> team</label>{}",
+        if f.team { " checked" } else { "" },
+        choice("person", "everyone", f.people, f.person)
+    )
 }
 
 /// The hidden field every state-changing form carries: the server's CSRF token, which a page of another
