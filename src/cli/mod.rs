@@ -14,6 +14,7 @@ mod bench_scale;
 #[cfg(feature = "bench")]
 mod bench_ui;
 mod duncan;
+mod files;
 mod history;
 mod hook;
 mod hub;
@@ -117,6 +118,9 @@ pub enum Command {
     Forget(recall::ForgetArgs),
     /// Search past conversations (hybrid lexical + semantic ranking).
     Search(recall::SearchArgs),
+    /// The sessions that created, edited, read or ran a command on a file, newest first, each change with the
+    /// request that led to it; with :LINE, the changes that wrote that line first.
+    Files(files::FilesArgs),
     /// The credentials (keys, tokens, passwords) your history holds: per finding its session, rule and a
     /// preview, never the value. ghola shows them redacted everywhere.
     Secrets(secrets::SecretsArgs),
@@ -390,6 +394,7 @@ pub fn run(cli: Cli) -> Result<()> {
             &knobs,
             args,
         ),
+        Command::Files(args) => files::files_cmd(&index_dir, &claude_dir, &knobs, args),
         Command::Search(args) => recall::search_cmd(
             &index_dir,
             &claude_dir,

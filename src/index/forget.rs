@@ -254,6 +254,8 @@ pub(super) fn drop_from_index(
         .files
         .retain(|st| !sessions.contains(&st.session_id));
     w.publish(None)?;
+    // What the file map knew of them (requests, changes) goes too; a re-read brings it back.
+    super::file_map::forget_sessions(dir, sessions)?;
     let mut ids: Vec<u64> = segments.into_iter().collect();
     ids.sort();
     w.purge(&ids)?;

@@ -5,6 +5,7 @@
 pub mod archive;
 mod changes;
 mod embed_pass;
+pub mod file_map;
 pub mod forget;
 pub mod format;
 pub mod int8;

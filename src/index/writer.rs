@@ -86,6 +86,8 @@ pub(super) struct Writer<'a> {
     pending_dead: Vec<u64>,
     /// The archive of the bytes read (`None`: turned off, or it could not be opened — logged).
     archive: Option<ArchiveWriter>,
+    /// What the messages read say of files, appended to the file map before each publish.
+    map: super::file_map::MapWriter,
     pub summary: UpdateSummary,
 }
 
@@ -112,6 +114,7 @@ impl<'a> Writer<'a> {
             pending_files: Vec::new(),
             pending_dead: Vec::new(),
             archive: None,
+            map: Default::default(),
             summary,
         }
     }
@@ -327,6 +330,12 @@ impl<'a> Writer<'a> {
             }),
         );
         let streams: Vec<_> = streams.collect();
+        if main_path.as_ref().is_some_and(|p| !resumes.contains_key(p))
+            && let Some(t) = super::file_map::title_record(s)
+        {
+            // Read whole: the title is the session's own, not an appended slice's.
+            self.map.add(t);
+        }
         for (agent, messages, path) in streams {
             let source = path.clone().unwrap_or_default();
             let start = resumes.get(&source);
@@ -391,6 +400,7 @@ impl<'a> Writer<'a> {
         count: &mut usize,
     ) -> StreamEnd {
         let first_seq = start.map_or(0, |r| r.seq);
+        let mut for_map: Vec<(u32, &Message)> = Vec::new();
         let mut previous_text = start.map(|r| r.prev_text.clone()).unwrap_or_default();
         let mut last = None;
         for (i, m) in messages.iter().enumerate() {
@@ -470,6 +480,7 @@ impl<'a> Writer<'a> {
                         source: source.to_string(),
                     };
                     self.pending.push(Pending { msg, chunks });
+                    for_map.push((seq, m));
                     *count += 1;
                     gid
                 }
@@ -485,6 +496,8 @@ impl<'a> Writer<'a> {
                 prev_text: prev_before,
             });
         }
+        self.map
+            .add_messages(s, agent.as_deref(), s.machine.as_deref(), &for_map);
         StreamEnd {
             seq: first_seq + messages.len() as u32,
             prev_text: previous_text,
@@ -631,8 +644,13 @@ impl<'a> Writer<'a> {
         self.lexical
             .commit(&mut self.lex_writer, self.manifest.generation)?;
         tracing::debug!("publish: lexical commit {:?}", t.elapsed());
-        // The archive before the manifest that counts its bytes as consumed.
+        // The archive and the file map before the manifest that counts their bytes as consumed. A map that
+        // cannot be written is rebuilt by the next update; the index goes on.
         self.commit_archive();
+        if let Err(e) = self.map.flush(self.dir) {
+            tracing::warn!("the file map was not written ({e}); it is rebuilt at the next update");
+            super::file_map::mark_stale(self.dir);
+        }
         publish_manifest(self.dir, &self.manifest)?;
         tracing::debug!("publish: lexical + manifest {:?}", t.elapsed());
         self.summary.publishes += 1;

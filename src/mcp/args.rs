@@ -6,6 +6,7 @@ use crate::search::{MAX_CONTEXT, MAX_RESULTS, RELATIVE_FLOOR};
 use crate::service::request::{
     MAX_CHARS, MIN_MAX_CHARS, MODEL_CONTEXT, MODEL_MAX_CHARS, MODEL_RESULTS, THRESHOLD,
 };
+use crate::service::{FILE_SESSIONS, MAX_FILE_SESSIONS};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -107,6 +108,18 @@ pub struct SessionArgs {
     pub after: Option<i64>,
     /// "json" (default without around: every part of every message) or "text" (default with around).
     pub format: Option<String>,
+}
+
+/// Arguments of file_history.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct FileArgs {
+    /// The file: relative to the current project, or absolute as recorded (any OS). A `:LINE` or
+    /// `:FIRST-LAST` suffix works too.
+    pub path: String,
+    /// Lines of the file as it is now ("40" or "40-52"): the changes that wrote them come first.
+    pub lines: Option<String>,
+    #[schemars(description = format!("Sessions to return, newest first (default {FILE_SESSIONS}, at most {MAX_FILE_SESSIONS})."))]
+    pub limit: Option<i64>,
 }
 
 /// Arguments of duncan_list_sessions.

@@ -324,6 +324,20 @@ impl GholaServer {
     }
 
     #[tool(
+        description = "Why is this code like this? The past Claude Code sessions that created, edited, read or \
+        ran a command on a file, newest first: per session its id, date and title, and per change the user's \
+        request that led to it and the change itself (old → new, cut short), marked when it failed or was undone \
+        later. With lines (\"40\" or \"40-52\" of the file as it is now) the changes that wrote those lines \
+        come first. Call it before changing code you did not write in this session; then ask a listed session \
+        why with duncan_query (mode \"session\", its session_id). Local; nothing is sent anywhere."
+    )]
+    async fn file_history(&self, Parameters(a): Parameters<args::FileArgs>) -> CallToolResult {
+        let me = self.clone();
+        let r = tokio::task::spawn_blocking(move || me.file_history_text(a)).await;
+        blocking_result(r)
+    }
+
+    #[tool(
         description = "Open ghola's history browser for the user: a local web page (this machine only) where \
         they can search every past Claude Code session as they type, read sessions as conversations, see and \
         edit each project's notes and see or forget what ghola keeps. Call it when the user asks to browse, see \

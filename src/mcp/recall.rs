@@ -113,6 +113,30 @@ impl GholaServer {
     }
 
     /// `get_session_detail`: a page of a session (JSON, every part), or the messages around one (text).
+    /// file_history: the path (and lines) checked, the file map asked, the answer as bounded text.
+    pub(super) fn file_history_text(&self, a: super::args::FileArgs) -> Result<String, String> {
+        use crate::index::file_map::query::{FileQuery, parse_lines, parse_path_and_lines};
+        let (path, mut lines) = parse_path_and_lines(&a.path)?;
+        if let Some(l) = a.lines.as_deref().filter(|l| !l.trim().is_empty()) {
+            lines = Some(parse_lines(l).map_err(|e| format!("lines: {e}"))?);
+        }
+        let limit = super::non_negative(a.limit, "limit", crate::service::FILE_SESSIONS)?;
+        let q = FileQuery {
+            path,
+            lines,
+            base: Some(std::path::PathBuf::from(&self.cfg.project)),
+            project: None,
+            max_sessions: limit,
+            max_changes: crate::service::FILE_CHANGES,
+        };
+        let h = self.history.file_history(&q).map_err(|e| e.to_string())?;
+        Ok(crate::service::file_history_text(
+            &h,
+            crate::service::FILE_MODEL_CHARS,
+            true,
+        ))
+    }
+
     pub(super) fn session_detail(&self, a: SessionArgs) -> Result<String, String> {
         let offset = non_negative(a.offset, "offset", 0)?;
         let limit = non_negative(a.limit, "limit", SESSION_PAGE)?.clamp(1, MAX_SESSION_PAGE);

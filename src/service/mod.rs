@@ -8,11 +8,15 @@
 //! - `model.rs` the embedding model's life (found or downloaded with retries, loaded in the background, shared);
 //! - `watch.rs` the file watcher whose events make the listing stale and wake the freshness loop.
 
+mod files;
 mod model;
 pub mod request;
 mod team;
 mod watch;
 
+pub use files::{
+    FILE_CHANGES, FILE_MODEL_CHARS, FILE_SESSIONS, MAX_FILE_SESSIONS, file_history_text,
+};
 pub use model::{ModelSlot, ModelState};
 pub use request::{Format, Grouping, Reader, SearchRequest, SessionChoice, Tuning};
 pub use team::{PUSH_EVERY, TEAM_WAIT, forget_on_hub};
@@ -70,6 +74,9 @@ pub enum ServiceError {
     /// The index could not be opened (a damaged file is set aside by the next update).
     #[error("the index in {} could not be opened: {source}. Run `ghola index`", dir.display())]
     Index { dir: PathBuf, source: IndexError },
+    /// The file map could not be read.
+    #[error(transparent)]
+    Files(#[from] crate::index::file_map::FileMapError),
 }
 
 impl ServiceError {
@@ -78,7 +85,9 @@ impl ServiceError {
     pub fn is_user_error(&self) -> bool {
         match self {
             ServiceError::Request(SearchError::Invalid { .. }) | ServiceError::Session(_) => true,
-            ServiceError::Request(SearchError::Embed(_)) | ServiceError::Index { .. } => false,
+            ServiceError::Request(SearchError::Embed(_))
+            | ServiceError::Index { .. }
+            | ServiceError::Files(_) => false,
         }
     }
 }

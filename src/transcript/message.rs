@@ -38,6 +38,10 @@ pub enum Part {
         id: String,
         name: String,
         summary: String,
+        /// The files the call read, changed or named (see [`super::touch`]); not serialized: the index keeps
+        /// them in its file map.
+        #[serde(skip)]
+        touches: Vec<super::touch::Touch>,
     },
     /// A tool's output as the model saw it (images as `[image]`).
     ToolResult {
@@ -63,7 +67,15 @@ impl Part {
     pub fn redact(&mut self, tally: &mut crate::secrets::Tally) {
         let text = match self {
             Part::Text { text } | Part::Thinking { text } | Part::ToolResult { text, .. } => text,
-            Part::ToolUse { summary, .. } => summary,
+            Part::ToolUse {
+                summary, touches, ..
+            } => {
+                for t in touches.iter_mut() {
+                    crate::secrets::redact_in_place(&mut t.old, tally);
+                    crate::secrets::redact_in_place(&mut t.new, tally);
+                }
+                summary
+            }
         };
         crate::secrets::redact_in_place(text, tally);
     }
@@ -182,11 +194,19 @@ fn part_of_block(b: &RawBlock, parts: &mut Vec<Part>, report: &mut FileReport) {
         "document" => parts.push(Part::Text {
             text: "[document]".into(),
         }),
-        "tool_use" | "server_tool_use" => parts.push(Part::ToolUse {
-            id: b.id.clone().unwrap_or_default(),
-            name: b.name.clone().unwrap_or_else(|| "tool".into()),
-            summary: b.input.as_ref().map(summarize_input).unwrap_or_default(),
-        }),
+        "tool_use" | "server_tool_use" => {
+            let name = b.name.clone().unwrap_or_else(|| "tool".into());
+            parts.push(Part::ToolUse {
+                id: b.id.clone().unwrap_or_default(),
+                summary: b.input.as_ref().map(summarize_input).unwrap_or_default(),
+                touches: b
+                    .input
+                    .as_ref()
+                    .map(|i| super::touch::touches_of(&name, i))
+                    .unwrap_or_default(),
+                name,
+            })
+        }
         "tool_result" | "web_search_tool_result" => parts.push(Part::ToolResult {
             tool_use_id: b.tool_use_id.clone().unwrap_or_default(),
             text: b

@@ -13,6 +13,7 @@ pub mod project_path;
 pub mod reader;
 pub mod session;
 pub mod source;
+pub mod touch;
 
 pub use discover::{
     Discovery, SessionFiles, SubagentFile, SubagentLayout, discover, discover_project_dir,

@@ -9,6 +9,27 @@ use super::markdown;
 use crate::transcript::{Message, Part, Session};
 use std::fmt::Write;
 
+/// Links to the history of each file a tool call touched (its path made absolute as the file map keeps it).
+fn file_links(body: &mut String, m: &Message, touches: &[crate::transcript::touch::Touch]) {
+    let mut seen = Vec::new();
+    for t in touches {
+        let path =
+            crate::index::file_map::absolute(&t.path, m.cwd.as_deref().unwrap_or(&m.project));
+        if seen.contains(&path) {
+            continue;
+        }
+        let name = crate::index::file_map::file_name_key(&path);
+        let _ = write!(
+            body,
+            "<a class=file href=\"{}\" title=\"{}\">history of {}</a> ",
+            escape(&super::files::link(&path)),
+            escape(&path),
+            escape(path.rsplit(['/', '\\']).next().unwrap_or(&name))
+        );
+        seen.push(path);
+    }
+}
+
 /// The session page's body. `at`: the message to open at; `csrf`: for the forget button.
 pub fn page(s: &Session, at: Option<&str>, csrf: &str) -> String {
     let mut body = format!(
@@ -162,7 +183,12 @@ fn message(body: &mut String, m: &Message, at: Option<&str>) {
                     escape(text)
                 );
             }
-            Part::ToolUse { name, summary, .. } => {
+            Part::ToolUse {
+                name,
+                summary,
+                touches,
+                ..
+            } => {
                 let _ = write!(
                     body,
                     "<details class=tool{open}><summary>tool call: {} {}</summary><pre>{}</pre></details>",
@@ -170,6 +196,7 @@ fn message(body: &mut String, m: &Message, at: Option<&str>) {
                     escape(&summary.chars().take(120).collect::<String>()),
                     escape(summary)
                 );
+                file_links(body, m, touches);
             }
             Part::ToolResult { text, is_error, .. } => {
                 let _ = write!(

@@ -15,6 +15,7 @@
 pub mod conversation;
 mod csrf;
 pub mod entry;
+pub mod files;
 pub mod guard;
 pub mod html;
 pub mod manage;
@@ -73,6 +74,7 @@ pub async fn serve(
         .route("/search", get(routes::search))
         .route("/projects", get(routes::projects))
         .route("/session/{id}", get(routes::session))
+        .route("/file", get(routes::file))
         .route("/notes", get(routes::notes))
         .route("/notes/edit", csrf::post(routes::notes_edit))
         .route("/notes/forget", csrf::post(routes::notes_forget))

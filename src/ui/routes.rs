@@ -307,6 +307,54 @@ pub(super) async fn session(
     }
 }
 
+/// `/file?path=…&lines=40-52`: a file's history.
+#[derive(Debug, Default, serde::Deserialize)]
+pub(super) struct FileQuery {
+    #[serde(default)]
+    path: String,
+    #[serde(default)]
+    lines: String,
+}
+
+/// Sessions and changes per session a file's page shows.
+const FILE_SESSIONS: usize = 50;
+const FILE_CHANGES: usize = 20;
+
+pub(super) async fn file(State(app): State<Arc<App>>, Query(q): Query<FileQuery>) -> Response {
+    let title = if q.path.is_empty() {
+        "file history".to_string()
+    } else {
+        format!("history of {}", q.path)
+    };
+    page(title, move || {
+        use crate::index::file_map::query::{self, parse_lines, parse_path_and_lines};
+        if q.path.trim().is_empty() {
+            return Ok(super::files::page_form());
+        }
+        let (path, mut lines) = parse_path_and_lines(&q.path).map_err(bad)?;
+        if !q.lines.trim().is_empty() {
+            lines = Some(parse_lines(&q.lines).map_err(bad)?);
+        }
+        let fq = query::FileQuery {
+            path,
+            lines,
+            base: None,
+            project: None,
+            max_sessions: FILE_SESSIONS,
+            max_changes: FILE_CHANGES,
+        };
+        let h = app.history.file_history(&fq).map_err(|e| {
+            if e.is_user_error() {
+                bad(e)
+            } else {
+                (StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+            }
+        })?;
+        Ok(super::files::page(&h, &q.path, &q.lines))
+    })
+    .await
+}
+
 /// `/notes` (every project with notes) or `/notes?project=DIR`.
 #[derive(Debug, Default, serde::Deserialize)]
 pub(super) struct NotesQuery {

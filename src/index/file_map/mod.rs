@@ -1,0 +1,638 @@
+//! The file map: which sessions read, changed or named each file, built with the index so that `ghola files`
+//! never re-reads a transcript.
+//!
+//! It lives in `<index>/files/`, beside the segments and apart from them (a file's history is asked by path, the
+//! segments are read by message): 256 *path buckets* (`p-XX`, by the hash of the file's lower-cased name) hold
+//! the touches, and 64 *session buckets* (`s-XX`, by session id) hold what a touch needs from its session — the
+//! user's requests, the tools' outcomes (failed, created), the title. A question reads one path bucket and the
+//! session buckets of the sessions it found: a few hundred kilobytes at a million messages.
+//!
+//! Each bucket is an append-only log of frames (length, CRC32, bincode) after an 8-byte magic. Only the index's
+//! writer appends, under the index lock, before it publishes the manifest; a reader takes every whole frame and
+//! ignores a torn last one. A record is keyed (a touch by session, agent, tool call and edit; an outcome by tool
+//! call; a title by session) and the last written wins, so reading a file again (a crash before the publish, a
+//! rewritten transcript, a rebuild) adds nothing twice. `VERSION` says the map is complete: without it (an index
+//! built before the map existed, damage, a failed write) the next update rebuilds the map from every transcript
+//! and archived copy. `ghola forget` rewrites the buckets without the forgotten sessions.
+
+pub mod query;
+
+use crate::transcript::touch::{Touch, TouchKind};
+use crate::transcript::{Message, Part, Role, Session};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashSet};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+/// The map's folder under the index.
+pub const FILES_DIR: &str = "files";
+const VERSION_FILE: &str = "VERSION";
+/// What `VERSION` holds; a different value (an older map) is rebuilt.
+const MAP_VERSION: &str = "ghola file map 1\n";
+const MAGIC: &[u8; 8] = b"GHOLAFM1";
+const PATH_BUCKETS: u32 = 256;
+const SESSION_BUCKETS: u32 = 64;
+/// A frame longer than this is damage, not data (frames hold one update's records for one bucket).
+const MAX_FRAME: usize = 256 << 20;
+/// How much of a user's request is kept.
+const REQUEST_CHARS: usize = 300;
+
+/// One file touched by one tool call, as the map keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TouchRecord {
+    /// The file, absolute as recorded (a command's relative path joined to the message's directory).
+    pub path: String,
+    pub session: String,
+    pub agent: Option<String>,
+    /// The message that made the call.
+    pub uuid: String,
+    pub tool_use_id: String,
+    /// Which edit of a `MultiEdit`.
+    pub index: u16,
+    /// Position of the message in its conversation: the request before it is the latest ask with a lower one.
+    pub seq: u32,
+    pub at_ms: Option<i64>,
+    pub project: String,
+    /// The machine whose history it is (`None`: this one).
+    pub machine: Option<String>,
+    pub kind: TouchKind,
+    pub old: String,
+    pub new: String,
+    pub old_hash: u64,
+    pub new_hash: u64,
+    pub lines: Vec<u32>,
+    pub old_lines: Vec<u32>,
+}
+
+/// A record of the map.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Record {
+    Touch(Box<TouchRecord>),
+    /// Something the user asked (a user message with text), cut to [`REQUEST_CHARS`].
+    Ask {
+        session: String,
+        agent: Option<String>,
+        seq: u32,
+        text: String,
+    },
+    /// How a tool call ended: an error (the edit did not happen) or a file created.
+    Outcome {
+        session: String,
+        tool_use_id: String,
+        failed: bool,
+        created: bool,
+    },
+    /// The session's title when it was last read whole.
+    Title {
+        session: String,
+        title: String,
+    },
+}
+
+impl Record {
+    fn session(&self) -> &str {
+        match self {
+            Record::Touch(t) => &t.session,
+            Record::Ask { session, .. }
+            | Record::Outcome { session, .. }
+            | Record::Title { session, .. } => session,
+        }
+    }
+
+    /// The bucket file this record goes to.
+    fn bucket(&self) -> String {
+        match self {
+            Record::Touch(t) => path_bucket(&t.path),
+            other => session_bucket(other.session()),
+        }
+    }
+}
+
+/// Why the map could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum FileMapError {
+    #[error("the file map {0}: {1}")]
+    Io(String, std::io::Error),
+}
+
+fn fnv(bytes: &[u8]) -> u32 {
+    bytes.iter().fold(0x811c_9dc5u32, |h, b| {
+        (h ^ u32::from(*b)).wrapping_mul(0x0100_0193)
+    })
+}
+
+/// The lower-cased last component of a path, whatever its separators: what a path bucket is chosen by, so that
+/// a path typed on Windows and one recorded on Linux meet in one bucket.
+pub fn file_name_key(path: &str) -> String {
+    path.trim_end_matches(['/', '\\'])
+        .rsplit(['/', '\\'])
+        .next()
+        .unwrap_or("")
+        .to_lowercase()
+}
+
+fn path_bucket(path: &str) -> String {
+    format!(
+        "p-{:02x}",
+        fnv(file_name_key(path).as_bytes()) % PATH_BUCKETS
+    )
+}
+
+fn session_bucket(session: &str) -> String {
+    format!("s-{:02x}", fnv(session.as_bytes()) % SESSION_BUCKETS)
+}
+
+/// The map's folder of the index in `index_dir`.
+pub fn map_dir(index_dir: &Path) -> PathBuf {
+    index_dir.join(FILES_DIR)
+}
+
+/// Whether the map holds every indexed session (it was built whole, or alongside the index from the start).
+pub fn is_complete(index_dir: &Path) -> bool {
+    std::fs::read_to_string(map_dir(index_dir).join(VERSION_FILE)).is_ok_and(|v| v == MAP_VERSION)
+}
+
+/// Marks the map complete (after a rebuild, or after the first full build of an index).
+pub fn mark_complete(index_dir: &Path) -> std::io::Result<()> {
+    let dir = map_dir(index_dir);
+    fs_err::create_dir_all(&dir)?;
+    crate::atomic_file::write_atomic(&dir.join(VERSION_FILE), MAP_VERSION.as_bytes())
+}
+
+/// Marks the map incomplete: the next update rebuilds it (a damaged bucket was read, or a write failed).
+pub fn mark_stale(index_dir: &Path) {
+    let _ = std::fs::remove_file(map_dir(index_dir).join(VERSION_FILE));
+}
+
+/// Records waiting to be appended, by bucket file.
+#[derive(Default)]
+pub struct MapWriter {
+    pending: BTreeMap<String, Vec<Record>>,
+}
+
+impl MapWriter {
+    /// Queues a record.
+    pub fn add(&mut self, r: Record) {
+        self.pending.entry(r.bucket()).or_default().push(r);
+    }
+
+    /// Whether anything waits.
+    pub fn is_empty(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    /// Queues what a session's messages say of files: call it with the messages read in this update (for an
+    /// append, only the new ones), `agent` naming the conversation, `first_seq` the position of the first.
+    pub fn add_messages(
+        &mut self,
+        s: &Session,
+        agent: Option<&str>,
+        machine: Option<&str>,
+        messages: &[(u32, &Message)],
+    ) {
+        for (seq, m) in messages {
+            for r in records_of(s, agent, machine, *seq, m) {
+                self.add(r);
+            }
+        }
+    }
+
+    /// Appends every queued record to its bucket (one frame per bucket), each file synced. Called by the index
+    /// writer under its lock, before the manifest that counts the messages is published.
+    pub fn flush(&mut self, index_dir: &Path) -> std::io::Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let dir = map_dir(index_dir);
+        fs_err::create_dir_all(&dir)?;
+        for (name, records) in std::mem::take(&mut self.pending) {
+            append_frame(&dir.join(name), &records)?;
+        }
+        Ok(())
+    }
+}
+
+/// The records one message gives: its files, its request, its tools' outcomes.
+fn records_of(
+    s: &Session,
+    agent: Option<&str>,
+    machine: Option<&str>,
+    seq: u32,
+    m: &Message,
+) -> Vec<Record> {
+    let mut out = Vec::new();
+    let agent_owned = agent.map(str::to_string);
+    if m.role == Role::User && !m.is_compact_summary {
+        let text: Vec<&str> = m
+            .parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::Text { text } if text != "[image]" && text != "[document]" => {
+                    Some(text.as_str())
+                }
+                _ => None,
+            })
+            .collect();
+        if !text.is_empty() {
+            out.push(Record::Ask {
+                session: s.session_id.clone(),
+                agent: agent_owned.clone(),
+                seq,
+                text: crate::transcript::message::one_line(
+                    &without_ide_notes(&text.join(" ")),
+                    REQUEST_CHARS,
+                ),
+            });
+        }
+    }
+    for p in &m.parts {
+        match p {
+            Part::ToolUse { id, touches, .. } => {
+                for t in touches {
+                    out.push(Record::Touch(Box::new(touch_record(
+                        s, agent, machine, seq, m, id, t,
+                    ))));
+                }
+            }
+            Part::ToolResult {
+                tool_use_id,
+                text,
+                is_error,
+            } => {
+                let created = text.starts_with("File created successfully");
+                if *is_error || created {
+                    out.push(Record::Outcome {
+                        session: s.session_id.clone(),
+                        tool_use_id: tool_use_id.clone(),
+                        failed: *is_error,
+                        created,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// A request without what an IDE adds to it (`<ide_opened_file>…</ide_opened_file>`, `<ide_selection>…`):
+/// the user did not write it, and it would fill the few words a request is shown in.
+fn without_ide_notes(text: &str) -> String {
+    let mut out = text.to_string();
+    for tag in ["ide_opened_file", "ide_selection", "ide_diagnostics"] {
+        let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
+        while let Some(a) = out.find(&open) {
+            let Some(b) = out[a..].find(&close) else {
+                break;
+            };
+            out.replace_range(a..a + b + close.len(), "");
+        }
+    }
+    let trimmed = out.trim();
+    if trimmed.is_empty() {
+        text.to_string()
+    } else {
+        trimmed.to_string()
+    }
+}
+
+fn touch_record(
+    s: &Session,
+    agent: Option<&str>,
+    machine: Option<&str>,
+    seq: u32,
+    m: &Message,
+    tool_use_id: &str,
+    t: &Touch,
+) -> TouchRecord {
+    TouchRecord {
+        path: absolute(&t.path, m.cwd.as_deref().unwrap_or(&s.project)),
+        session: s.session_id.clone(),
+        agent: agent.map(str::to_string),
+        uuid: m.uuid.clone(),
+        tool_use_id: tool_use_id.to_string(),
+        index: t.index,
+        seq,
+        at_ms: m.timestamp.map(|t| t.timestamp_millis()),
+        project: s.project.clone(),
+        machine: machine.map(str::to_string),
+        kind: t.kind.unwrap_or(TouchKind::Read),
+        old: t.old.clone(),
+        new: t.new.clone(),
+        old_hash: t.old_hash,
+        new_hash: t.new_hash,
+        lines: t.lines.clone(),
+        old_lines: t.old_lines.clone(),
+    }
+}
+
+/// `path` as an absolute path: as it is when it already is one (on any OS's terms), else joined to `dir` with
+/// the separator `dir` uses.
+pub fn absolute(path: &str, dir: &str) -> String {
+    if query::is_absolute(path) || dir.is_empty() {
+        return path.to_string();
+    }
+    let sep = if dir.contains('\\') && !dir.contains('/') {
+        '\\'
+    } else {
+        '/'
+    };
+    let rel = path.trim_start_matches("./");
+    format!("{}{sep}{rel}", dir.trim_end_matches(['/', '\\']))
+}
+
+/// The title record of a session read whole.
+pub fn title_record(s: &Session) -> Option<Record> {
+    s.title.as_ref().map(|t| Record::Title {
+        session: s.session_id.clone(),
+        title: t.clone(),
+    })
+}
+
+fn append_frame(path: &Path, records: &[Record]) -> std::io::Result<()> {
+    let payload = super::format::encode(&records);
+    let mut f = fs_err::OpenOptions::new()
+        .create(true)
+        .read(true)
+        .append(true)
+        .open(path)?;
+    let good = good_length(f.file_mut())?;
+    let len = f.metadata()?.len();
+    if len != good {
+        // A torn frame from a writer that was killed, or a foreign start: cut back to what is whole.
+        f.file().set_len(good)?;
+    }
+    let mut bytes = Vec::with_capacity(payload.len() + 16);
+    if good == 0 {
+        bytes.extend_from_slice(MAGIC);
+    }
+    bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    bytes.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+    bytes.extend_from_slice(&payload);
+    f.write_all(&bytes)?;
+    f.sync_all()
+}
+
+/// The length of a bucket file's whole frames (0 when it does not start with the magic).
+fn good_length(f: &mut std::fs::File) -> std::io::Result<u64> {
+    use std::io::Seek;
+    f.seek(std::io::SeekFrom::Start(0))?;
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes)?;
+    Ok(frames(&bytes).1 as u64)
+}
+
+/// The payloads of a bucket's whole frames, and the length they cover.
+fn frames(bytes: &[u8]) -> (Vec<&[u8]>, usize) {
+    if !bytes.starts_with(MAGIC) {
+        return (Vec::new(), 0);
+    }
+    let mut at = MAGIC.len();
+    let mut out = Vec::new();
+    while bytes.len() >= at + 8 {
+        let len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap_or_default()) as usize;
+        let crc = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().unwrap_or_default());
+        let end = at + 8 + len;
+        if len > MAX_FRAME || end > bytes.len() || crc32fast::hash(&bytes[at + 8..end]) != crc {
+            break;
+        }
+        out.push(&bytes[at + 8..end]);
+        at = end;
+    }
+    (out, at)
+}
+
+/// What a bucket holds, in the order written; `damaged` when something other than a torn last frame could not
+/// be read (the caller marks the map stale so that the next update rebuilds it).
+pub struct Bucket {
+    pub records: Vec<Record>,
+    pub damaged: bool,
+}
+
+/// Reads a bucket file; a missing one is empty.
+fn read_bucket(path: &Path) -> Result<Bucket, FileMapError> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(FileMapError::Io(path.display().to_string(), e)),
+    };
+    let (payloads, good) = frames(&bytes);
+    // Bytes after the last whole frame: a frame being written right now is short of its length; anything
+    // else (a bad checksum with a whole frame's bytes, a foreign start) is damage.
+    let mut damaged = !bytes.is_empty() && !bytes.starts_with(MAGIC);
+    if good < bytes.len() && good >= MAGIC.len() && bytes.len() >= good + 8 {
+        let len = u32::from_le_bytes(bytes[good..good + 4].try_into().unwrap_or_default()) as usize;
+        damaged |= len > MAX_FRAME || good + 8 + len <= bytes.len();
+    }
+    let mut records = Vec::new();
+    for p in payloads {
+        match super::format::decode::<Vec<Record>>(&path.display().to_string(), p) {
+            Ok(rs) => records.extend(rs),
+            Err(_) => damaged = true,
+        }
+    }
+    Ok(Bucket { records, damaged })
+}
+
+/// The touches recorded for files named like `path` (same last component, any case), in the order written.
+pub fn touches_named(index_dir: &Path, path: &str) -> Result<Bucket, FileMapError> {
+    let mut b = read_bucket(&map_dir(index_dir).join(path_bucket(path)))?;
+    let key = file_name_key(path);
+    b.records
+        .retain(|r| matches!(r, Record::Touch(t) if file_name_key(&t.path) == key));
+    Ok(b)
+}
+
+/// What the session buckets hold of these sessions, in the order written.
+pub fn session_records(index_dir: &Path, sessions: &HashSet<&str>) -> Result<Bucket, FileMapError> {
+    let names: std::collections::BTreeSet<String> =
+        sessions.iter().map(|s| session_bucket(s)).collect();
+    let mut all = Bucket {
+        records: Vec::new(),
+        damaged: false,
+    };
+    for name in names {
+        let b = read_bucket(&map_dir(index_dir).join(name))?;
+        all.damaged |= b.damaged;
+        all.records.extend(
+            b.records
+                .into_iter()
+                .filter(|r| sessions.contains(r.session())),
+        );
+    }
+    Ok(all)
+}
+
+/// Rewrites every bucket without the records of `sessions` (`ghola forget`; called under the index lock). A
+/// bucket that cannot be read is removed and the map marked stale: the rebuild leaves forgotten sessions out.
+pub fn forget_sessions(index_dir: &Path, sessions: &HashSet<String>) -> std::io::Result<()> {
+    let dir = map_dir(index_dir);
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Ok(());
+    };
+    for e in entries.flatten() {
+        let path = e.path();
+        let name = e.file_name().to_string_lossy().to_string();
+        if !(name.starts_with("p-") || name.starts_with("s-")) || name.contains('.') {
+            continue;
+        }
+        let Ok(b) = read_bucket(&path) else {
+            fs_err::remove_file(&path)?;
+            mark_stale(index_dir);
+            continue;
+        };
+        if b.damaged {
+            fs_err::remove_file(&path)?;
+            mark_stale(index_dir);
+            continue;
+        }
+        let before = b.records.len();
+        let kept: Vec<Record> = b
+            .records
+            .into_iter()
+            .filter(|r| !sessions.contains(r.session()))
+            .collect();
+        if kept.len() == before {
+            continue;
+        }
+        let tmp = dir.join(format!("{name}.tmp"));
+        let _ = std::fs::remove_file(&tmp);
+        if !kept.is_empty() {
+            append_frame(&tmp, &kept)?;
+            fs_err::rename(&tmp, &path)?;
+        } else {
+            fs_err::remove_file(&path)?;
+        }
+    }
+    super::format::sync_dir(&dir)
+}
+
+/// Builds the map again from whole sessions (an index older than the map, or a damaged map): written into a
+/// fresh folder that replaces the old one, then marked complete. `machine_of` names a session's machine.
+pub fn rebuild(
+    index_dir: &Path,
+    sessions: impl Iterator<Item = (Session, Option<String>)>,
+) -> std::io::Result<usize> {
+    let fresh = index_dir.join(format!("{FILES_DIR}.new"));
+    let _ = fs_err::remove_dir_all(&fresh);
+    fs_err::create_dir_all(&fresh)?;
+    let mut n = 0;
+    let mut w = MapWriter::default();
+    for (s, machine) in sessions {
+        n += 1;
+        add_whole_session(&mut w, &s, machine.as_deref());
+        if w.pending.values().map(Vec::len).sum::<usize>() > 20_000 {
+            flush_into(&mut w, &fresh)?;
+        }
+    }
+    flush_into(&mut w, &fresh)?;
+    let dir = map_dir(index_dir);
+    if dir.exists() {
+        fs_err::remove_dir_all(&dir)?;
+    }
+    fs_err::rename(&fresh, &dir)?;
+    super::format::sync_dir(index_dir)?;
+    mark_complete(index_dir)?;
+    Ok(n)
+}
+
+fn flush_into(w: &mut MapWriter, dir: &Path) -> std::io::Result<()> {
+    for (name, records) in std::mem::take(&mut w.pending) {
+        append_frame(&dir.join(name), &records)?;
+    }
+    Ok(())
+}
+
+/// Queues every record of a session read whole: its title, then each conversation's messages.
+pub fn add_whole_session(w: &mut MapWriter, s: &Session, machine: Option<&str>) {
+    if let Some(t) = title_record(s) {
+        w.add(t);
+    }
+    let main: Vec<(u32, &Message)> = s
+        .messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (i as u32, m))
+        .collect();
+    w.add_messages(s, None, machine, &main);
+    for a in &s.subagents {
+        let msgs: Vec<(u32, &Message)> = a
+            .messages
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (i as u32, m))
+            .collect();
+        w.add_messages(s, Some(&a.agent_id), machine, &msgs);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ask(session: &str, seq: u32) -> Record {
+        Record::Ask {
+            session: session.into(),
+            agent: None,
+            seq,
+            text: format!("ask {seq}"),
+        }
+    }
+
+    #[test]
+    fn a_torn_frame_is_ignored_then_cut_back_and_damage_is_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = MapWriter::default();
+        w.add(ask("s1", 1));
+        w.flush(dir.path()).unwrap();
+        let file = map_dir(dir.path()).join(session_bucket("s1"));
+        let whole = std::fs::read(&file).unwrap();
+        // A writer killed mid-frame: the reader takes what is whole, the next writer cuts the rest.
+        let mut torn = whole.clone();
+        torn.extend_from_slice(&[200, 0, 0, 0, 1, 2, 3, 4, 5]);
+        std::fs::write(&file, &torn).unwrap();
+        let b = session_records(dir.path(), &HashSet::from(["s1"])).unwrap();
+        assert_eq!((b.records.len(), b.damaged), (1, false));
+        w.add(ask("s1", 2));
+        w.flush(dir.path()).unwrap();
+        let b = session_records(dir.path(), &HashSet::from(["s1"])).unwrap();
+        assert_eq!(
+            (b.records, b.damaged),
+            (vec![ask("s1", 1), ask("s1", 2)], false)
+        );
+        // A flipped byte inside a whole frame is damage.
+        let mut bad = std::fs::read(&file).unwrap();
+        let n = bad.len();
+        bad[n - 2] ^= 0xff;
+        std::fs::write(&file, &bad).unwrap();
+        let b = session_records(dir.path(), &HashSet::from(["s1"])).unwrap();
+        assert_eq!((b.records.len(), b.damaged), (1, true));
+    }
+
+    #[test]
+    fn forgetting_rewrites_the_buckets_without_the_session() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = MapWriter::default();
+        for s in ["keep", "gone"] {
+            w.add(ask(s, 1));
+            w.add(Record::Title {
+                session: s.into(),
+                title: "t".into(),
+            });
+        }
+        w.flush(dir.path()).unwrap();
+        forget_sessions(dir.path(), &HashSet::from(["gone".to_string()])).unwrap();
+        let b = session_records(dir.path(), &HashSet::from(["keep", "gone"])).unwrap();
+        assert!(b.records.iter().all(|r| r.session() == "keep"));
+        assert_eq!(b.records.len(), 2);
+    }
+
+    #[test]
+    fn relative_command_paths_are_joined_to_the_directory() {
+        assert_eq!(absolute("src/a.rs", "/p/q/"), "/p/q/src/a.rs");
+        assert_eq!(absolute("./a.rs", r"C:\w\p"), r"C:\w\p\a.rs");
+        assert_eq!(absolute("/x/a.rs", "/p"), "/x/a.rs");
+        assert_eq!(absolute(r"D:\x\a.rs", "/p"), r"D:\x\a.rs");
+        assert_eq!(file_name_key(r"C:\W\P\Main.RS"), "main.rs");
+    }
+}
