@@ -4,6 +4,8 @@
 #[cfg(feature = "bench")]
 pub mod bench;
 #[cfg(feature = "bench")]
+mod bench_files;
+#[cfg(feature = "bench")]
 mod bench_hub;
 #[cfg(feature = "bench")]
 mod bench_listing;
@@ -238,6 +240,14 @@ pub enum BenchKind {
         /// Search the rows an earlier run pushed; push nothing.
         #[arg(long)]
         search_only: bool,
+    },
+    /// What `ghola files` costs at N messages: the file map built by a words-only update of a synthetic history
+    /// with tool calls, the answer in-process (p50/p95 over 100 files) and as a fresh process.
+    Files {
+        #[arg(long, default_value_t = 1_000_000)]
+        messages: usize,
+        #[arg(long, default_value_os_t = std::env::temp_dir().join("ghola-bench"))]
+        work: PathBuf,
     },
     /// Reader throughput over the transcripts of the Claude dir (MB/s on one core).
     Read {
@@ -504,6 +514,7 @@ fn run_bench(
         }
         BenchKind::Hook { messages, work } => bench_scale::hook_bench(&work, messages),
         BenchKind::Ui { messages, work } => bench_ui::ui_bench(&work, messages),
+        BenchKind::Files { messages, work } => bench_files::files_bench(&work, messages),
         BenchKind::Remote {
             ssh,
             port,

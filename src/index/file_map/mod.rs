@@ -99,6 +99,15 @@ impl Record {
         }
     }
 
+    /// What a reader picks the record by without decoding it: a touch's path in its normal form
+    /// ([`query::normal`]), else its session.
+    fn key(&self) -> String {
+        match self {
+            Record::Touch(t) => query::normal(&t.path).0,
+            other => other.session().to_string(),
+        }
+    }
+
     /// The bucket file this record goes to.
     fn bucket(&self) -> String {
         match self {
@@ -349,8 +358,50 @@ pub fn title_record(s: &Session) -> Option<Record> {
     })
 }
 
+/// A frame's payload: per record its key (length, bytes) and the record (length, bincode), so that a reader
+/// decodes only the records whose key it wants.
+fn encode_entries(records: &[Record]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for r in records {
+        let key = r.key();
+        let key = &key.as_bytes()[..key.len().min(u16::MAX as usize)];
+        let rec = super::format::encode(r);
+        out.extend_from_slice(&(key.len() as u16).to_le_bytes());
+        out.extend_from_slice(key);
+        out.extend_from_slice(&(rec.len() as u32).to_le_bytes());
+        out.extend_from_slice(&rec);
+    }
+    out
+}
+
+/// The records of a payload whose key `want` accepts; `Err` when the payload does not parse.
+fn decode_entries(
+    name: &str,
+    payload: &[u8],
+    want: &dyn Fn(&str) -> bool,
+    out: &mut Vec<Record>,
+) -> Result<(), ()> {
+    let mut at = 0;
+    let take = |at: &mut usize, n: usize| -> Result<&[u8], ()> {
+        let end = at.checked_add(n).filter(|e| *e <= payload.len()).ok_or(())?;
+        let b = &payload[*at..end];
+        *at = end;
+        Ok(b)
+    };
+    while at < payload.len() {
+        let klen = u16::from_le_bytes(take(&mut at, 2)?.try_into().map_err(|_| ())?) as usize;
+        let key = std::str::from_utf8(take(&mut at, klen)?).map_err(|_| ())?;
+        let rlen = u32::from_le_bytes(take(&mut at, 4)?.try_into().map_err(|_| ())?) as usize;
+        let rec = take(&mut at, rlen)?;
+        if want(key) {
+            out.push(super::format::decode::<Record>(name, rec).map_err(|_| ())?);
+        }
+    }
+    Ok(())
+}
+
 fn append_frame(path: &Path, records: &[Record]) -> std::io::Result<()> {
-    let payload = super::format::encode(&records);
+    let payload = encode_entries(records);
     let mut f = fs_err::OpenOptions::new()
         .create(true)
         .read(true)
@@ -409,8 +460,8 @@ pub struct Bucket {
     pub damaged: bool,
 }
 
-/// Reads a bucket file; a missing one is empty.
-fn read_bucket(path: &Path) -> Result<Bucket, FileMapError> {
+/// Reads the records of a bucket file whose key `want` accepts; a missing file is empty.
+fn read_bucket(path: &Path, want: &dyn Fn(&str) -> bool) -> Result<Bucket, FileMapError> {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
@@ -425,22 +476,21 @@ fn read_bucket(path: &Path) -> Result<Bucket, FileMapError> {
         damaged |= len > MAX_FRAME || good + 8 + len <= bytes.len();
     }
     let mut records = Vec::new();
+    let name = path.display().to_string();
     for p in payloads {
-        match super::format::decode::<Vec<Record>>(&path.display().to_string(), p) {
-            Ok(rs) => records.extend(rs),
-            Err(_) => damaged = true,
-        }
+        damaged |= decode_entries(&name, p, want, &mut records).is_err();
     }
     Ok(Bucket { records, damaged })
 }
 
-/// The touches recorded for files named like `path` (same last component, any case), in the order written.
-pub fn touches_named(index_dir: &Path, path: &str) -> Result<Bucket, FileMapError> {
-    let mut b = read_bucket(&map_dir(index_dir).join(path_bucket(path)))?;
-    let key = file_name_key(path);
-    b.records
-        .retain(|r| matches!(r, Record::Touch(t) if file_name_key(&t.path) == key));
-    Ok(b)
+/// The touches of the path bucket of `path` (files named like it, any case) whose path's normal form `want`
+/// accepts, in the order written.
+pub fn touches_named(
+    index_dir: &Path,
+    path: &str,
+    want: &dyn Fn(&str) -> bool,
+) -> Result<Bucket, FileMapError> {
+    read_bucket(&map_dir(index_dir).join(path_bucket(path)), want)
 }
 
 /// What the session buckets hold of these sessions, in the order written.
@@ -452,13 +502,9 @@ pub fn session_records(index_dir: &Path, sessions: &HashSet<&str>) -> Result<Buc
         damaged: false,
     };
     for name in names {
-        let b = read_bucket(&map_dir(index_dir).join(name))?;
+        let b = read_bucket(&map_dir(index_dir).join(name), &|k| sessions.contains(k))?;
         all.damaged |= b.damaged;
-        all.records.extend(
-            b.records
-                .into_iter()
-                .filter(|r| sessions.contains(r.session())),
-        );
+        all.records.extend(b.records);
     }
     Ok(all)
 }
@@ -476,7 +522,7 @@ pub fn forget_sessions(index_dir: &Path, sessions: &HashSet<String>) -> std::io:
         if !(name.starts_with("p-") || name.starts_with("s-")) || name.contains('.') {
             continue;
         }
-        let Ok(b) = read_bucket(&path) else {
+        let Ok(b) = read_bucket(&path, &|_| true) else {
             fs_err::remove_file(&path)?;
             mark_stale(index_dir);
             continue;

@@ -243,7 +243,24 @@ pub fn file_history(index_dir: &Path, q: &FileQuery) -> Result<FileHistory, File
         }
     };
     let target_n = normal(&target);
-    let bucket = super::touches_named(index_dir, typed)?;
+    // What the path ends with, when the file itself was not touched: the typed relative path, or an absolute
+    // path's part below `base`.
+    let tail = if is_absolute(typed) {
+        q.base
+            .as_ref()
+            .map(|b| normal(&b.display().to_string()))
+            .and_then(|b| target_n.0.strip_prefix(&format!("{}/", b.0)).map(str::to_string))
+    } else {
+        Some(normal(typed).0)
+    };
+    let is_drive = |k: &str| k.as_bytes().get(1) == Some(&b':');
+    let want = |k: &str| {
+        k == target_n.0
+            || tail
+                .as_deref()
+                .is_some_and(|t| ends_with(&(k.to_string(), is_drive(k)), t))
+    };
+    let bucket = super::touches_named(index_dir, typed, &want)?;
     let mut damaged = bucket.damaged;
     let touches: Vec<TouchRecord> = latest_touches(bucket.records);
     let in_project = |t: &TouchRecord| {
@@ -258,26 +275,7 @@ pub fn file_history(index_dir: &Path, q: &FileQuery) -> Result<FileHistory, File
     let (matched, found) = if !exact.is_empty() {
         (Matched::Exact, exact)
     } else {
-        // What the path ends with: the typed relative path, or an absolute path's part below `base`.
-        let tail = if is_absolute(typed) {
-            q.base
-                .as_ref()
-                .map(|b| normal(&b.display().to_string()))
-                .and_then(|b| {
-                    let t = &target_n.0;
-                    t.strip_prefix(&format!("{}/", b.0)).map(str::to_string)
-                })
-        } else {
-            Some(normal(typed).0)
-        };
-        let ending: Vec<&TouchRecord> = tail
-            .map(|tail| {
-                touches
-                    .iter()
-                    .filter(|t| in_project(t) && ends_with(&normal(&t.path), &tail))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let ending: Vec<&TouchRecord> = touches.iter().filter(|t| in_project(t)).collect();
         if ending.is_empty() {
             (Matched::Nothing, ending)
         } else {
