@@ -72,6 +72,7 @@ fn serves_tools_over_stdio() {
         "duncan_list_sessions",
         "project_notes",
         "open_history_browser",
+        "file_history",
     ] {
         assert!(tools.contains(&t.to_string()), "{t} missing from {tools:?}");
     }

@@ -45,7 +45,8 @@ fn write_history(dir: &Path, messages: usize) -> Result<()> {
                 m % 60
             );
             let uuid = format!("{id}-{m}");
-            let base = serde_json::json!({"uuid": uuid, "sessionId": id, "cwd": project, "timestamp": ts});
+            let base =
+                serde_json::json!({"uuid": uuid, "sessionId": id, "cwd": project, "timestamp": ts});
             let mut v = base.clone();
             // Message pairs: a request or a tool result, then an answer or a tool call.
             let call = m % 10 == 5;
@@ -61,11 +62,20 @@ fn write_history(dir: &Path, messages: usize) -> Result<()> {
                 let path = file_of(&mut rng, &project);
                 let (name, input) = match rng.next() % 4 {
                     0 => ("Read", serde_json::json!({"file_path": path})),
-                    1 => ("Write", serde_json::json!({"file_path": path,
-                        "content": (0..30).map(|_| rng.sentence(6)).collect::<Vec<_>>().join("\n")})),
-                    2 => ("Bash", serde_json::json!({"command": format!("cargo test && cat {path}")})),
-                    _ => ("Edit", serde_json::json!({"file_path": path,
-                        "old_string": rng.sentence(8), "new_string": format!("{}\n{}", rng.sentence(8), rng.sentence(8))})),
+                    1 => (
+                        "Write",
+                        serde_json::json!({"file_path": path,
+                        "content": (0..30).map(|_| rng.sentence(6)).collect::<Vec<_>>().join("\n")}),
+                    ),
+                    2 => (
+                        "Bash",
+                        serde_json::json!({"command": format!("cargo test && cat {path}")}),
+                    ),
+                    _ => (
+                        "Edit",
+                        serde_json::json!({"file_path": path,
+                        "old_string": rng.sentence(8), "new_string": format!("{}\n{}", rng.sentence(8), rng.sentence(8))}),
+                    ),
                 };
                 v["type"] = "assistant".into();
                 v["message"] = serde_json::json!({"id": format!("msg-{uuid}"), "role": "assistant",
@@ -156,7 +166,10 @@ pub fn files_bench(work: &Path, messages: usize) -> Result<()> {
         times.last().copied().unwrap_or(0.0)
     );
     for (label, extra) in [
-        ("with its update (nothing new: one stat per transcript)", &[][..]),
+        (
+            "with its update (nothing new: one stat per transcript)",
+            &[][..],
+        ),
         ("--no-update", &["--no-update"][..]),
     ] {
         let mut runs = Vec::new();

@@ -116,22 +116,7 @@ pub fn file_history_text(h: &FileHistory, max_chars: usize, for_model: bool) -> 
         ));
         let mut last_request: Option<&str> = None;
         for c in &s.changes {
-            let mut flags = Vec::new();
-            if c.at_lines {
-                flags.push("wrote these lines");
-            }
-            if c.failed {
-                flags.push("failed: nothing changed");
-            }
-            if c.undone {
-                flags.push("undone later");
-            }
-            if c.in_file_now == Some(false) && !c.undone {
-                flags.push("no longer in the file");
-            }
-            if c.agent_id.is_some() {
-                flags.push("by a subagent");
-            }
+            let flags = c.flags();
             block.push_str(&format!(
                 "  {:<8}{}{}\n",
                 c.action,

@@ -73,22 +73,7 @@ pub fn page(h: &FileHistory, typed: &str, lines: &str) -> String {
             escape(&s.session_id)
         );
         for c in &s.changes {
-            let mut flags = Vec::new();
-            if c.at_lines {
-                flags.push("wrote these lines");
-            }
-            if c.failed {
-                flags.push("failed: nothing changed");
-            }
-            if c.undone {
-                flags.push("undone later");
-            }
-            if c.in_file_now == Some(false) && !c.undone {
-                flags.push("no longer in the file");
-            }
-            if c.agent_id.is_some() {
-                flags.push("by a subagent");
-            }
+            let flags = c.flags();
             let _ = write!(
                 body,
                 "<div class=change><p><a href=\"/session/{}?at={}#m-{}\">{} {}</a>{}</p>",

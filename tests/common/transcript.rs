@@ -74,19 +74,15 @@ impl Transcript {
 
     /// A tool call (an assistant message) and its result (the next user message).
     pub fn tool(self, name: &str, input: Value, result: &str) -> Self {
-        let id = format!("toolu-{}-{}", self.session, self.first + self.lines.len());
-        self.message(
-            "assistant",
-            json!([{"type": "tool_use", "id": id, "name": name, "input": input}]),
-        )
-        .message(
-            "user",
-            json!([{"type": "tool_result", "tool_use_id": id, "content": result}]),
-        )
+        self.tool_ending(name, input, result, false)
     }
 
     /// A tool call whose tool reported an error (`is_error`), and that error.
     pub fn tool_error(self, name: &str, input: Value, error: &str) -> Self {
+        self.tool_ending(name, input, error, true)
+    }
+
+    fn tool_ending(self, name: &str, input: Value, result: &str, is_error: bool) -> Self {
         let id = format!("toolu-{}-{}", self.session, self.first + self.lines.len());
         self.message(
             "assistant",
@@ -94,7 +90,7 @@ impl Transcript {
         )
         .message(
             "user",
-            json!([{"type": "tool_result", "tool_use_id": id, "content": error, "is_error": true}]),
+            json!([{"type": "tool_result", "tool_use_id": id, "content": result, "is_error": is_error}]),
         )
     }
 

@@ -383,7 +383,10 @@ fn decode_entries(
 ) -> Result<(), ()> {
     let mut at = 0;
     let take = |at: &mut usize, n: usize| -> Result<&[u8], ()> {
-        let end = at.checked_add(n).filter(|e| *e <= payload.len()).ok_or(())?;
+        let end = at
+            .checked_add(n)
+            .filter(|e| *e <= payload.len())
+            .ok_or(())?;
         let b = &payload[*at..end];
         *at = end;
         Ok(b)
@@ -402,16 +405,22 @@ fn decode_entries(
 
 fn append_frame(path: &Path, records: &[Record]) -> std::io::Result<()> {
     let payload = encode_entries(records);
+    // Opened for writing, not appending: cutting a torn tail needs write access on Windows.
     let mut f = fs_err::OpenOptions::new()
         .create(true)
+        .truncate(false)
         .read(true)
-        .append(true)
+        .write(true)
         .open(path)?;
     let good = good_length(f.file_mut())?;
     let len = f.metadata()?.len();
     if len != good {
         // A torn frame from a writer that was killed, or a foreign start: cut back to what is whole.
         f.file().set_len(good)?;
+    }
+    {
+        use std::io::Seek;
+        f.seek(std::io::SeekFrom::Start(good))?;
     }
     let mut bytes = Vec::with_capacity(payload.len() + 16);
     if good == 0 {

@@ -102,6 +102,29 @@ pub struct FileChange {
     pub at_lines: bool,
 }
 
+impl FileChange {
+    /// What a reader should know of the change, in words (the terminal, the model and the browser say the same).
+    pub fn flags(&self) -> Vec<&'static str> {
+        let mut flags = Vec::new();
+        if self.at_lines {
+            flags.push("wrote these lines");
+        }
+        if self.failed {
+            flags.push("failed: nothing changed");
+        }
+        if self.undone {
+            flags.push("undone later");
+        }
+        if self.in_file_now == Some(false) && !self.undone {
+            flags.push("no longer in the file");
+        }
+        if self.agent_id.is_some() {
+            flags.push("by a subagent");
+        }
+        flags
+    }
+}
+
 /// Whether `p` is absolute on any OS's terms (`/…`, `\\server\…`, `C:\…`, `C:/…`).
 pub fn is_absolute(p: &str) -> bool {
     let b = p.as_bytes();
@@ -249,7 +272,12 @@ pub fn file_history(index_dir: &Path, q: &FileQuery) -> Result<FileHistory, File
         q.base
             .as_ref()
             .map(|b| normal(&b.display().to_string()))
-            .and_then(|b| target_n.0.strip_prefix(&format!("{}/", b.0)).map(str::to_string))
+            .and_then(|b| {
+                target_n
+                    .0
+                    .strip_prefix(&format!("{}/", b.0))
+                    .map(str::to_string)
+            })
     } else {
         Some(normal(typed).0)
     };
