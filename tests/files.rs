@@ -65,6 +65,19 @@ fn real_sessions_are_found_by_the_files_they_touched() {
             .all(|c| c["request"].as_str().is_some_and(|r| !r.is_empty())),
         "every change names the request before it: {v}"
     );
+    // What the IDE added to a request is not the request, nor the session's title.
+    assert!(
+        cs.iter()
+            .all(|c| !c["request"].as_str().unwrap_or("").contains("<ide_")),
+        "{v}"
+    );
+    assert!(
+        !v["sessions"][0]["title"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("<ide_"),
+        "{v}"
+    );
     // Newest first.
     let times: Vec<i64> = cs.iter().filter_map(|c| c["at_ms"].as_i64()).collect();
     assert!(times.windows(2).all(|w| w[0] >= w[1]), "{times:?}");

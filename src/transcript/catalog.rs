@@ -260,8 +260,8 @@ fn folder_named(l: &Listed) -> bool {
 }
 
 /// The version of the listing cache's layout (and of what its summaries hold: 2 titles untitled sessions by their
-/// first request); a cache of another version is read as empty.
-const CACHE_VERSION: u32 = 2;
+/// first request, 3 without what an IDE added to it); a cache of another version is read as empty.
+const CACHE_VERSION: u32 = 3;
 
 #[derive(Serialize, Deserialize)]
 struct CacheFile {

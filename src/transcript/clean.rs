@@ -13,6 +13,23 @@ const DROP_ELEMENTS: &[&str] = &[
     "command-message",
 ];
 
+/// What an IDE adds to a request: the file open in the editor, the selection, its diagnostics. The model reads
+/// them (they stay in the message), but they are not what the user asked.
+const IDE_ELEMENTS: &[&str] = &["ide_opened_file", "ide_selection", "ide_diagnostics"];
+
+/// The text without what an IDE added to it (see `IDE_ELEMENTS`), trimmed; empty when nothing else is left. What
+/// a request is named by: a session's title, the request behind a change of a file.
+pub fn without_ide_notes(text: &str) -> String {
+    if !text.contains("<ide_") {
+        return text.trim().to_string();
+    }
+    let mut out = text.to_string();
+    for tag in IDE_ELEMENTS {
+        out = remove_element(&out, tag);
+    }
+    out.trim().to_string()
+}
+
 /// Markers Claude Code writes into the conversation when the user interrupts.
 const INTERRUPT_MARKERS: &[&str] = &[
     "[Request interrupted by user for tool use]",
@@ -88,6 +105,19 @@ fn remove_element(text: &str, tag: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn what_an_ide_added_is_not_the_request() {
+        assert_eq!(
+            without_ide_notes(
+                "<ide_opened_file>The user opened the file a.rs in the IDE.</ide_opened_file>\nwhy does it fail?"
+            ),
+            "why does it fail?"
+        );
+        assert_eq!(without_ide_notes("<ide_selection>x</ide_selection>"), "");
+        assert_eq!(without_ide_notes(" plain "), "plain");
+    }
+
     use super::*;
 
     #[test]

@@ -414,7 +414,8 @@ fn first_request(messages: &[Message]) -> Option<String> {
         .filter(|m| m.role == Role::User && !m.is_compact_summary)
         .flat_map(|m| m.parts.iter())
         .find_map(|p| match p {
-            Part::Text { text } => text
+            // What an IDE added is not the request: a message with nothing else names no session.
+            Part::Text { text } => super::clean::without_ide_notes(text)
                 .lines()
                 .map(str::trim)
                 .find(|l| !l.is_empty())

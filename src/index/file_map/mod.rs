@@ -232,25 +232,24 @@ fn records_of(
     let mut out = Vec::new();
     let agent_owned = agent.map(str::to_string);
     if m.role == Role::User && !m.is_compact_summary {
-        let text: Vec<&str> = m
+        // What an IDE added is not what the user asked; a message of nothing else asks nothing.
+        let text: Vec<String> = m
             .parts
             .iter()
             .filter_map(|p| match p {
                 Part::Text { text } if text != "[image]" && text != "[document]" => {
-                    Some(text.as_str())
+                    Some(crate::transcript::clean::without_ide_notes(text))
                 }
                 _ => None,
             })
+            .filter(|t| !t.is_empty())
             .collect();
         if !text.is_empty() {
             out.push(Record::Ask {
                 session: s.session_id.clone(),
                 agent: agent_owned.clone(),
                 seq,
-                text: crate::transcript::message::one_line(
-                    &without_ide_notes(&text.join(" ")),
-                    REQUEST_CHARS,
-                ),
+                text: crate::transcript::message::one_line(&text.join(" "), REQUEST_CHARS),
             });
         }
     }
@@ -282,27 +281,6 @@ fn records_of(
         }
     }
     out
-}
-
-/// A request without what an IDE adds to it (`<ide_opened_file>…</ide_opened_file>`, `<ide_selection>…`):
-/// the user did not write it, and it would fill the few words a request is shown in.
-fn without_ide_notes(text: &str) -> String {
-    let mut out = text.to_string();
-    for tag in ["ide_opened_file", "ide_selection", "ide_diagnostics"] {
-        let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
-        while let Some(a) = out.find(&open) {
-            let Some(b) = out[a..].find(&close) else {
-                break;
-            };
-            out.replace_range(a..a + b + close.len(), "");
-        }
-    }
-    let trimmed = out.trim();
-    if trimmed.is_empty() {
-        text.to_string()
-    } else {
-        trimmed.to_string()
-    }
 }
 
 fn touch_record(
