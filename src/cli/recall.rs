@@ -564,6 +564,9 @@ fn print_hits(resp: &ghola::search::SearchResponse) {
     }
     if resp.results.is_empty() {
         println!("no matches for {:?}", resp.query);
+        if resp.offset == 0 {
+            println!("{}", ghola::search::compact::NOTHING_MATCHES);
+        }
     }
     let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let words: Vec<String> = ghola::index::terms::terms(&resp.query)

@@ -97,7 +97,7 @@ pub enum SearchError {
 }
 
 impl SearchParams {
-    /// Defaults of the tools: 10 results, 3 messages of context, threshold 0.2, subagents included.
+    /// Defaults of the tools: 10 results, 3 messages of context, threshold 0.35, subagents included.
     pub fn new(query: &str) -> Self {
         Self {
             query: query.to_string(),
@@ -107,7 +107,7 @@ impl SearchParams {
             max_results: 10,
             offset: 0,
             context: 3,
-            threshold: 0.2,
+            threshold: 0.35,
             include_subagents: true,
             exclude_session: None,
             only_session: None,

@@ -15,7 +15,7 @@ pub const PERSON_RESULTS: usize = 10;
 /// Messages of context each side of a hit, for a person at a terminal.
 pub const PERSON_CONTEXT: usize = 3;
 /// Minimum cosine for a hit that matches no query word.
-pub const THRESHOLD: f32 = 0.2;
+pub const THRESHOLD: f32 = 0.35;
 /// A search answer's default size for a model, in characters (about 4,000 tokens): the smallest budget that
 /// lost no evidence on the LoCoMo dev set's tuning part, confirmed on its held-back part (docs/benchmarks.md,
 /// "Recall in the context window"). Most answers are smaller (median 8,700 characters); it bounds the long ones.

@@ -27,7 +27,11 @@ fn summary_line(resp: &SearchResponse, body: &mut String) {
         let _ = write!(body, "<p class=note>{}</p>", escape(n));
     }
     if resp.results.is_empty() {
-        body.push_str("<p>No messages match.</p>");
+        let _ = write!(
+            body,
+            "<p>No messages match.</p><p class=meta>{}</p>",
+            escape(crate::search::compact::NOTHING_MATCHES)
+        );
     }
     let _ = write!(
         body,
