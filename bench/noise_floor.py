@@ -5,8 +5,10 @@ the cosines of the hits it returns without a lexical match when the question is 
 (nothing there answers it: what a floor should cut).
 
     python3 bench/noise_floor.py [--ghola target/release/ghola] [--work /tmp/locomo-recall]
+    python3 bench/noise_floor.py --coding [--corpus ../shared/corpus] [--coding-work /tmp/ghola-coding]
 
-Run bench/locomo_recall.py first (it copies the corpus and builds the index under --work).
+Run bench/locomo_recall.py first (it copies the corpus and builds the index under --work). With --coding, the
+coding set instead: its questions in their project, and each asked globally of another corpus folder.
 """
 import argparse, json, subprocess
 from concurrent.futures import ThreadPoolExecutor
@@ -18,7 +20,54 @@ ap.add_argument("--ghola", default=str(here.parent / "target/release/ghola"))
 ap.add_argument("--model-dir", default=str(here.parent / "models/all-MiniLM-L6-v2"))
 ap.add_argument("--work", default="/tmp/locomo-recall")
 ap.add_argument("--jobs", type=int, default=2)
+ap.add_argument("--coding", action="store_true")
+ap.add_argument("--corpus", default=str(here.parent.parent / "shared/corpus"))
+ap.add_argument("--coding-work", default="/tmp/ghola-coding")
 a = ap.parse_args()
+
+
+def table(gold_cos, noise_best, n):
+    print(f"gold hits in the top 10 without a query word: {len(gold_cos)} (of {n} questions)")
+    print(f"questions asked where nothing answers them with a hit without a query word: {len(noise_best)}")
+    print(f"{'floor':>6} {'gold lost':>10} {'noise answers cut':>18}")
+    for t in [0.20, 0.25, 0.30, 0.35, 0.40, 0.45]:
+        lost = sum(c < t for c in gold_cos)
+        cut = sum(c < t for c in noise_best)
+        print(f"{t:>6.2f} {lost:>5} ({100 * lost / max(1, len(gold_cos)):4.1f}%) "
+              f"{cut:>7} ({100 * cut / max(1, len(noise_best)):4.1f}%)")
+
+
+def found(argv):
+    r = subprocess.run(argv + ["--context", "0", "--limit", "10", "--json", "--no-update", "--threshold", "0"],
+                       capture_output=True, text=True)
+    return json.loads(r.stdout)["results"] if r.returncode == 0 else []
+
+
+if a.coding:
+    qs = json.load(open(here / "coding/questions.json"))["questions"]
+    folders = sorted({q["corpus"] for q in qs})
+    base = lambda f: [a.ghola, "--claude-dir", f"{a.corpus}/{f}", "--index-dir", f"{a.coding_work}/{f}",
+                      "--model-dir", a.model_dir]
+    for f in folders:
+        subprocess.run(base(f) + ["index"], capture_output=True)
+
+    def coding(q):
+        other = [f for f in folders if f != q["corpus"]]
+        other = other[sum(map(ord, q["id"])) % len(other)]
+        own = found(base(q["corpus"]) + ["search", q["question"], "--project", q["project"]])
+        return q, own, found(base(other) + ["search", q["question"], "--global"])
+
+    with ThreadPoolExecutor(a.jobs) as pool:
+        done = list(pool.map(coding, qs))
+    gold_cos, noise_best = [], []
+    for q, own, other in done:
+        gold_cos += [h["scores"]["semantic"] for h in own
+                     if h["matched_message"]["uuid"] in set(q["gold"]) and h["scores"]["lexical"] == 0]
+        wordless = [h["scores"]["semantic"] for h in other if h["scores"]["lexical"] == 0]
+        if wordless:
+            noise_best.append(max(wordless))
+    table(gold_cos, noise_best, len(qs))
+    raise SystemExit
 work = Path(a.work)
 questions = json.load(open(work / "corpus/gold.json"))
 ghola = [a.ghola, "--claude-dir", str(work / "corpus/.claude"), "--index-dir", str(work / "index"),
@@ -48,10 +97,4 @@ for q, own, other in done:
     wordless = [h["scores"]["semantic"] for h in other if h["scores"]["lexical"] == 0]
     if wordless:
         noise_best.append(max(wordless))
-print(f"gold turns in the top 10 without a query word: {len(gold_cos)} (of {len(questions)} questions)")
-print(f"questions asked of another conversation with a hit without a query word: {len(noise_best)}")
-print(f"{'floor':>6} {'gold lost':>10} {'noise answers cut':>18}")
-for t in [0.20, 0.25, 0.30, 0.35, 0.40, 0.45]:
-    lost = sum(c < t for c in gold_cos)
-    cut = sum(c < t for c in noise_best)
-    print(f"{t:>6.2f} {lost:>5} ({100 * lost / max(1, len(gold_cos)):4.1f}%) {cut:>7} ({100 * cut / max(1, len(noise_best)):4.1f}%)")
+table(gold_cos, noise_best, len(questions))
