@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""The floor every ranking change must clear on the coding set (issue #47): plain reciprocal-rank fusion (k = 60)
+of BM25 (k1 1.2, b 0.75, lowercased words) and MiniLM cosine over single transcript entries — one document per
+`user`/`assistant` line, its text blocks, tool calls (name and input) and tool results — in the question's
+project, beside ghola's ranks from `bench/coding/eval.py --json`, per corpus folder (the folds: a history nobody
+tuned for is a new project, not a new question).
+
+    python3 bench/coding/eval.py --json /tmp/coding-ghola.json -- --context 0
+    python3 bench/coding/floor.py --ghola-ranks /tmp/coding-ghola.json [--corpus ../shared/corpus] [--work DIR]
+
+An entry found is scored as the message ghola makes of it (the split entries of one assistant reply are one
+message, named by its first entry's uuid), so both rank the same gold. Needs numpy; vectors come from
+`ghola embed` (the same MiniLM) and are kept in --work.
+"""
+import argparse, json, math, re, subprocess, sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import numpy as np
+
+here = Path(__file__).resolve().parent
+root = here.parent.parent
+ap = argparse.ArgumentParser()
+ap.add_argument("--ghola", default=str(root / "target/release/ghola"))
+ap.add_argument("--model-dir", default=str(root / "models/all-MiniLM-L6-v2"))
+ap.add_argument("--corpus", default=str(root.parent / "shared/corpus"))
+ap.add_argument("--work", default="/tmp/coding-floor")
+ap.add_argument("--ghola-ranks", required=True, help="eval.py --json output")
+a = ap.parse_args()
+questions = json.load(open(here / "questions.json"))["questions"]
+ghola_rank = {r["id"]: r["rank"] for r in json.load(open(a.ghola_ranks))}
+
+
+def entry_text(e):
+    c = (e.get("message") or {}).get("content")
+    if isinstance(c, str):
+        return c
+    out = []
+    for b in c or []:
+        if not isinstance(b, dict):
+            continue
+        t = b.get("type")
+        if t == "text":
+            out.append(b.get("text") or "")
+        elif t == "thinking":
+            out.append(b.get("thinking") or "")
+        elif t == "tool_use":
+            out.append(f"[{b.get('name')}] {json.dumps(b.get('input'))[:1000]}")
+        elif t == "tool_result":
+            r = b.get("content")
+            if isinstance(r, list):
+                r = " ".join(x.get("text", "") for x in r if isinstance(x, dict))
+            out.append(str(r or ""))
+    return "\n".join(out)
+
+
+entries = []  # (folder, cwd, message uuid, text)
+for folder in sorted({q["corpus"] for q in questions}):
+    for f in sorted(Path(a.corpus, folder, "projects").rglob("*.jsonl")):
+        first_of = {}
+        for line in open(f, errors="replace"):
+            try:
+                e = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(e, dict) or e.get("type") not in ("user", "assistant") or e.get("isMeta"):
+                continue
+            text = entry_text(e).strip()
+            if not text or not e.get("uuid"):
+                continue
+            mid = (e.get("message") or {}).get("id")
+            uuid = first_of.setdefault(mid, e["uuid"]) if e["type"] == "assistant" and mid else e["uuid"]
+            entries.append((folder, e.get("cwd") or "", uuid, text[:4000]))
+
+work = Path(a.work)
+work.mkdir(parents=True, exist_ok=True)
+texts = [t for *_, t in entries] + [q["question"] for q in questions]
+cache = work / "vectors.json"
+if cache.exists() and len(json.load(open(cache))) == len(texts):
+    vecs = np.array(json.load(open(cache)), dtype=np.float32)
+else:
+    r = subprocess.run([a.ghola, "--model-dir", a.model_dir, "embed"],
+                       input="".join(json.dumps({"text": t}) + "\n" for t in texts), capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"ghola embed failed: {r.stderr}")
+    vecs = np.array([json.loads(l) for l in r.stdout.splitlines()], dtype=np.float32)
+    json.dump(vecs.tolist(), open(cache, "w"))
+vecs /= np.linalg.norm(vecs, axis=1, keepdims=True) + 1e-12
+evec, qvec = vecs[: len(entries)], vecs[len(entries):]
+words = lambda s: re.findall(r"\w+", s.lower())
+tokens = [Counter(words(t)) for *_, t in entries]
+
+
+def within(cwd, project):
+    return cwd == project or cwd.startswith(project.rstrip("/") + "/")
+
+
+def floor_rank(qi, q):
+    idx = [i for i, (f, cwd, _, _) in enumerate(entries) if f == q["corpus"] and within(cwd, q["project"])]
+    docs = [tokens[i] for i in idx]
+    lens = [sum(d.values()) for d in docs]
+    avg = sum(lens) / max(1, len(lens))
+    df = Counter(w for d in docs for w in d)
+    n = len(docs)
+    terms = words(q["question"])
+    lex = np.array([sum(math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) * d[t] * 2.2
+                        / (d[t] + 1.2 * (1 - 0.75 + 0.75 * l / avg)) for t in terms if t in d)
+                    for d, l in zip(docs, lens)])
+    cos = evec[idx] @ qvec[qi]
+    fused = np.zeros(len(idx))
+    for order in (np.argsort(-lex, kind="stable"), np.argsort(-cos, kind="stable")):
+        for rank, j in enumerate(order[:100]):
+            fused[j] += 1.0 / (60 + rank + 1)
+    ranked = []
+    for j in np.argsort(-fused, kind="stable"):
+        u = entries[idx[j]][2]
+        if u not in ranked:
+            ranked.append(u)
+        if len(ranked) == 10:
+            break
+    gold = set(q["gold"])
+    return next((i + 1 for i, u in enumerate(ranked) if u in gold), None)
+
+
+floor = {q["id"]: floor_rank(i, q) for i, q in enumerate(questions)}
+
+
+def scores(ranks):
+    n = len(ranks)
+    return (sum(r == 1 for r in ranks) / n, sum(r is not None and r <= 10 for r in ranks) / n,
+            sum(1 / r for r in ranks if r) / n)
+
+
+print(f"coding set ({len(questions)} questions), project scope; {len(entries)} entries")
+print(f"{'fold (corpus folder)':<32} {'n':>3}  {'ghola any@1 any@10 MRR@10':>27}  {'floor any@1 any@10 MRR@10':>27}  diff MRR")
+folds = defaultdict(list)
+for q in questions:
+    folds[q["corpus"]].append(q["id"])
+for name in sorted(folds) + ["all"]:
+    ids = folds[name] if name != "all" else [q["id"] for q in questions]
+    g, f = scores([ghola_rank[i] for i in ids]), scores([floor[i] for i in ids])
+    print(f"{name:<32} {len(ids):>3}  {g[0]:>11.3f} {g[1]:>6.3f} {g[2]:>7.3f}  {f[0]:>11.3f} {f[1]:>6.3f} {f[2]:>7.3f}  "
+          f"{g[2] - f[2]:+.3f}")
+by_slice = defaultdict(list)
+for q in questions:
+    by_slice[q["slice"]].append(q["id"])
+print("\nby kind of question (MRR@10 ghola / floor):")
+for s, ids in sorted(by_slice.items()):
+    print(f"  {s:<18} {len(ids):>3}  {scores([ghola_rank[i] for i in ids])[2]:.3f} / {scores([floor[i] for i in ids])[2]:.3f}")
