@@ -254,6 +254,29 @@ fn a_newcomers_tour_of_the_browser_over_a_real_history() {
         shown.contains(&start),
         "`ghola show` without its title {title:?}"
     );
+    // Why is this file like this? From a tool call on a session page to the file's history (issue #48).
+    let edited = "9e953218-585f-4692-89df-9e0747a31c68";
+    let page = at(&format!("/session/{edited}"));
+    let link = page
+        .split("href=\"")
+        .filter_map(|s| s.split('"').next())
+        .find(|s| {
+            s.starts_with("/file?path=")
+                && s.replace("%2F", "/")
+                    .ends_with("online-llm-tokenizer/tokenizer.js")
+        })
+        .expect("a tool call links to its file's history")
+        .replace("&amp;", "&");
+    let page = at(&link);
+    assert!(
+        page.contains(edited) && page.contains("asked:") && page.contains("undone later"),
+        "the file's history: {}",
+        &page[..page.len().min(2000)]
+    );
+    assert!(
+        !page.contains("&lt;ide_opened_file"),
+        "an IDE note shown as a request"
+    );
 }
 
 #[test]

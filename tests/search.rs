@@ -931,15 +931,22 @@ fn a_question_nothing_answers_returns_nothing_and_says_so() {
     let text = search(&[nothing]);
     assert!(text.contains("Nothing in this history matches"), "{text}");
     // The meaning half is there: with a floor as low as the old one's, the nearest unrelated message comes back.
-    let v: Value = serde_json::from_str(&search(&[nothing, "--json", "--threshold", "0.1"])).unwrap();
-    assert!(v["total_matches"].as_u64().unwrap() > 0, "the model did not search: {v}");
+    let v: Value =
+        serde_json::from_str(&search(&[nothing, "--json", "--threshold", "0.1"])).unwrap();
+    assert!(
+        v["total_matches"].as_u64().unwrap() > 0,
+        "the model did not search: {v}"
+    );
     // Words the history has still find it.
     let v: Value = serde_json::from_str(&search(&["test_auth", "--json"])).unwrap();
     assert!(v["total_matches"].as_u64().unwrap() > 0, "{v}");
 
     let mut mcp = common::mcp_client::Client::start(&claude, idx.path(), &[]);
     let (err, text) = mcp.call(1, "search_global_history", json!({"query": nothing}));
-    assert!(!err && text.contains("Nothing in this history matches"), "{text}");
+    assert!(
+        !err && text.contains("Nothing in this history matches"),
+        "{text}"
+    );
     drop(mcp);
 
     let ui = common::browser::Ui::start(common::ghola_at(&claude, idx.path()));
@@ -951,5 +958,8 @@ fn a_question_nothing_answers_returns_nothing_and_says_so() {
         &login.cookie,
     )
     .unwrap();
-    assert!(page.contains("No messages match") && page.contains("Nothing in this history matches"), "{page}");
+    assert!(
+        page.contains("No messages match") && page.contains("Nothing in this history matches"),
+        "{page}"
+    );
 }
