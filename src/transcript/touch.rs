@@ -9,10 +9,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// How a tool call touched a file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TouchKind {
     /// Read (`Read`, `NotebookRead`).
+    #[default]
     Read,
     /// Replaced a piece of it (`Edit`, one edit of a `MultiEdit`, `NotebookEdit`).
     Edit,
@@ -39,10 +40,10 @@ impl TouchKind {
     }
 }
 
-/// One file touched by one tool call (a `MultiEdit` gives one per edit).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// One file touched by one tool call (a `MultiEdit` gives one per edit); what the index's file map keeps of it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Touch {
-    pub kind: Option<TouchKind>,
+    pub kind: TouchKind,
     /// The path as the call named it (relative only for shell commands).
     pub path: String,
     /// Which edit of the call this is (0 unless a `MultiEdit`).
@@ -121,7 +122,7 @@ pub fn touches_of(tool: &str, input: &Value) -> Vec<Touch> {
                 paths_in_command(c)
                     .into_iter()
                     .map(|p| Touch {
-                        kind: Some(TouchKind::Ran),
+                        kind: TouchKind::Ran,
                         path: p,
                         new: cut(c),
                         ..Touch::default()
@@ -138,7 +139,7 @@ pub fn touches_of(tool: &str, input: &Value) -> Vec<Touch> {
 
 fn touch(kind: TouchKind, path: &str, index: u16, old: &str, new: &str) -> Touch {
     Touch {
-        kind: Some(kind),
+        kind,
         path: path.trim().to_string(),
         index,
         old: cut(old),
@@ -272,7 +273,7 @@ mod tests {
             &json!({"file_path": "/p/src/a.rs", "old_string": "let x = 1;", "new_string": "let x = 2;\n}"}),
         );
         assert_eq!(t.len(), 1);
-        assert_eq!(t[0].kind, Some(TouchKind::Edit));
+        assert_eq!(t[0].kind, TouchKind::Edit);
         assert_eq!(t[0].path, "/p/src/a.rs");
         assert_eq!(t[0].old, "let x = 1;");
         assert_eq!(
@@ -290,11 +291,11 @@ mod tests {
             "Write",
             &json!({"file_path": "/p/c.md", "content": "x".repeat(1000)}),
         );
-        assert_eq!(w[0].kind, Some(TouchKind::Write));
+        assert_eq!(w[0].kind, TouchKind::Write);
         assert!(w[0].new.chars().count() <= SNIPPET_CHARS + 1);
         assert_eq!(
             touches_of("Read", &json!({"file_path": "/p/d.rs"}))[0].kind,
-            Some(TouchKind::Read)
+            TouchKind::Read
         );
         assert!(touches_of("Grep", &json!({"pattern": "x", "path": "/p"})).is_empty());
         assert!(touches_of("Edit", &json!({"old_string": "x"})).is_empty());

@@ -17,7 +17,7 @@
 
 pub mod query;
 
-use crate::transcript::touch::{Touch, TouchKind};
+use crate::transcript::touch::Touch;
 use crate::transcript::{Message, Part, Role, Session};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 pub const FILES_DIR: &str = "files";
 const VERSION_FILE: &str = "VERSION";
 /// What `VERSION` holds; a different value (an older map) is rebuilt.
-const MAP_VERSION: &str = "ghola file map 1\n";
+const MAP_VERSION: &str = "ghola file map 2\n";
 const MAGIC: &[u8; 8] = b"GHOLAFM1";
 const PATH_BUCKETS: u32 = 256;
 const SESSION_BUCKETS: u32 = 64;
@@ -37,31 +37,23 @@ const MAX_FRAME: usize = 256 << 20;
 /// How much of a user's request is kept.
 const REQUEST_CHARS: usize = 300;
 
-/// One file touched by one tool call, as the map keeps it.
+/// One file touched by one tool call, as the map keeps it: the change, and where and when it was made.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TouchRecord {
-    /// The file, absolute as recorded (a command's relative path joined to the message's directory).
-    pub path: String,
+    /// What the call did; its `path` absolute as recorded (a command's relative path joined to the message's
+    /// directory).
+    pub change: Touch,
     pub session: String,
     pub agent: Option<String>,
     /// The message that made the call.
     pub uuid: String,
     pub tool_use_id: String,
-    /// Which edit of a `MultiEdit`.
-    pub index: u16,
     /// Position of the message in its conversation: the request before it is the latest ask with a lower one.
     pub seq: u32,
     pub at_ms: Option<i64>,
     pub project: String,
     /// The machine whose history it is (`None`: this one).
     pub machine: Option<String>,
-    pub kind: TouchKind,
-    pub old: String,
-    pub new: String,
-    pub old_hash: u64,
-    pub new_hash: u64,
-    pub lines: Vec<u32>,
-    pub old_lines: Vec<u32>,
 }
 
 /// A record of the map.
@@ -103,7 +95,7 @@ impl Record {
     /// ([`query::normal`]), else its session.
     fn key(&self) -> String {
         match self {
-            Record::Touch(t) => query::normal(&t.path).0,
+            Record::Touch(t) => query::normal(&t.change.path).0,
             other => other.session().to_string(),
         }
     }
@@ -111,7 +103,7 @@ impl Record {
     /// The bucket file this record goes to.
     fn bucket(&self) -> String {
         match self {
-            Record::Touch(t) => path_bucket(&t.path),
+            Record::Touch(t) => path_bucket(&t.change.path),
             other => session_bucket(other.session()),
         }
     }
@@ -293,23 +285,18 @@ fn touch_record(
     t: &Touch,
 ) -> TouchRecord {
     TouchRecord {
-        path: absolute(&t.path, m.cwd.as_deref().unwrap_or(&s.project)),
+        change: Touch {
+            path: absolute(&t.path, m.cwd.as_deref().unwrap_or(&s.project)),
+            ..t.clone()
+        },
         session: s.session_id.clone(),
         agent: agent.map(str::to_string),
         uuid: m.uuid.clone(),
         tool_use_id: tool_use_id.to_string(),
-        index: t.index,
         seq,
         at_ms: m.timestamp.map(|t| t.timestamp_millis()),
         project: s.project.clone(),
         machine: machine.map(str::to_string),
-        kind: t.kind.unwrap_or(TouchKind::Read),
-        old: t.old.clone(),
-        new: t.new.clone(),
-        old_hash: t.old_hash,
-        new_hash: t.new_hash,
-        lines: t.lines.clone(),
-        old_lines: t.old_lines.clone(),
     }
 }
 

@@ -298,7 +298,7 @@ pub fn file_history(index_dir: &Path, q: &FileQuery) -> Result<FileHistory, File
     };
     let exact: Vec<&TouchRecord> = touches
         .iter()
-        .filter(|t| in_project(t) && same_path(&normal(&t.path), &target_n))
+        .filter(|t| in_project(t) && same_path(&normal(&t.change.path), &target_n))
         .collect();
     let (matched, found) = if !exact.is_empty() {
         (Matched::Exact, exact)
@@ -331,30 +331,30 @@ pub fn file_history(index_dir: &Path, q: &FileQuery) -> Result<FileHistory, File
         let created = facts
             .created
             .contains(&(t.session.clone(), t.tool_use_id.clone()));
-        let writes = t.kind.changes() && !failed && !t.lines.is_empty();
+        let writes = t.change.kind.changes() && !failed && !t.change.lines.is_empty();
         let in_file_now = match &disk {
             Some((all, _)) if writes => {
-                let present = t.lines.iter().filter(|h| all.contains(h)).count();
-                Some(present * 2 >= t.lines.len())
+                let present = t.change.lines.iter().filter(|h| all.contains(h)).count();
+                Some(present * 2 >= t.change.lines.len())
             }
             _ => None,
         };
         let at_lines = behind.contains(&key(t));
         by_session.entry(&t.session).or_default().push(FileChange {
-            action: match (t.kind, created) {
+            action: match (t.change.kind, created) {
                 (TouchKind::Write, true) => "created",
                 (TouchKind::Write, false) => "wrote",
                 (TouchKind::Edit, _) => "edited",
                 (TouchKind::Read, _) => "read",
                 (TouchKind::Ran, _) => "ran",
             },
-            path: t.path.clone(),
+            path: t.change.path.clone(),
             at_ms: t.at_ms,
             agent_id: t.agent.clone(),
             message_uuid: t.uuid.clone(),
             request: facts.request_before(&t.session, t.agent.as_deref(), t.seq),
-            old: redacted(&t.old),
-            new: redacted(&t.new),
+            old: redacted(&t.change.old),
+            new: redacted(&t.change.new),
             failed,
             undone: undone.contains(&key(t)),
             in_file_now,
@@ -418,7 +418,7 @@ fn key(t: &TouchRecord) -> TouchKey {
         t.session.clone(),
         t.agent.clone(),
         t.tool_use_id.clone(),
-        t.index,
+        t.change.index,
     )
 }
 
@@ -436,7 +436,7 @@ fn latest_touches(records: Vec<Record>) -> Vec<TouchRecord> {
             .cmp(&b.at_ms)
             .then(a.session.cmp(&b.session))
             .then(a.seq.cmp(&b.seq))
-            .then(a.index.cmp(&b.index))
+            .then(a.change.index.cmp(&b.change.index))
     });
     v
 }
@@ -525,15 +525,16 @@ fn lineage(found: &[&TouchRecord], facts: &SessionFacts, at: &HashSet<u32>) -> H
     // What the changes found so far replaced: a change that wrote one of these lines came before them.
     let mut replaced: HashSet<u32> = HashSet::new();
     for t in found.iter().rev() {
-        if !t.kind.changes() || facts.failed(t) {
+        if !t.change.kind.changes() || facts.failed(t) {
             continue;
         }
-        if t.lines
+        if t.change
+            .lines
             .iter()
             .any(|h| at.contains(h) || replaced.contains(h))
         {
             out.insert(key(t));
-            replaced.extend(t.old_lines.iter().copied());
+            replaced.extend(t.change.old_lines.iter().copied());
         }
     }
     out
@@ -542,32 +543,35 @@ fn lineage(found: &[&TouchRecord], facts: &SessionFacts, at: &HashSet<u32>) -> H
 /// The changes a later change undid: one that swapped the new text back for the old, or one that took out
 /// every line this change added and put back every line it took out (a revert inside a larger edit).
 fn undone_changes(found: &[&TouchRecord], facts: &SessionFacts) -> HashSet<TouchKey> {
-    let ok = |t: &TouchRecord| t.kind.changes() && !facts.failed(t);
+    let ok = |t: &TouchRecord| t.change.kind.changes() && !facts.failed(t);
     let changes: Vec<&&TouchRecord> = found.iter().filter(|t| ok(t)).collect();
     let mut out = HashSet::new();
     for (i, c) in changes.iter().enumerate() {
-        if c.new_hash == c.old_hash {
+        if c.change.new_hash == c.change.old_hash {
             continue;
         }
         let added: Vec<u32> = c
+            .change
             .lines
             .iter()
-            .filter(|h| !c.old_lines.contains(h))
+            .filter(|h| !c.change.old_lines.contains(h))
             .copied()
             .collect();
         let removed: Vec<u32> = c
+            .change
             .old_lines
             .iter()
-            .filter(|h| !c.lines.contains(h))
+            .filter(|h| !c.change.lines.contains(h))
             .copied()
             .collect();
         let undone = changes[i + 1..].iter().any(|d| {
-            let swapped = d.new_hash == c.old_hash && d.old_hash == c.new_hash;
+            let swapped =
+                d.change.new_hash == c.change.old_hash && d.change.old_hash == c.change.new_hash;
             let by_lines = !added.is_empty()
                 && added
                     .iter()
-                    .all(|h| d.old_lines.contains(h) && !d.lines.contains(h))
-                && removed.iter().all(|h| d.lines.contains(h));
+                    .all(|h| d.change.old_lines.contains(h) && !d.change.lines.contains(h))
+                && removed.iter().all(|h| d.change.lines.contains(h));
             swapped || by_lines
         });
         if undone {
