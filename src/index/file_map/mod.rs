@@ -20,7 +20,7 @@ pub mod query;
 use crate::transcript::touch::Touch;
 use crate::transcript::{Message, Part, Role, Session};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -207,7 +207,10 @@ impl MapWriter {
         let dir = map_dir(index_dir);
         fs_err::create_dir_all(&dir)?;
         for (name, records) in std::mem::take(&mut self.pending) {
-            append_frame(&dir.join(name), &records)?;
+            let path = dir.join(name);
+            if append_frame(&path, &records)? > COMPACT_AFTER {
+                compact(&path)?;
+            }
         }
         Ok(())
     }
@@ -368,7 +371,8 @@ fn decode_entries(
     Ok(())
 }
 
-fn append_frame(path: &Path, records: &[Record]) -> std::io::Result<()> {
+/// Appends one frame of `records` to a bucket file; returns how many frames it now holds.
+fn append_frame(path: &Path, records: &[Record]) -> std::io::Result<usize> {
     let payload = encode_entries(records);
     // Opened for writing, not appending: cutting a torn tail needs write access on Windows.
     let mut f = fs_err::OpenOptions::new()
@@ -377,7 +381,7 @@ fn append_frame(path: &Path, records: &[Record]) -> std::io::Result<()> {
         .read(true)
         .write(true)
         .open(path)?;
-    let good = good_length(f.file_mut())?;
+    let (good, held) = good_length(f.file_mut())?;
     let len = f.metadata()?.len();
     if len != good {
         // A torn frame from a writer that was killed, or a foreign start: cut back to what is whole.
@@ -395,16 +399,76 @@ fn append_frame(path: &Path, records: &[Record]) -> std::io::Result<()> {
     bytes.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
     bytes.extend_from_slice(&payload);
     f.write_all(&bytes)?;
-    f.sync_all()
+    f.sync_all()?;
+    Ok(held + 1)
 }
 
-/// The length of a bucket file's whole frames (0 when it does not start with the magic).
-fn good_length(f: &mut std::fs::File) -> std::io::Result<u64> {
+/// The length of a bucket file's whole frames (0 when it does not start with the magic) and their count.
+fn good_length(f: &mut std::fs::File) -> std::io::Result<(u64, usize)> {
     use std::io::Seek;
     f.seek(std::io::SeekFrom::Start(0))?;
     let mut bytes = Vec::new();
     f.read_to_end(&mut bytes)?;
-    Ok(frames(&bytes).1 as u64)
+    let (payloads, good) = frames(&bytes);
+    Ok((good as u64, payloads.len()))
+}
+
+/// Frames a bucket may gather (one per update that wrote to it) before it is rewritten as one.
+const COMPACT_AFTER: usize = 64;
+
+/// What makes two records one: a later record of the same identity replaces an earlier one.
+fn identity(r: &Record) -> String {
+    match r {
+        Record::Touch(t) => format!(
+            "t\u{1f}{}\u{1f}{}\u{1f}{}\u{1f}{}",
+            t.session,
+            t.agent.as_deref().unwrap_or(""),
+            t.tool_use_id,
+            t.change.index
+        ),
+        Record::Ask {
+            session,
+            agent,
+            seq,
+            ..
+        } => format!(
+            "a\u{1f}{session}\u{1f}{}\u{1f}{seq}",
+            agent.as_deref().unwrap_or("")
+        ),
+        Record::Outcome {
+            session,
+            tool_use_id,
+            ..
+        } => format!("o\u{1f}{session}\u{1f}{tool_use_id}"),
+        Record::Title { session, .. } => format!("n\u{1f}{session}"),
+    }
+}
+
+/// Rewrites a bucket as one frame holding the last record of each identity (a file read again appends its
+/// records again): through a temporary file renamed over it. An unreadable or damaged bucket is left for the
+/// readers to report.
+fn compact(path: &Path) -> std::io::Result<()> {
+    let Ok(b) = read_bucket(path, &|_| true) else {
+        return Ok(());
+    };
+    if b.damaged {
+        return Ok(());
+    }
+    let mut last: HashMap<String, usize> = HashMap::new();
+    for (i, r) in b.records.iter().enumerate() {
+        last.insert(identity(r), i);
+    }
+    let kept: Vec<Record> = b
+        .records
+        .into_iter()
+        .enumerate()
+        .filter(|(i, r)| last.get(&identity(r)) == Some(i))
+        .map(|(_, r)| r)
+        .collect();
+    let tmp = path.with_extension("tmp");
+    let _ = std::fs::remove_file(&tmp);
+    append_frame(&tmp, &kept)?;
+    fs_err::rename(&tmp, path)
 }
 
 /// The payloads of a bucket's whole frames, and the length they cover.
@@ -627,6 +691,24 @@ mod tests {
         std::fs::write(&file, &bad).unwrap();
         let b = session_records(dir.path(), &HashSet::from(["s1"])).unwrap();
         assert_eq!((b.records.len(), b.damaged), (1, true));
+    }
+
+    #[test]
+    fn a_bucket_of_many_frames_is_compacted_to_the_last_record_of_each_identity() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = MapWriter::default();
+        for round in 0..=COMPACT_AFTER {
+            // The same ask read again (a transcript re-read), and one new each round.
+            w.add(ask("s1", 1));
+            w.add(ask("s1", 100 + round as u32));
+            w.flush(dir.path()).unwrap();
+        }
+        let file = map_dir(dir.path()).join(session_bucket("s1"));
+        let bytes = std::fs::read(&file).unwrap();
+        assert_eq!(frames(&bytes).0.len(), 1, "compacted into one frame");
+        let b = session_records(dir.path(), &HashSet::from(["s1"])).unwrap();
+        assert_eq!(b.records.len(), COMPACT_AFTER + 2, "each identity once");
+        assert!(!b.damaged);
     }
 
     #[test]
