@@ -315,13 +315,8 @@ pub fn update_with(
             .sessions
             .retain(|s| !forgotten.sessions.contains_key(&s.session_id));
     }
-    // The file map: an index older than the map, or a map found damaged, gets it rebuilt from every session
-    // first; a new index builds it as it reads.
-    let had_index = dir.join(super::snapshot::MANIFEST).exists();
-    let map_complete = super::file_map::is_complete(dir);
-    if had_index && !map_complete {
-        rebuild_file_map(dir, claude_dir, &sources, &forgotten);
-    }
+    // The file map: rebuilt first for an index older than it (or found damaged); a new one is built as read.
+    let map_from_scratch = super::file_map::before_update(dir, claude_dir, &sources, &forgotten);
     // The append path needs a sound index and no file that must be re-read whole. The same scan (one `stat`
     // per transcript) is the freshness check: nothing changed or vanished means nothing to open.
     let appendable = manifest.as_ref().and_then(|m| {
@@ -423,52 +418,12 @@ pub fn update_with(
     // Every update, not only one that published: a file a reader still had mapped when its segment was
     // retired cannot be deleted on Windows, and goes at the first update after the reader let go.
     remove_unreferenced(dir, &w.manifest);
-    if !had_index
-        && !map_complete
-        && let Err(e) = super::file_map::mark_complete(dir)
-    {
-        tracing::warn!("the file map: {e}");
+    if map_from_scratch {
+        super::file_map::after_first_update(dir);
     }
     tracing::debug!("update: done {:?}", started.elapsed());
     w.summary.seconds = started.elapsed().as_secs_f64();
     Ok(w.summary)
-}
-
-/// Builds the file map again from every session this index reads (forgotten ones left out), loaded a batch at a
-/// time on every core. A failure is logged: the map stays incomplete and the next update tries again.
-fn rebuild_file_map(
-    dir: &Path,
-    claude_dir: &Path,
-    sources: &transcript::Sources,
-    forgotten: &super::forget::Forgotten,
-) {
-    use rayon::prelude::*;
-    let started = Instant::now();
-    let found = sources.discover_all(claude_dir);
-    let files: Vec<_> = found
-        .sessions
-        .into_iter()
-        .filter(|f| !forgotten.sessions.contains_key(&f.session_id))
-        .collect();
-    let sessions = files.chunks(64).flat_map(|batch| {
-        batch
-            .par_iter()
-            .map(|f| {
-                let s = transcript::load_session(sources, f);
-                let machine = s.machine.clone();
-                (s, machine)
-            })
-            .collect::<Vec<_>>()
-    });
-    match super::file_map::rebuild(dir, sessions) {
-        Ok(n) => tracing::info!(
-            "the file map was built from {n} sessions in {:.1} s",
-            started.elapsed().as_secs_f64()
-        ),
-        Err(e) => {
-            tracing::warn!("the file map could not be built ({e}); the next update tries again")
-        }
-    }
 }
 
 /// Checks every archived frame (`--verify`), recording the count or the damage in `summary`.

@@ -496,8 +496,7 @@ impl<'a> Writer<'a> {
                 prev_text: prev_before,
             });
         }
-        self.map
-            .add_messages(s, agent.as_deref(), s.machine.as_deref(), &for_map);
+        self.map.add_messages(s, agent.as_deref(), &for_map);
         StreamEnd {
             seq: first_seq + messages.len() as u32,
             prev_text: previous_text,

@@ -112,7 +112,6 @@ impl GholaServer {
         }
     }
 
-    /// `get_session_detail`: a page of a session (JSON, every part), or the messages around one (text).
     /// file_history: the path (and lines) checked, the file map asked, the answer as bounded text.
     pub(super) fn file_history_text(&self, a: super::args::FileArgs) -> Result<String, String> {
         use crate::index::file_map::query::{FileQuery, parse_lines, parse_path_and_lines};
@@ -137,6 +136,7 @@ impl GholaServer {
         ))
     }
 
+    /// `get_session_detail`: a page of a session (JSON, every part), or the messages around one (text).
     pub(super) fn session_detail(&self, a: SessionArgs) -> Result<String, String> {
         let offset = non_negative(a.offset, "offset", 0)?;
         let limit = non_negative(a.limit, "limit", SESSION_PAGE)?.clamp(1, MAX_SESSION_PAGE);

@@ -15,13 +15,17 @@
 //! built before the map existed, damage, a failed write) the next update rebuilds the map from every transcript
 //! and archived copy. `ghola forget` rewrites the buckets without the forgotten sessions.
 
+mod frames;
 pub mod query;
+mod rebuild;
+
+use frames::{Bucket, COMPACT_AFTER, append_frame, compact, read_bucket};
+pub use rebuild::{after_first_update, before_update};
 
 use crate::transcript::touch::Touch;
 use crate::transcript::{Message, Part, Role, Session};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::io::{Read, Write};
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
 /// The map's folder under the index.
@@ -29,11 +33,8 @@ pub const FILES_DIR: &str = "files";
 const VERSION_FILE: &str = "VERSION";
 /// What `VERSION` holds; a different value (an older map) is rebuilt.
 const MAP_VERSION: &str = "ghola file map 2\n";
-const MAGIC: &[u8; 8] = b"GHOLAFM1";
 const PATH_BUCKETS: u32 = 256;
 const SESSION_BUCKETS: u32 = 64;
-/// A frame longer than this is damage, not data (frames hold one update's records for one bucket).
-const MAX_FRAME: usize = 256 << 20;
 /// How much of a user's request is kept.
 const REQUEST_CHARS: usize = 300;
 
@@ -184,15 +185,9 @@ impl MapWriter {
 
     /// Queues what a session's messages say of files: call it with the messages read in this update (for an
     /// append, only the new ones), `agent` naming the conversation, `first_seq` the position of the first.
-    pub fn add_messages(
-        &mut self,
-        s: &Session,
-        agent: Option<&str>,
-        machine: Option<&str>,
-        messages: &[(u32, &Message)],
-    ) {
+    pub fn add_messages(&mut self, s: &Session, agent: Option<&str>, messages: &[(u32, &Message)]) {
         for (seq, m) in messages {
-            for r in records_of(s, agent, machine, *seq, m) {
+            for r in records_of(s, agent, *seq, m) {
                 self.add(r);
             }
         }
@@ -206,6 +201,12 @@ impl MapWriter {
         }
         let dir = map_dir(index_dir);
         fs_err::create_dir_all(&dir)?;
+        self.write_into(&dir)
+    }
+
+    /// Appends the queued records to the buckets in `dir`, compacting a bucket that gathered
+    /// [`frames::COMPACT_AFTER`] frames.
+    fn write_into(&mut self, dir: &Path) -> std::io::Result<()> {
         for (name, records) in std::mem::take(&mut self.pending) {
             let path = dir.join(name);
             if append_frame(&path, &records)? > COMPACT_AFTER {
@@ -217,13 +218,7 @@ impl MapWriter {
 }
 
 /// The records one message gives: its files, its request, its tools' outcomes.
-fn records_of(
-    s: &Session,
-    agent: Option<&str>,
-    machine: Option<&str>,
-    seq: u32,
-    m: &Message,
-) -> Vec<Record> {
+fn records_of(s: &Session, agent: Option<&str>, seq: u32, m: &Message) -> Vec<Record> {
     let mut out = Vec::new();
     let agent_owned = agent.map(str::to_string);
     if m.role == Role::User && !m.is_compact_summary {
@@ -253,7 +248,7 @@ fn records_of(
             Part::ToolUse { id, touches, .. } => {
                 for t in touches {
                     out.push(Record::Touch(Box::new(touch_record(
-                        s, agent, machine, seq, m, id, t,
+                        s, agent, seq, m, id, t,
                     ))));
                 }
             }
@@ -281,7 +276,6 @@ fn records_of(
 fn touch_record(
     s: &Session,
     agent: Option<&str>,
-    machine: Option<&str>,
     seq: u32,
     m: &Message,
     tool_use_id: &str,
@@ -299,7 +293,7 @@ fn touch_record(
         seq,
         at_ms: m.timestamp.map(|t| t.timestamp_millis()),
         project: s.project.clone(),
-        machine: machine.map(str::to_string),
+        machine: s.machine.clone(),
     }
 }
 
@@ -324,201 +318,6 @@ pub fn title_record(s: &Session) -> Option<Record> {
         session: s.session_id.clone(),
         title: t.clone(),
     })
-}
-
-/// A frame's payload: per record its key (length, bytes) and the record (length, bincode), so that a reader
-/// decodes only the records whose key it wants.
-fn encode_entries(records: &[Record]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for r in records {
-        let key = r.key();
-        let key = &key.as_bytes()[..key.len().min(u16::MAX as usize)];
-        let rec = super::format::encode(r);
-        out.extend_from_slice(&(key.len() as u16).to_le_bytes());
-        out.extend_from_slice(key);
-        out.extend_from_slice(&(rec.len() as u32).to_le_bytes());
-        out.extend_from_slice(&rec);
-    }
-    out
-}
-
-/// The records of a payload whose key `want` accepts; `Err` when the payload does not parse.
-fn decode_entries(
-    name: &str,
-    payload: &[u8],
-    want: &dyn Fn(&str) -> bool,
-    out: &mut Vec<Record>,
-) -> Result<(), ()> {
-    let mut at = 0;
-    let take = |at: &mut usize, n: usize| -> Result<&[u8], ()> {
-        let end = at
-            .checked_add(n)
-            .filter(|e| *e <= payload.len())
-            .ok_or(())?;
-        let b = &payload[*at..end];
-        *at = end;
-        Ok(b)
-    };
-    while at < payload.len() {
-        let klen = u16::from_le_bytes(take(&mut at, 2)?.try_into().map_err(|_| ())?) as usize;
-        let key = std::str::from_utf8(take(&mut at, klen)?).map_err(|_| ())?;
-        let rlen = u32::from_le_bytes(take(&mut at, 4)?.try_into().map_err(|_| ())?) as usize;
-        let rec = take(&mut at, rlen)?;
-        if want(key) {
-            out.push(super::format::decode::<Record>(name, rec).map_err(|_| ())?);
-        }
-    }
-    Ok(())
-}
-
-/// Appends one frame of `records` to a bucket file; returns how many frames it now holds.
-fn append_frame(path: &Path, records: &[Record]) -> std::io::Result<usize> {
-    let payload = encode_entries(records);
-    // Opened for writing, not appending: cutting a torn tail needs write access on Windows.
-    let mut f = fs_err::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .read(true)
-        .write(true)
-        .open(path)?;
-    let (good, held) = good_length(f.file_mut())?;
-    let len = f.metadata()?.len();
-    if len != good {
-        // A torn frame from a writer that was killed, or a foreign start: cut back to what is whole.
-        f.file().set_len(good)?;
-    }
-    {
-        use std::io::Seek;
-        f.seek(std::io::SeekFrom::Start(good))?;
-    }
-    let mut bytes = Vec::with_capacity(payload.len() + 16);
-    if good == 0 {
-        bytes.extend_from_slice(MAGIC);
-    }
-    bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    bytes.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
-    bytes.extend_from_slice(&payload);
-    f.write_all(&bytes)?;
-    f.sync_all()?;
-    Ok(held + 1)
-}
-
-/// The length of a bucket file's whole frames (0 when it does not start with the magic) and their count.
-fn good_length(f: &mut std::fs::File) -> std::io::Result<(u64, usize)> {
-    use std::io::Seek;
-    f.seek(std::io::SeekFrom::Start(0))?;
-    let mut bytes = Vec::new();
-    f.read_to_end(&mut bytes)?;
-    let (payloads, good) = frames(&bytes);
-    Ok((good as u64, payloads.len()))
-}
-
-/// Frames a bucket may gather (one per update that wrote to it) before it is rewritten as one.
-const COMPACT_AFTER: usize = 64;
-
-/// What makes two records one: a later record of the same identity replaces an earlier one.
-fn identity(r: &Record) -> String {
-    match r {
-        Record::Touch(t) => format!(
-            "t\u{1f}{}\u{1f}{}\u{1f}{}\u{1f}{}",
-            t.session,
-            t.agent.as_deref().unwrap_or(""),
-            t.tool_use_id,
-            t.change.index
-        ),
-        Record::Ask {
-            session,
-            agent,
-            seq,
-            ..
-        } => format!(
-            "a\u{1f}{session}\u{1f}{}\u{1f}{seq}",
-            agent.as_deref().unwrap_or("")
-        ),
-        Record::Outcome {
-            session,
-            tool_use_id,
-            ..
-        } => format!("o\u{1f}{session}\u{1f}{tool_use_id}"),
-        Record::Title { session, .. } => format!("n\u{1f}{session}"),
-    }
-}
-
-/// Rewrites a bucket as one frame holding the last record of each identity (a file read again appends its
-/// records again): through a temporary file renamed over it. An unreadable or damaged bucket is left for the
-/// readers to report.
-fn compact(path: &Path) -> std::io::Result<()> {
-    let Ok(b) = read_bucket(path, &|_| true) else {
-        return Ok(());
-    };
-    if b.damaged {
-        return Ok(());
-    }
-    let mut last: HashMap<String, usize> = HashMap::new();
-    for (i, r) in b.records.iter().enumerate() {
-        last.insert(identity(r), i);
-    }
-    let kept: Vec<Record> = b
-        .records
-        .into_iter()
-        .enumerate()
-        .filter(|(i, r)| last.get(&identity(r)) == Some(i))
-        .map(|(_, r)| r)
-        .collect();
-    let tmp = path.with_extension("tmp");
-    let _ = std::fs::remove_file(&tmp);
-    append_frame(&tmp, &kept)?;
-    fs_err::rename(&tmp, path)
-}
-
-/// The payloads of a bucket's whole frames, and the length they cover.
-fn frames(bytes: &[u8]) -> (Vec<&[u8]>, usize) {
-    if !bytes.starts_with(MAGIC) {
-        return (Vec::new(), 0);
-    }
-    let mut at = MAGIC.len();
-    let mut out = Vec::new();
-    while bytes.len() >= at + 8 {
-        let len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap_or_default()) as usize;
-        let crc = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().unwrap_or_default());
-        let end = at + 8 + len;
-        if len > MAX_FRAME || end > bytes.len() || crc32fast::hash(&bytes[at + 8..end]) != crc {
-            break;
-        }
-        out.push(&bytes[at + 8..end]);
-        at = end;
-    }
-    (out, at)
-}
-
-/// What a bucket holds, in the order written; `damaged` when something other than a torn last frame could not
-/// be read (the caller marks the map stale so that the next update rebuilds it).
-pub struct Bucket {
-    pub records: Vec<Record>,
-    pub damaged: bool,
-}
-
-/// Reads the records of a bucket file whose key `want` accepts; a missing file is empty.
-fn read_bucket(path: &Path, want: &dyn Fn(&str) -> bool) -> Result<Bucket, FileMapError> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => return Err(FileMapError::Io(path.display().to_string(), e)),
-    };
-    let (payloads, good) = frames(&bytes);
-    // Bytes after the last whole frame: a frame being written right now is short of its length; anything
-    // else (a bad checksum with a whole frame's bytes, a foreign start) is damage.
-    let mut damaged = !bytes.is_empty() && !bytes.starts_with(MAGIC);
-    if good < bytes.len() && good >= MAGIC.len() && bytes.len() >= good + 8 {
-        let len = u32::from_le_bytes(bytes[good..good + 4].try_into().unwrap_or_default()) as usize;
-        damaged |= len > MAX_FRAME || good + 8 + len <= bytes.len();
-    }
-    let mut records = Vec::new();
-    let name = path.display().to_string();
-    for p in payloads {
-        damaged |= decode_entries(&name, p, want, &mut records).is_err();
-    }
-    Ok(Bucket { records, damaged })
 }
 
 /// The touches of the path bucket of `path` (files named like it, any case) whose path's normal form `want`
@@ -591,65 +390,6 @@ pub fn forget_sessions(index_dir: &Path, sessions: &HashSet<String>) -> std::io:
     super::format::sync_dir(&dir)
 }
 
-/// Builds the map again from whole sessions (an index older than the map, or a damaged map): written into a
-/// fresh folder that replaces the old one, then marked complete. `machine_of` names a session's machine.
-pub fn rebuild(
-    index_dir: &Path,
-    sessions: impl Iterator<Item = (Session, Option<String>)>,
-) -> std::io::Result<usize> {
-    let fresh = index_dir.join(format!("{FILES_DIR}.new"));
-    let _ = fs_err::remove_dir_all(&fresh);
-    fs_err::create_dir_all(&fresh)?;
-    let mut n = 0;
-    let mut w = MapWriter::default();
-    for (s, machine) in sessions {
-        n += 1;
-        add_whole_session(&mut w, &s, machine.as_deref());
-        if w.pending.values().map(Vec::len).sum::<usize>() > 20_000 {
-            flush_into(&mut w, &fresh)?;
-        }
-    }
-    flush_into(&mut w, &fresh)?;
-    let dir = map_dir(index_dir);
-    if dir.exists() {
-        fs_err::remove_dir_all(&dir)?;
-    }
-    fs_err::rename(&fresh, &dir)?;
-    super::format::sync_dir(index_dir)?;
-    mark_complete(index_dir)?;
-    Ok(n)
-}
-
-fn flush_into(w: &mut MapWriter, dir: &Path) -> std::io::Result<()> {
-    for (name, records) in std::mem::take(&mut w.pending) {
-        append_frame(&dir.join(name), &records)?;
-    }
-    Ok(())
-}
-
-/// Queues every record of a session read whole: its title, then each conversation's messages.
-pub fn add_whole_session(w: &mut MapWriter, s: &Session, machine: Option<&str>) {
-    if let Some(t) = title_record(s) {
-        w.add(t);
-    }
-    let main: Vec<(u32, &Message)> = s
-        .messages
-        .iter()
-        .enumerate()
-        .map(|(i, m)| (i as u32, m))
-        .collect();
-    w.add_messages(s, None, machine, &main);
-    for a in &s.subagents {
-        let msgs: Vec<(u32, &Message)> = a
-            .messages
-            .iter()
-            .enumerate()
-            .map(|(i, m)| (i as u32, m))
-            .collect();
-        w.add_messages(s, Some(&a.agent_id), machine, &msgs);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -705,7 +445,11 @@ mod tests {
         }
         let file = map_dir(dir.path()).join(session_bucket("s1"));
         let bytes = std::fs::read(&file).unwrap();
-        assert_eq!(frames(&bytes).0.len(), 1, "compacted into one frame");
+        assert_eq!(
+            frames::frames(&bytes).0.len(),
+            1,
+            "compacted into one frame"
+        );
         let b = session_records(dir.path(), &HashSet::from(["s1"])).unwrap();
         assert_eq!(b.records.len(), COMPACT_AFTER + 2, "each identity once");
         assert!(!b.damaged);

@@ -256,6 +256,49 @@ fn disk_lines(path: &Path, range: Option<(u32, u32)>) -> Option<(HashSet<u32>, H
 /// A file's history (see the module's doc). Reads one path bucket and the session buckets of the sessions
 /// found; a damaged bucket marks the map for a rebuild and answers with what could be read.
 pub fn file_history(index_dir: &Path, q: &FileQuery) -> Result<FileHistory, FileMapError> {
+    let (target, matched, found, mut damaged) = matching_touches(index_dir, q)?;
+    let on_disk = Path::new(&target).is_file().then(|| PathBuf::from(&target));
+    let disk = on_disk.as_deref().and_then(|p| disk_lines(p, q.lines));
+    let sessions: HashSet<&str> = found.iter().map(|t| t.session.as_str()).collect();
+    let extra = super::session_records(index_dir, &sessions)?;
+    damaged |= extra.damaged;
+    if damaged {
+        tracing::warn!("the file map has damage; it is rebuilt at the next update");
+        super::mark_stale(index_dir);
+    }
+    let facts = SessionFacts::of(extra.records);
+    let undone = undone_changes(&found, &facts);
+    let behind = match &disk {
+        Some((_, at)) if q.lines.is_some() => lineage(&found, &facts, at),
+        _ => HashSet::new(),
+    };
+    let mut by_session: HashMap<&str, Vec<FileChange>> = HashMap::new();
+    for t in &found {
+        let change = FileChange {
+            undone: undone.contains(&key(t)),
+            at_lines: behind.contains(&key(t)),
+            ..change_of(t, &facts, disk.as_ref().map(|(all, _)| all))
+        };
+        by_session.entry(&t.session).or_default().push(change);
+    }
+    let (sessions, more_sessions) = sessions_of(&found, by_session, &facts, q);
+    Ok(FileHistory {
+        path: target,
+        matched,
+        on_disk: on_disk.map(|p| p.display().to_string()),
+        lines: q.lines,
+        sessions,
+        more_sessions,
+    })
+}
+
+/// The path looked for (absolute when it was relative), how it was found, and the touches of it (one per
+/// touch, in time order, within `q.project`): the file's own, else those of the recorded paths that end as it
+/// does; and whether the bucket read had damage.
+fn matching_touches(
+    index_dir: &Path,
+    q: &FileQuery,
+) -> Result<(String, Matched, Vec<TouchRecord>, bool), FileMapError> {
     let typed = q.path.trim();
     let target = if is_absolute(typed) {
         typed.to_string()
@@ -289,82 +332,69 @@ pub fn file_history(index_dir: &Path, q: &FileQuery) -> Result<FileHistory, File
                 .is_some_and(|t| ends_with(&(k.to_string(), is_drive(k)), t))
     };
     let bucket = super::touches_named(index_dir, typed, &want)?;
-    let mut damaged = bucket.damaged;
-    let touches: Vec<TouchRecord> = latest_touches(bucket.records);
-    let in_project = |t: &TouchRecord| {
+    let mut touches: Vec<TouchRecord> = latest_touches(bucket.records);
+    touches.retain(|t| {
         q.project
             .as_deref()
             .is_none_or(|p| crate::transcript::is_within(&t.project, p))
-    };
-    let exact: Vec<&TouchRecord> = touches
+    });
+    let matched = if touches
         .iter()
-        .filter(|t| in_project(t) && same_path(&normal(&t.change.path), &target_n))
-        .collect();
-    let (matched, found) = if !exact.is_empty() {
-        (Matched::Exact, exact)
+        .any(|t| same_path(&normal(&t.change.path), &target_n))
+    {
+        touches.retain(|t| same_path(&normal(&t.change.path), &target_n));
+        Matched::Exact
+    } else if touches.is_empty() {
+        Matched::Nothing
     } else {
-        let ending: Vec<&TouchRecord> = touches.iter().filter(|t| in_project(t)).collect();
-        if ending.is_empty() {
-            (Matched::Nothing, ending)
-        } else {
-            (Matched::Ending, ending)
-        }
+        Matched::Ending
     };
-    let on_disk = Path::new(&target).is_file().then(|| PathBuf::from(&target));
-    let disk = on_disk.as_deref().and_then(|p| disk_lines(p, q.lines));
-    let sessions: HashSet<&str> = found.iter().map(|t| t.session.as_str()).collect();
-    let extra = super::session_records(index_dir, &sessions)?;
-    damaged |= extra.damaged;
-    if damaged {
-        tracing::warn!("the file map has damage; it is rebuilt at the next update");
-        super::mark_stale(index_dir);
+    Ok((target, matched, touches, bucket.damaged))
+}
+
+/// A touch as the answer shows it (`undone` and `at_lines` are the caller's): its action, request, texts, and
+/// whether what it wrote is in the file now (`disk`: the fingerprints of the file's lines, when it is here).
+fn change_of(t: &TouchRecord, facts: &SessionFacts, disk: Option<&HashSet<u32>>) -> FileChange {
+    let failed = facts.failed(t);
+    let writes = t.change.kind.changes() && !failed && !t.change.lines.is_empty();
+    let in_file_now = disk.filter(|_| writes).map(|all| {
+        let present = t.change.lines.iter().filter(|h| all.contains(h)).count();
+        present * 2 >= t.change.lines.len()
+    });
+    FileChange {
+        action: match (t.change.kind, facts.created(t)) {
+            (TouchKind::Write, true) => "created",
+            (TouchKind::Write, false) => "wrote",
+            (TouchKind::Edit, _) => "edited",
+            (TouchKind::Read, _) => "read",
+            (TouchKind::Ran, _) => "ran",
+        },
+        path: t.change.path.clone(),
+        at_ms: t.at_ms,
+        agent_id: t.agent.clone(),
+        message_uuid: t.uuid.clone(),
+        request: facts.request_before(&t.session, t.agent.as_deref(), t.seq),
+        old: redacted(&t.change.old),
+        new: redacted(&t.change.new),
+        failed,
+        undone: false,
+        in_file_now,
+        at_lines: false,
     }
-    let facts = SessionFacts::of(extra.records);
-    let mut by_session: HashMap<&str, Vec<FileChange>> = HashMap::new();
-    let undone = undone_changes(&found, &facts);
-    let behind = match &disk {
-        Some((_, at)) if q.lines.is_some() => lineage(&found, &facts, at),
-        _ => HashSet::new(),
-    };
-    for t in &found {
-        let failed = facts.failed(t);
-        let created = facts
-            .created
-            .contains(&(t.session.clone(), t.tool_use_id.clone()));
-        let writes = t.change.kind.changes() && !failed && !t.change.lines.is_empty();
-        let in_file_now = match &disk {
-            Some((all, _)) if writes => {
-                let present = t.change.lines.iter().filter(|h| all.contains(h)).count();
-                Some(present * 2 >= t.change.lines.len())
-            }
-            _ => None,
-        };
-        let at_lines = behind.contains(&key(t));
-        by_session.entry(&t.session).or_default().push(FileChange {
-            action: match (t.change.kind, created) {
-                (TouchKind::Write, true) => "created",
-                (TouchKind::Write, false) => "wrote",
-                (TouchKind::Edit, _) => "edited",
-                (TouchKind::Read, _) => "read",
-                (TouchKind::Ran, _) => "ran",
-            },
-            path: t.change.path.clone(),
-            at_ms: t.at_ms,
-            agent_id: t.agent.clone(),
-            message_uuid: t.uuid.clone(),
-            request: facts.request_before(&t.session, t.agent.as_deref(), t.seq),
-            old: redacted(&t.change.old),
-            new: redacted(&t.change.new),
-            failed,
-            undone: undone.contains(&key(t)),
-            in_file_now,
-            at_lines,
-        });
-    }
+}
+
+/// The sessions of the changes, ordered (those at the lines first, then the newest) and cut to `q`'s limits;
+/// and how many sessions were cut.
+fn sessions_of(
+    found: &[TouchRecord],
+    by_session: HashMap<&str, Vec<FileChange>>,
+    facts: &SessionFacts,
+    q: &FileQuery,
+) -> (Vec<FileSession>, usize) {
     let first_of: HashMap<&str, &TouchRecord> = found
         .iter()
         .rev()
-        .map(|t| (t.session.as_str(), *t))
+        .map(|t| (t.session.as_str(), t))
         .collect();
     let mut out: Vec<FileSession> = by_session
         .into_iter()
@@ -395,16 +425,9 @@ pub fn file_history(index_dir: &Path, q: &FileQuery) -> Result<FileHistory, File
             .then(b.last_ms.cmp(&a.last_ms))
             .then(a.session_id.cmp(&b.session_id))
     });
-    let more_sessions = out.len().saturating_sub(q.max_sessions.max(1));
+    let more = out.len().saturating_sub(q.max_sessions.max(1));
     out.truncate(q.max_sessions.max(1));
-    Ok(FileHistory {
-        path: target,
-        matched,
-        on_disk: on_disk.map(|p| p.display().to_string()),
-        lines: q.lines,
-        sessions: out,
-        more_sessions,
-    })
+    (out, more)
 }
 
 fn redacted(s: &str) -> String {
@@ -495,6 +518,11 @@ impl SessionFacts {
         f
     }
 
+    fn created(&self, t: &TouchRecord) -> bool {
+        self.created
+            .contains(&(t.session.clone(), t.tool_use_id.clone()))
+    }
+
     fn failed(&self, t: &TouchRecord) -> bool {
         self.failed
             .contains(&(t.session.clone(), t.tool_use_id.clone()))
@@ -520,7 +548,7 @@ impl SessionFacts {
 
 /// The changes behind lines of the file: those that wrote one of them (`at`), then, going back in time, each
 /// change that wrote a line a change already found replaced — the versions of the line before the one on disk.
-fn lineage(found: &[&TouchRecord], facts: &SessionFacts, at: &HashSet<u32>) -> HashSet<TouchKey> {
+fn lineage(found: &[TouchRecord], facts: &SessionFacts, at: &HashSet<u32>) -> HashSet<TouchKey> {
     let mut out = HashSet::new();
     // What the changes found so far replaced: a change that wrote one of these lines came before them.
     let mut replaced: HashSet<u32> = HashSet::new();
@@ -542,9 +570,9 @@ fn lineage(found: &[&TouchRecord], facts: &SessionFacts, at: &HashSet<u32>) -> H
 
 /// The changes a later change undid: one that swapped the new text back for the old, or one that took out
 /// every line this change added and put back every line it took out (a revert inside a larger edit).
-fn undone_changes(found: &[&TouchRecord], facts: &SessionFacts) -> HashSet<TouchKey> {
+fn undone_changes(found: &[TouchRecord], facts: &SessionFacts) -> HashSet<TouchKey> {
     let ok = |t: &TouchRecord| t.change.kind.changes() && !facts.failed(t);
-    let changes: Vec<&&TouchRecord> = found.iter().filter(|t| ok(t)).collect();
+    let changes: Vec<&TouchRecord> = found.iter().filter(|t| ok(t)).collect();
     let mut out = HashSet::new();
     for (i, c) in changes.iter().enumerate() {
         if c.change.new_hash == c.change.old_hash {
