@@ -11,12 +11,15 @@ Needs numpy (`python3 -m venv /tmp/benchvenv && /tmp/benchvenv/bin/pip install n
 under --work (the index goes there, never under ../shared); the baseline's vectors come from `ghola embed` (the
 same MiniLM, f32) and are kept in --work.
 """
-import argparse, json, math, re, shutil, subprocess, sys
+import argparse, json, shutil, subprocess, sys
 from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from plain_fusion import bm25, fused_order, words  # noqa: E402
 
 here = Path(__file__).resolve().parent
 root = here.parent
@@ -78,38 +81,16 @@ else:
     json.dump(vecs.tolist(), open(cache, "w"))
 vecs /= np.linalg.norm(vecs, axis=1, keepdims=True) + 1e-12
 mvec, qvec = vecs[: len(messages)], vecs[len(messages):]
-words = lambda s: re.findall(r"\w+", s.lower())
 by_conv = defaultdict(list)
 for i, m in enumerate(messages):
     by_conv[m["cwd"]].append(i)
-bm25 = {}
-for cwd, idx in by_conv.items():
-    docs = [Counter(words(messages[i]["text"])) for i in idx]
-    lens = [sum(d.values()) for d in docs]
-    avg = sum(lens) / len(lens)
-    df = Counter(w for d in docs for w in d)
-    bm25[cwd] = (docs, lens, avg, df, len(docs))
+docs = {cwd: [Counter(words(messages[i]["text"])) for i in idx] for cwd, idx in by_conv.items()}
 
 
 def floor_ranked(qi, q):
     idx = by_conv[q["cwd"]]
-    docs, lens, avg, df, n = bm25[q["cwd"]]
-    terms = words(q["question"])
-    lex = []
-    for d, l in zip(docs, lens):
-        s = 0.0
-        for t in terms:
-            if t in d:
-                idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
-                s += idf * d[t] * 2.2 / (d[t] + 1.2 * (1 - 0.75 + 0.75 * l / avg))
-        lex.append(s)
-    cos = mvec[idx] @ qvec[qi]
-    fused = np.zeros(len(idx))
-    for order in (np.argsort(-np.array(lex), kind="stable"), np.argsort(-cos, kind="stable")):
-        for rank, j in enumerate(order[:100]):
-            fused[j] += 1.0 / (60 + rank + 1)
-    best = np.argsort(-fused, kind="stable")[:10]
-    return [messages[idx[j]]["uuid"] for j in best]
+    order = fused_order(bm25(docs[q["cwd"]], words(q["question"])), mvec[idx] @ qvec[qi])
+    return [messages[idx[j]]["uuid"] for j in order[:10]]
 
 
 floor_ranks = [floor_ranked(i, q) for i, q in enumerate(questions)]

@@ -9,16 +9,8 @@ use common::mcp_client::Client;
 use common::transcript::Transcript;
 use common::{ghola_at, run_json, run_ok};
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
-
-/// `ghola` over a corpus folder (read in place) with an index of its own, offline.
-fn over_corpus(name: &str, idx: &Path) -> Command {
-    let mut c = ghola_at(&common::corpus().join(name), idx);
-    c.env("HF_HUB_OFFLINE", "1")
-        .env("HF_HUB_CACHE", idx.join("no-model"));
-    c
-}
 
 fn sessions(v: &Value) -> Vec<&str> {
     common::strings(v, "sessions", "session_id")
@@ -38,7 +30,7 @@ fn real_sessions_are_found_by_the_files_they_touched() {
     let idx = tempfile::tempdir().unwrap();
     let files = |args: &[&str]| {
         run_json(
-            over_corpus("daaain-claude-code-log", idx.path())
+            common::ghola_over_corpus("daaain-claude-code-log", idx.path())
                 .arg("files")
                 .args(args)
                 .arg("--json"),
@@ -84,7 +76,7 @@ fn real_sessions_are_found_by_the_files_they_touched() {
 
     // A relative path typed elsewhere: no session touched it here, so the recorded paths that end with it.
     let v = run_json(
-        over_corpus("daaain-claude-code-log", idx.path())
+        common::ghola_over_corpus("daaain-claude-code-log", idx.path())
             .current_dir(idx.path())
             .args([
                 "files",
@@ -114,7 +106,7 @@ fn real_sessions_are_found_by_the_files_they_touched() {
         "{v}"
     );
     let text = String::from_utf8(run_ok(
-        over_corpus("daaain-claude-code-log", idx.path()).args([
+        common::ghola_over_corpus("daaain-claude-code-log", idx.path()).args([
             "files",
             "/nowhere/at/all.rs",
             "--no-update",
@@ -123,7 +115,7 @@ fn real_sessions_are_found_by_the_files_they_touched() {
     .unwrap();
     assert!(text.contains("No session"), "{text}");
     // A bad line is the user's mistake, said as such.
-    let out = over_corpus("daaain-claude-code-log", idx.path())
+    let out = common::ghola_over_corpus("daaain-claude-code-log", idx.path())
         .args(["files", "a.rs:9-3", "--no-update"])
         .output()
         .unwrap();
@@ -136,7 +128,7 @@ fn real_sessions_are_found_by_the_files_they_touched() {
     // A subagent's edit (Claude Code 2.0.74's Task agent) names its agent.
     let idx2 = tempfile::tempdir().unwrap();
     let v = run_json(
-        over_corpus("kfischer-okarin-claude-history", idx2.path()).args([
+        common::ghola_over_corpus("kfischer-okarin-claude-history", idx2.path()).args([
             "files",
             "/Users/user/project/test-file.txt",
             "--json",

@@ -55,9 +55,7 @@ fn a_search_over_no_history_names_where_ghola_looked_and_the_fix() {
 /// `ghola` over a corpus folder of real transcripts, with an index of its own.
 fn over_corpus(name: &str) -> (tempfile::TempDir, std::process::Command) {
     let idx = tempfile::tempdir().unwrap();
-    let mut c = common::ghola_at(&common::corpus().join(name), idx.path());
-    c.env("HF_HUB_OFFLINE", "1")
-        .env("HF_HUB_CACHE", idx.path().join("no-model"));
+    let c = common::ghola_over_corpus(name, idx.path());
     (idx, c)
 }
 

@@ -12,11 +12,14 @@ An entry found is scored as the message ghola makes of it (the split entries of 
 message, named by its first entry's uuid), so both rank the same gold. Needs numpy; vectors come from
 `ghola embed` (the same MiniLM) and are kept in --work.
 """
-import argparse, json, math, re, subprocess, sys
+import argparse, json, subprocess, sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from plain_fusion import bm25, fused_order, words  # noqa: E402
 
 here = Path(__file__).resolve().parent
 root = here.parent.parent
@@ -87,7 +90,6 @@ else:
     json.dump(vecs.tolist(), open(cache, "w"))
 vecs /= np.linalg.norm(vecs, axis=1, keepdims=True) + 1e-12
 evec, qvec = vecs[: len(entries)], vecs[len(entries):]
-words = lambda s: re.findall(r"\w+", s.lower())
 tokens = [Counter(words(t)) for *_, t in entries]
 
 
@@ -97,22 +99,9 @@ def within(cwd, project):
 
 def floor_rank(qi, q):
     idx = [i for i, (f, cwd, _, _) in enumerate(entries) if f == q["corpus"] and within(cwd, q["project"])]
-    docs = [tokens[i] for i in idx]
-    lens = [sum(d.values()) for d in docs]
-    avg = sum(lens) / max(1, len(lens))
-    df = Counter(w for d in docs for w in d)
-    n = len(docs)
-    terms = words(q["question"])
-    lex = np.array([sum(math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) * d[t] * 2.2
-                        / (d[t] + 1.2 * (1 - 0.75 + 0.75 * l / avg)) for t in terms if t in d)
-                    for d, l in zip(docs, lens)])
-    cos = evec[idx] @ qvec[qi]
-    fused = np.zeros(len(idx))
-    for order in (np.argsort(-lex, kind="stable"), np.argsort(-cos, kind="stable")):
-        for rank, j in enumerate(order[:100]):
-            fused[j] += 1.0 / (60 + rank + 1)
+    order = fused_order(bm25([tokens[i] for i in idx], words(q["question"])), evec[idx] @ qvec[qi])
     ranked = []
-    for j in np.argsort(-fused, kind="stable"):
+    for j in order:
         u = entries[idx[j]][2]
         if u not in ranked:
             ranked.append(u)

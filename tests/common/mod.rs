@@ -30,6 +30,15 @@ pub fn ghola_at(claude: &Path, idx: &Path) -> Command {
     c
 }
 
+/// `ghola` over a folder of `../shared/corpus` (read in place) with the index `idx`, offline and without a
+/// model (the history is searched by words): what the listing and file tests need, fast.
+pub fn ghola_over_corpus(name: &str, idx: &Path) -> Command {
+    let mut c = ghola_at(&corpus().join(name), idx);
+    c.env("HF_HUB_OFFLINE", "1")
+        .env("HF_HUB_CACHE", idx.join("no-model"));
+    c
+}
+
 /// Runs a command that must succeed (its stderr in the failure message otherwise) and returns its stdout.
 pub fn run_ok(cmd: &mut Command) -> Vec<u8> {
     let out = cmd.output().expect("the command starts");
