@@ -716,7 +716,7 @@ fn requests_and_the_main_thread_for_agents_rank_below_answers() {
             1,
             "assistant",
             json!([{"type": "tool_use", "id": "t1", "name": "Bash",
-            "input": {"command": "grep -rn eviction config/", "description": "Search"}}]),
+            "input": {"command": "grep -rn 'cache eviction' config/", "description": "Find the ZEPHYR setting"}}]),
         ),
         msg(
             2,
@@ -962,4 +962,108 @@ fn a_question_nothing_answers_returns_nothing_and_says_so() {
         page.contains("No messages match") && page.contains("Nothing in this history matches"),
         "{page}"
     );
+}
+
+/// A tool's output is indexed with the call that produced it (issue #47): "292 passed; 0 failed" alone shares no
+/// word with "the whole suite", the call that ran it does; the hit names its call; with the call weight at 0 the
+/// output is indexed alone (so the call is what finds it). A subagent's report handed back through its call is
+/// still one hit with the report.
+#[test]
+fn a_tool_output_is_found_by_the_words_of_its_call() {
+    let report = "AGENT-REPORT: the WOMBAT scheduler retries a job three times; ".to_string()
+        + &"each retry waits twice as long as the last. ".repeat(8);
+    let call = |i: usize, id: &str, name: &str, input: Value| {
+        json!({"type": "assistant", "uuid": format!("tc-{i}"), "sessionId": "tc", "cwd": "/w/t",
+            "timestamp": format!("2025-03-01T10:0{i}:00Z"),
+            "message": {"id": format!("m-tc-{i}"), "role": "assistant",
+                "content": [{"type": "tool_use", "id": id, "name": name, "input": input}]}})
+    };
+    let output = |i: usize, id: &str, text: &str| {
+        json!({"type": "user", "uuid": format!("tc-{i}"), "sessionId": "tc", "cwd": "/w/t",
+            "timestamp": format!("2025-03-01T10:0{i}:00Z"),
+            "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": text}]}})
+    };
+    let lines = vec![
+        entry(
+            "tc",
+            "/w/t",
+            0,
+            "2025-03-01T10:00:00Z",
+            "run the tests please",
+        ),
+        call(
+            1,
+            "t1",
+            "Bash",
+            json!({"command": "cargo test --release", "description": "Run the whole suite"}),
+        ),
+        output(2, "t1", "test result: ok. 292 passed; 0 failed"),
+        entry("tc", "/w/t", 3, "2025-03-01T10:03:00Z", &report),
+        entry(
+            "tc",
+            "/w/t",
+            4,
+            "2025-03-01T10:04:00Z",
+            "and once more through an agent",
+        ),
+        call(
+            5,
+            "t2",
+            "Task",
+            json!({"description": "Explain the scheduler", "prompt": "How does it retry?"}),
+        ),
+        output(6, "t2", &report),
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    let claude = tmp.path().join("claude");
+    write(&claude, "/w/t", "tc", &lines);
+    let e = indexed(tmp);
+    let found = |e: &Env, q: &str| {
+        search(
+            e,
+            "UTC",
+            &[q, "--global", "--context", "0", "--fusion", "lexical"],
+        )
+        .unwrap()
+    };
+    let v = found(&e, "whole suite");
+    assert!(uuids(&v).contains(&"tc-2".to_string()), "{v:#}");
+    let hit = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["matched_message"]["uuid"] == "tc-2")
+        .unwrap();
+    let content = hit["matched_message"]["content"].as_str().unwrap();
+    assert!(
+        content.starts_with("[tool result] test result: ok. 292 passed")
+            && content.ends_with("\n[call] Bash: cargo test --release — Run the whole suite"),
+        "{content}"
+    );
+    // The report and its hand-back (now ending with its call) are one hit, where it was first said.
+    let v = search(
+        &e,
+        "UTC",
+        &["WOMBAT scheduler retries", "--global", "--context", "0"],
+    )
+    .unwrap();
+    let kept = uuids(&v);
+    assert_eq!(kept[0], "tc-3", "{v:#}");
+    assert!(!kept.contains(&"tc-6".to_string()), "{kept:?}");
+
+    // The control: without the call, the output has none of the words.
+    let alone = tempfile::tempdir().unwrap();
+    let idx = alone.path().join("idx");
+    common::run_ok(
+        common::ghola_at(&claude, &idx)
+            .env("GHOLA_CALL_WEIGHT", "0")
+            .arg("index"),
+    );
+    let e0 = Env {
+        claude: claude.display().to_string(),
+        idx: idx.display().to_string(),
+        _tmp: alone,
+    };
+    let v = found(&e0, "whole suite");
+    assert_eq!(uuids(&v), vec!["tc-1".to_string()], "{v:#}");
 }

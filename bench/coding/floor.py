@@ -29,6 +29,7 @@ ap.add_argument("--model-dir", default=str(root / "models/all-MiniLM-L6-v2"))
 ap.add_argument("--corpus", default=str(root.parent / "shared/corpus"))
 ap.add_argument("--work", default="/tmp/coding-floor")
 ap.add_argument("--ghola-ranks", required=True, help="eval.py --json output")
+ap.add_argument("--out", help="write the floor's rank of each question here ({id: rank or null})")
 a = ap.parse_args()
 questions = json.load(open(here / "questions.json"))["questions"]
 ghola_rank = {r["id"]: r["rank"] for r in json.load(open(a.ghola_ranks))}
@@ -112,6 +113,8 @@ def floor_rank(qi, q):
 
 
 floor = {q["id"]: floor_rank(i, q) for i, q in enumerate(questions)}
+if a.out:
+    json.dump(floor, open(a.out, "w"))
 
 
 def scores(ranks):

@@ -115,6 +115,10 @@ impl Knobs {
                 .filter(|w| w.is_finite() && *w >= 0.0)
                 .unwrap_or(defaults.weight),
             below: number("GHOLA_NEIGHBOUR_BELOW").map_or(defaults.below, |n| n as usize),
+            call_weight: var("GHOLA_CALL_WEIGHT")
+                .and_then(|v| v.trim().parse::<f32>().ok())
+                .filter(|w| w.is_finite() && *w >= 0.0)
+                .unwrap_or(defaults.call_weight),
         };
         let update = UpdateOptions {
             publish_every: number("GHOLA_PUBLISH_EVERY")

@@ -3,6 +3,7 @@
 
 use super::records::ChunkKind;
 use crate::transcript::{Message, Part};
+use std::collections::HashMap;
 
 /// How many chunks of each kind a message may have embedded. Text is what people search for, so it gets the
 /// most; a tool result is represented by its first chunk (a 50 KB log must not cost fifty embeddings; its whole
@@ -21,8 +22,13 @@ const MAX_CONTENT_BYTES: usize = 32 * 1024;
 /// Cuts `content` to what a stored message keeps, [`MAX_CONTENT_BYTES`], at a character boundary: the index's
 /// rows and the team hub's keep the same.
 pub fn cut_content(content: &mut String) {
-    if content.len() > MAX_CONTENT_BYTES {
-        let mut cut = MAX_CONTENT_BYTES;
+    cut_to(content, MAX_CONTENT_BYTES);
+}
+
+/// Cuts `content` to at most `max` bytes, at a character boundary.
+fn cut_to(content: &mut String, max: usize) {
+    if content.len() > max {
+        let mut cut = max;
         while !content.is_char_boundary(cut) {
             cut -= 1;
         }
@@ -50,6 +56,9 @@ pub struct Neighbour {
     /// The neighbour goes only in front of a message whose own text is shorter than this many characters
     /// (default: every message): a long message stands alone, and the neighbour only costs embedding time.
     pub below: usize,
+    /// How much of the vector of the call that produced a tool's output joins the output's vector (0: the
+    /// output is indexed alone, without its call's words either; see [`Calls`]).
+    pub call_weight: f32,
 }
 
 impl Default for Neighbour {
@@ -58,12 +67,67 @@ impl Default for Neighbour {
             chars: 300,
             weight: DEFAULT_NEIGHBOUR_WEIGHT,
             below: usize::MAX,
+            call_weight: DEFAULT_CALL_WEIGHT,
         }
     }
 }
 
 /// The neighbour weight chosen on the LoCoMo dev set.
 pub const DEFAULT_NEIGHBOUR_WEIGHT: f32 = 1.5;
+
+/// The weight of a tool output's call, chosen with one corpus folder of the coding set held out at a time
+/// (docs/search.md: 0.5 and 1.0 measured, 0.5 chosen on five of six folds).
+pub const DEFAULT_CALL_WEIGHT: f32 = 0.5;
+
+/// The line a tool output's stored text ends with, naming the call that produced it (`[call] Bash: ruff format —
+/// Format the code`): "33 files left unchanged" alone says nothing a question asks about, and the reader of a hit
+/// wants to know what was run.
+pub const CALL_MARK: &str = "[call] ";
+
+/// The tool calls one conversation made so far (`Name: summary` by tool_use id), so that each tool output is
+/// indexed with the call that produced it — in its words and, by vector, in its meaning (measured on the coding
+/// set, docs/search.md). A read that resumes after a call's message but before its output (an append between
+/// the two, with the output in a later user message than the first) indexes that output alone.
+#[derive(Debug, Default)]
+pub struct Calls(HashMap<String, String>);
+
+impl Calls {
+    /// Notes the calls `m` makes and returns those whose outputs `m` holds, in order, each once.
+    pub fn behind(&mut self, m: &Message) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for p in &m.parts {
+            match p {
+                Part::ToolUse {
+                    id, name, summary, ..
+                } => {
+                    self.0.insert(id.clone(), format!("{name}: {summary}"));
+                }
+                Part::ToolResult { tool_use_id, .. } => {
+                    if let Some(call) = self.0.get(tool_use_id)
+                        && !out.contains(call)
+                    {
+                        out.push(call.clone());
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+}
+
+/// `content` without the [`CALL_MARK`] lines a tool output's stored text ends with: the output as the tool wrote
+/// it (a subagent's report and its hand-back are the same text).
+pub fn without_calls(content: &[u8]) -> &[u8] {
+    let mut end = content.len();
+    while let Some(i) = memchr::memmem::rfind(&content[..end], b"\n[call] ") {
+        if content[i + 1..end].contains(&b'\n') {
+            break;
+        }
+        end = i;
+    }
+    &content[..end]
+}
 
 /// A file as Claude Code's Read tool returns it (`cat -n` style: `     1→text`, or `     1\ttext` in older
 /// versions) without its line numbers: they are a quarter of the word pieces of a code listing and say nothing a
@@ -103,8 +167,10 @@ pub fn tail_chars(s: &str, n: usize) -> String {
 }
 
 /// The readable text of a message, what it mostly is ("text", "summary", "tool_use", "tool_result",
-/// "thinking"), and the texts to embed, by kind.
-pub fn render(m: &Message) -> (String, &'static str, Vec<(ChunkKind, String)>) {
+/// "thinking"), and the texts to embed, by kind. `calls` are the calls behind the message's tool outputs
+/// ([`Calls::behind`]; empty: none): their lines end the text, and the output's chunk carries them as its
+/// neighbour ([`NEIGHBOUR_SEP`]), joined by vector with [`Neighbour::call_weight`].
+pub fn render(m: &Message, calls: &[String]) -> (String, &'static str, Vec<(ChunkKind, String)>) {
     let mut content = String::new();
     let mut by_kind: Vec<(ChunkKind, String)> = Vec::new();
     let mut add = |kind: ChunkKind, text: &str| {
@@ -148,6 +214,17 @@ pub fn render(m: &Message) -> (String, &'static str, Vec<(ChunkKind, String)>) {
         content.push_str(&line);
     }
     by_kind.retain(|(_, t)| !t.trim().is_empty());
+    if !calls.is_empty() && by_kind.iter().any(|(k, _)| *k == ChunkKind::ToolResult) {
+        for (k, t) in by_kind.iter_mut() {
+            if *k == ChunkKind::ToolResult {
+                *t = format!("{}{NEIGHBOUR_SEP}{t}", calls.join("\n"));
+            }
+        }
+        let lines: String = calls.iter().map(|c| format!("\n{CALL_MARK}{c}")).collect();
+        // The call lines stay whole at the end, however long the output.
+        cut_to(&mut content, MAX_CONTENT_BYTES.saturating_sub(lines.len()));
+        content.push_str(&lines);
+    }
     cut_content(&mut content);
     let kind = if m.is_compact_summary {
         "summary"
@@ -166,6 +243,118 @@ pub fn render(m: &Message) -> (String, &'static str, Vec<(ChunkKind, String)>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transcript::Role;
+
+    fn message(role: Role, parts: Vec<Part>) -> Message {
+        Message {
+            uuid: "u".into(),
+            parent_uuid: None,
+            session_id: "s".into(),
+            agent_id: None,
+            project: "/p".into(),
+            cwd: None,
+            git_branch: None,
+            timestamp: None,
+            role,
+            model: None,
+            parts,
+            window: 0,
+            is_compact_summary: false,
+            offset: 0,
+        }
+    }
+
+    fn call(id: &str, name: &str, summary: &str) -> Part {
+        Part::ToolUse {
+            id: id.into(),
+            name: name.into(),
+            summary: summary.into(),
+            touches: Vec::new(),
+        }
+    }
+
+    fn output(id: &str, text: &str) -> Part {
+        Part::ToolResult {
+            tool_use_id: id.into(),
+            text: text.into(),
+            is_error: false,
+        }
+    }
+
+    #[test]
+    fn a_tool_output_is_rendered_with_the_call_that_produced_it() {
+        let mut calls = Calls::default();
+        let asked = message(
+            Role::Assistant,
+            vec![
+                call("t1", "Bash", "ruff format — Format the code"),
+                call("t2", "Bash", "ruff check --fix — Lint"),
+            ],
+        );
+        assert!(
+            calls.behind(&asked).is_empty(),
+            "a call is not behind itself"
+        );
+        let (content, _, chunks) = render(&asked, &calls.behind(&asked));
+        assert!(!content.contains(CALL_MARK), "{content}");
+        assert!(chunks.iter().all(|(_, t)| !t.contains(NEIGHBOUR_SEP)));
+
+        let answered = message(Role::User, vec![output("t2", "All checks passed!")]);
+        let behind = calls.behind(&answered);
+        assert_eq!(behind, ["Bash: ruff check --fix — Lint"]);
+        let (content, kind, chunks) = render(&answered, &behind);
+        assert_eq!(kind, "tool_result");
+        assert_eq!(
+            content,
+            "[tool result] All checks passed!\n[call] Bash: ruff check --fix — Lint"
+        );
+        assert_eq!(
+            chunks,
+            [(
+                ChunkKind::ToolResult,
+                format!("Bash: ruff check --fix — Lint{NEIGHBOUR_SEP}All checks passed!")
+            )]
+        );
+        assert_eq!(
+            without_calls(content.as_bytes()),
+            b"[tool result] All checks passed!"
+        );
+        // An output whose call was never seen (a resumed read) is indexed alone.
+        let (content, _, chunks) = render(&message(Role::User, vec![output("t9", "ok")]), &[]);
+        assert_eq!(content, "[tool result] ok");
+        assert_eq!(chunks, [(ChunkKind::ToolResult, "ok".to_string())]);
+    }
+
+    #[test]
+    fn the_call_lines_survive_the_cut_of_a_huge_output() {
+        let mut calls = Calls::default();
+        calls.behind(&message(
+            Role::Assistant,
+            vec![call("t1", "Read", "/var/log/huge.log")],
+        ));
+        let huge = "x".repeat(3 * MAX_CONTENT_BYTES);
+        let m = message(Role::User, vec![output("t1", &huge)]);
+        let (content, _, _) = render(&m, &calls.behind(&m));
+        assert!(content.len() <= MAX_CONTENT_BYTES);
+        assert!(
+            content.ends_with("\n[call] Read: /var/log/huge.log"),
+            "{}",
+            &content[content.len() - 60..]
+        );
+    }
+
+    #[test]
+    fn only_trailing_call_lines_are_taken_off() {
+        assert_eq!(
+            without_calls(b"[tool result] a\n[call] X: y\n[call] Z: w"),
+            b"[tool result] a"
+        );
+        assert_eq!(
+            without_calls(b"[tool result] a\n[call] X: y\nmore"),
+            b"[tool result] a\n[call] X: y\nmore"
+        );
+        assert_eq!(without_calls(b"no calls"), b"no calls");
+    }
 
     #[test]
     fn line_numbers_of_a_listing_are_dropped() {

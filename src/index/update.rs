@@ -171,24 +171,25 @@ fn set_aside(dir: &Path) -> std::io::Result<String> {
     Ok(dest.display().to_string())
 }
 
-/// The model id recorded in the manifest: the neighbour context changes what a vector means, so a different
-/// setting re-embeds like a different model.
+/// The model id recorded in the manifest: the neighbour context and a tool output's call change what a vector
+/// means (and the call, what an output's text holds), so a different setting re-embeds like a different model.
 fn indexed_model_id(model_id: String, neighbour: Neighbour) -> String {
-    match (neighbour.chars, neighbour.below) {
-        (0, _) => model_id,
-        (n, below) => {
-            // The neighbour joins by vector (see `render::NEIGHBOUR_SEP`): "nvec", its length and weight.
-            let mut id = format!("{model_id}+nvec{n}");
-            let w = neighbour.weight;
-            if w != super::render::DEFAULT_NEIGHBOUR_WEIGHT {
-                id.push_str(&format!("x{w}"));
-            }
-            if below != usize::MAX {
-                id.push_str(&format!("<{below}"));
-            }
-            id
+    let mut id = model_id;
+    if neighbour.chars > 0 {
+        // The neighbour joins by vector (see `render::NEIGHBOUR_SEP`): "nvec", its length and weight.
+        id.push_str(&format!("+nvec{}", neighbour.chars));
+        let w = neighbour.weight;
+        if w != super::render::DEFAULT_NEIGHBOUR_WEIGHT {
+            id.push_str(&format!("x{w}"));
+        }
+        if neighbour.below != usize::MAX {
+            id.push_str(&format!("<{}", neighbour.below));
         }
     }
+    if neighbour.call_weight > 0.0 {
+        id.push_str(&format!("+call{}", neighbour.call_weight));
+    }
+    id
 }
 
 /// The (model id, weights sha256) an update records in the manifest. Without a model (the keyword-first pass

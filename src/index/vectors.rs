@@ -3,7 +3,7 @@
 //! vector (see `render`). Used by the writer and by the second, embedding pass.
 
 use super::records::{ChunkKind, Manifest};
-use super::render::{NEIGHBOUR_SEP, chunk_cap};
+use super::render::{NEIGHBOUR_SEP, Neighbour, chunk_cap};
 use super::segment::{Hashes, Vectors, Verify};
 use super::writer::hash64;
 use super::{ChunkEmbedder, IndexError, UpdateSummary};
@@ -75,13 +75,13 @@ pub(super) fn chunk_hash(kind: ChunkKind, text: &str) -> u64 {
 /// Vectors for chunk texts given as (hash, kind, text): each distinct hash is looked up once among the vectors
 /// `manifest`'s segments store, and the rest embedded once. Returns the vectors by hash and the hashes embedded
 /// now (the first use of each counts as embedded, every other use as a reuse). A text chunk's neighbour joins
-/// with `neighbour_weight` (see [`super::render::Neighbour`]).
+/// with `neighbour.weight`, a tool output's call with `neighbour.call_weight` (see [`Neighbour`]).
 pub(super) fn vectors_for<'t>(
     dir: &Path,
     manifest: &Manifest,
     stores: &mut VectorStores,
     embedder: &dyn ChunkEmbedder,
-    neighbour_weight: f32,
+    neighbour: Neighbour,
     chunks: impl Iterator<Item = (u64, ChunkKind, &'t str)>,
     summary: &mut UpdateSummary,
 ) -> Result<(VectorsByHash, HashSet<u64>), IndexError> {
@@ -102,11 +102,12 @@ pub(super) fn vectors_for<'t>(
             }
         }
     }
-    embed_grouped(embedder, &to_embed, neighbour_weight, &mut vectors, summary)?;
+    embed_grouped(embedder, &to_embed, neighbour, &mut vectors, summary)?;
     Ok((vectors, queued))
 }
 
-/// A text chunk's neighbour (if any) and own text.
+/// A chunk's neighbour (if any: the previous text in front of a text, the call in front of a tool output) and
+/// own text.
 fn split_neighbour(t: &str) -> (Option<&str>, &str) {
     match t.split_once(NEIGHBOUR_SEP) {
         Some((n, own)) => (Some(n), own),
@@ -114,14 +115,15 @@ fn split_neighbour(t: &str) -> (Option<&str>, &str) {
     }
 }
 
-/// Embeds the texts of `to_embed`, one call per kind (each kind has its own chunk cap), into `vectors`. A text
+/// Embeds the texts of `to_embed`, one call per kind (each kind has its own chunk cap), into `vectors`. A
 /// chunk carrying a neighbour (`neighbour` [`NEIGHBOUR_SEP`] `own`) gets its own text's vectors, each plus
-/// `w` times the neighbour's vector, renormalised; every distinct string is embedded once (a
-/// short neighbour is the previous message's own text, usually in the same batch).
+/// `w` times the neighbour's vector, renormalised — `w` the neighbour weight for a text, the call weight for a
+/// tool output; every distinct string is embedded once (a short neighbour is the previous message's own text,
+/// usually in the same batch).
 fn embed_grouped(
     embedder: &dyn ChunkEmbedder,
     to_embed: &[(u64, ChunkKind, &str)],
-    w: f32,
+    weights: Neighbour,
     vectors: &mut HashMap<u64, Vec<Vector>>,
     summary: &mut UpdateSummary,
 ) -> Result<(), IndexError> {
@@ -133,6 +135,11 @@ fn embed_grouped(
     ] {
         let group: Vec<&(u64, ChunkKind, &str)> =
             to_embed.iter().filter(|(_, k, _)| *k == kind).collect();
+        let w = if kind == ChunkKind::ToolResult {
+            weights.call_weight
+        } else {
+            weights.weight
+        };
         if group.is_empty() {
             continue;
         }

@@ -6,7 +6,7 @@ use super::archive::{ArchiveWriter, ArchivedFile, FileRole};
 use super::format::{self, sync_dir};
 use super::lexical::Lexical;
 use super::records::{ChunkKind, FileState, Manifest, Resume, SegmentInfo, StoredMessage};
-use super::render::{NEIGHBOUR_SEP, Neighbour, render, tail_chars};
+use super::render::{Calls, NEIGHBOUR_SEP, Neighbour, render, tail_chars};
 use super::resume::{LastMessage, StreamEnd, resume_of};
 use super::segment::{SegmentBuilder, TodoChunk, Verify, write_todo};
 use super::snapshot::{MANIFEST, MANIFEST_MAGIC};
@@ -403,10 +403,17 @@ impl<'a> Writer<'a> {
         let mut for_map: Vec<(u32, &Message)> = Vec::new();
         let mut previous_text = start.map(|r| r.prev_text.clone()).unwrap_or_default();
         let mut last = None;
+        let mut calls = Calls::default();
         for (i, m) in messages.iter().enumerate() {
             let seq = first_seq + i as u32;
             let prev_before = previous_text.clone();
-            let (content, kind, mut chunks) = render(m);
+            let behind = calls.behind(m);
+            let behind = if self.neighbour.call_weight > 0.0 {
+                behind.as_slice()
+            } else {
+                &[]
+            };
+            let (content, kind, mut chunks) = render(m, behind);
             let own_text = chunks
                 .iter()
                 .find(|(k, _)| *k == ChunkKind::Text)
@@ -547,7 +554,7 @@ impl<'a> Writer<'a> {
                     manifest,
                     stores,
                     embedder,
-                    self.neighbour.weight,
+                    self.neighbour,
                     chunks,
                     &mut self.summary,
                 )?

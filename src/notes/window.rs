@@ -3,6 +3,7 @@
 //! kept; long tool output as its head and tail; thinking left out; secrets redacted. A long window is cut
 //! into chunks at message boundaries, each extracted in turn, so nothing is dropped for length.
 
+use crate::index::render::CALL_MARK;
 use crate::index::snapshot::{NO_AGENT, Snapshot};
 
 /// Characters of one chunk sent to the extractor (about 20k tokens).
@@ -122,9 +123,15 @@ fn render_message(role: &str, kind: &str, when: Option<i64>, content: &str) -> S
     // The stored text joins a message's parts; markers at line starts say where a tool part begins.
     let mut segments: Vec<(&str, String)> = Vec::new();
     for line in content.lines() {
-        let marker = ["[thinking] ", "[tool] ", "[tool result] ", "[tool error] "]
-            .into_iter()
-            .find(|m| line.starts_with(m));
+        let marker = [
+            "[thinking] ",
+            "[tool] ",
+            "[tool result] ",
+            "[tool error] ",
+            CALL_MARK,
+        ]
+        .into_iter()
+        .find(|m| line.starts_with(m));
         match marker {
             Some(m) => segments.push((m, line[m.len()..].to_string())),
             None => match segments.last_mut() {
@@ -138,7 +145,8 @@ fn render_message(role: &str, kind: &str, when: Option<i64>, content: &str) -> S
     }
     for (marker, text) in segments {
         match marker {
-            "[thinking] " => continue,
+            // The call is the `→` line before its output.
+            "[thinking] " | CALL_MARK => continue,
             "[tool] " => {
                 let line: String = text
                     .lines()

@@ -173,7 +173,7 @@ pub(super) fn collapse_copies(snap: &Snapshot, ranked: Vec<Scored>) -> Vec<Score
             out.push(s);
             continue;
         }
-        let bytes = snap.text_bytes(s.message as usize);
+        let bytes = crate::index::render::without_calls(snap.text_bytes(s.message as usize));
         let body = bytes
             .strip_prefix(b"[tool result] ".as_slice())
             .unwrap_or(bytes)
