@@ -1067,3 +1067,74 @@ fn a_tool_output_is_found_by_the_words_of_its_call() {
     let v = found(&e0, "whole suite");
     assert_eq!(uuids(&v), vec!["tc-1".to_string()], "{v:#}");
 }
+
+/// A question about when (issue #51) prefers the message that says when: "last spring" answers "When did Ana
+/// repaint the fence?", a message with the same words and no time does not; the factor applies only to a
+/// question that asks when, and `--without-rule untimed-for-when` takes it away.
+#[test]
+fn a_question_about_when_prefers_the_message_that_says_when() {
+    let tmp = tempfile::tempdir().unwrap();
+    let claude = tmp.path().join("claude");
+    write(
+        &claude,
+        "/w/chat",
+        "sw",
+        &[
+            entry(
+                "sw",
+                "/w/chat",
+                0,
+                "2025-05-02T09:00:00Z",
+                "Ana repainted the fence, so pretty",
+            ),
+            entry(
+                "sw",
+                "/w/chat",
+                1,
+                "2025-05-02T09:01:00Z",
+                "Ana repainted the fence last spring",
+            ),
+            entry(
+                "sw",
+                "/w/chat",
+                2,
+                "2025-05-02T09:02:00Z",
+                "unrelated: the kettle is broken",
+            ),
+        ],
+    );
+    let e = indexed(tmp);
+    let scores = |q: &str, extra: &[&str]| {
+        let mut args = vec![q, "--project", "/w/chat", "--context", "0"];
+        args.extend_from_slice(extra);
+        let v = search(&e, "UTC", &args).unwrap();
+        let score = |u: &str| {
+            v["results"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["matched_message"]["uuid"] == u)
+                .map(|r| r["score"].as_f64().unwrap())
+                .unwrap_or(0.0)
+        };
+        (uuids(&v), score("sw-0") / score("sw-1"))
+    };
+    let when = "When did Ana repaint the fence?";
+    let (ranked, with_rule) = scores(when, &[]);
+    assert_eq!(ranked[0], "sw-1", "{ranked:?}");
+    let (_, without) = scores(when, &["--without-rule", "untimed-for-when"]);
+    assert!(
+        with_rule < 0.7 * without,
+        "the untimed message is moved down: {with_rule} vs {without}"
+    );
+    // Not a question about when: both as they are.
+    let (_, plain) = scores("Ana repainted the fence", &[]);
+    let (_, plain_without) = scores(
+        "Ana repainted the fence",
+        &["--without-rule", "untimed-for-when"],
+    );
+    assert!(
+        (plain - plain_without).abs() < 1e-6,
+        "{plain} vs {plain_without}"
+    );
+}

@@ -9,7 +9,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::when::{Period, named_period};
+use super::when::{Period, asks_when, named_period, says_when};
 use crate::index::{NO_AGENT, Snapshot};
 
 /// Factor on the score of a message that asks rather than answers, and of one the query rules out (see
@@ -21,6 +21,12 @@ pub const QUESTION_PRIOR: f32 = 0.75;
 /// preference, not a filter, since a date in a query can also be what is searched for. Chosen on the LoCoMo dev
 /// tuning part (0.9, 0.75, 0.6, 0.5, 0.35), then checked once on the held-back part (docs/search.md).
 pub const OUTSIDE_NAMED_TIME: f32 = 0.6;
+
+/// Factor on the score of a message that does not say when anything happened, for a query that asks when
+/// ([`super::when::asks_when`], [`super::when::says_when`]): the turn that answers "When did Ana repaint the
+/// fence?" says "last spring" or "yesterday", and the session's date places it. Chosen with one LoCoMo dev
+/// conversation held out at a time among 0.9, 0.8, 0.7, 0.6 and 0.5 (0.6 on four folds of five; docs/search.md).
+pub const UNTIMED_FOR_WHEN: f32 = 0.6;
 
 /// Openings of a message that announces what it is about to do ("I'll run the suite", "Let me read the
 /// README"): in Claude Code's history the words of such a message echo the request, while what was found comes
@@ -56,11 +62,13 @@ pub enum Rule {
     AgentNotMainThread,
     /// A message written outside the time the query names ([`super::when`]).
     OutsideNamedTime,
+    /// A message that does not say when, for a query that asks when.
+    UntimedForWhen,
 }
 
 impl Rule {
     /// Every rule, in the order of the table in docs/search.md.
-    pub const ALL: [Rule; 7] = [
+    pub const ALL: [Rule; 8] = [
         Rule::Question,
         Rule::Announcement,
         Rule::EditEcho,
@@ -68,6 +76,7 @@ impl Rule {
         Rule::Request,
         Rule::AgentNotMainThread,
         Rule::OutsideNamedTime,
+        Rule::UntimedForWhen,
     ];
 
     /// The rule's name on the command line.
@@ -80,6 +89,7 @@ impl Rule {
             Rule::Request => "request",
             Rule::AgentNotMainThread => "agent-not-main-thread",
             Rule::OutsideNamedTime => "outside-named-time",
+            Rule::UntimedForWhen => "untimed-for-when",
         }
     }
 }
@@ -103,6 +113,8 @@ pub struct QueryIntent {
     /// The time it names ("on 9 November, 2022", "in March", "yesterday"): the answer was most likely written
     /// then.
     pub period: Option<Period>,
+    /// It asks when something happened: the answer most likely says when.
+    pub asks_when: bool,
 }
 
 impl QueryIntent {
@@ -123,6 +135,7 @@ impl QueryIntent {
                     || (matches!(w, "agent" | "agents") && (k == 0 || words[k - 1] != "user"))
             }),
             period: named_period(query, now),
+            asks_when: asks_when(query),
         }
     }
 }
@@ -130,7 +143,8 @@ impl QueryIntent {
 /// The factor on live message `i`'s fused score: [`QUESTION_PRIOR`] for each way it is unlikely to hold the
 /// answer — it asks ([`is_ask`]), it is in the main conversation and the query names an agent — and
 /// [`OUTSIDE_NAMED_TIME`] when it was written outside the time the query names (a message without a time is not
-/// judged), multiplied together; 1 for a message that may well be the answer. Rules in `off` are not applied
+/// judged), [`UNTIMED_FOR_WHEN`] when the query asks when and the message says no time, multiplied together; 1
+/// for a message that may well be the answer. Rules in `off` are not applied
 /// (benchmarks only; see [`Rule`]). Two earlier rules — a hand-off to a subagent, and tool outputs under a why-question — gained nothing
 /// on held-back questions and were removed (docs/search.md).
 pub fn prior(snap: &Snapshot, i: usize, intent: QueryIntent, off: &[Rule]) -> f32 {
@@ -148,6 +162,9 @@ pub fn prior(snap: &Snapshot, i: usize, intent: QueryIntent, off: &[Rule]) -> f3
         && snap.messages[i].timestamp_ms.is_some_and(|t| !p.holds(t))
     {
         f *= OUTSIDE_NAMED_TIME;
+    }
+    if on(Rule::UntimedForWhen) && intent.asks_when && !says_when(text) {
+        f *= UNTIMED_FOR_WHEN;
     }
     f
 }
