@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from plain_fusion import bm25, fused_order, words  # noqa: E402
+from plain_fusion import bm25, embedded, fused_order, words  # noqa: E402
 
 here = Path(__file__).resolve().parent
 root = here.parent
@@ -67,19 +67,8 @@ with ThreadPoolExecutor(a.jobs) as pool:
 
 # The floor: BM25 (k1 1.2, b 0.75, lowercased words) and MiniLM cosine over single entries, per conversation,
 # fused by reciprocal rank (k = 60).
-cache = work / "vectors.json"
 texts = [m["text"] for m in messages] + [q["question"] for q in questions]
-if cache.exists():
-    vecs = np.array(json.load(open(cache)), dtype=np.float32)
-else:
-    r = subprocess.run([a.ghola, "--model-dir", a.model_dir, "embed"],
-                       input="".join(json.dumps({"text": t}) + "\n" for t in texts),
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit(f"ghola embed failed: {r.stderr}")
-    vecs = np.array([json.loads(l) for l in r.stdout.splitlines()], dtype=np.float32)
-    json.dump(vecs.tolist(), open(cache, "w"))
-vecs /= np.linalg.norm(vecs, axis=1, keepdims=True) + 1e-12
+vecs = embedded(a.ghola, a.model_dir, texts, work)
 mvec, qvec = vecs[: len(messages)], vecs[len(messages):]
 by_conv = defaultdict(list)
 for i, m in enumerate(messages):

@@ -19,14 +19,14 @@ output's words).
 Sessions are read with `ghola show --json --subagents` (the reader ghola indexes with); vectors come from `ghola
 embed` and are cached in --work.
 """
-import argparse, hashlib, json, subprocess, sys
+import argparse, json, subprocess, sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from plain_fusion import bm25, words  # noqa: E402
+from plain_fusion import bm25, embedded, fused_order, words  # noqa: E402
 
 here = Path(__file__).resolve().parent
 root = here.parent
@@ -133,18 +133,7 @@ for folder, ms in messages.items():
 for q in questions:
     need(q["question"])
 order = sorted(texts, key=texts.get)
-key = hashlib.sha256("\x00".join(order).encode()).hexdigest()[:16]
-cache = work / f"vectors-{key}.npy"
-if cache.exists():
-    vecs = np.load(cache)
-else:
-    r = subprocess.run([a.ghola, "--model-dir", a.model_dir, "embed"],
-                       input="".join(json.dumps({"text": t}) + "\n" for t in order), capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit(f"ghola embed failed: {r.stderr}")
-    vecs = np.array([json.loads(l) for l in r.stdout.splitlines()], dtype=np.float32)
-    np.save(cache, vecs)
-vecs /= np.linalg.norm(vecs, axis=1, keepdims=True) + 1e-12
+vecs = embedded(a.ghola, a.model_dir, order, work)
 V = lambda t: vecs[texts[t]]
 
 
@@ -176,14 +165,6 @@ def unit(m, u):
     return out
 
 
-def rrf(lex, cos):
-    fused = np.zeros(len(lex))
-    for o in (np.argsort(-lex, kind="stable"), np.argsort(-cos, kind="stable")):
-        for rank, j in enumerate(o[:100]):
-            fused[j] += 1.0 / (60 + rank + 1)
-    return np.argsort(-fused, kind="stable")
-
-
 def U(name, whole=False, nb_w=0.0, nb_extra=False, call=None, call_w=0.0):
     return name, {"whole": whole, "nb_w": nb_w, "nb_extra": nb_extra, "call": call, "call_w": call_w}
 
@@ -212,7 +193,7 @@ for folder, ms in messages.items():
                 qv = V(q["question"])
                 cos = np.array([float((units[i] @ qv).max()) for i in idx])
                 lex = bm25([docs[i] for i in idx], words(q["question"]))
-                ranked = [ms[idx[j]]["uuid"] for j in rrf(lex, cos)[:10]]
+                ranked = [ms[idx[j]]["uuid"] for j in fused_order(lex, cos)[:10]]
                 gold = set(q["gold"])
                 results[(how, lexical)][q["id"]] = next(
                     (1 / (i + 1) for i, u in enumerate(ranked) if u in gold), 0.0)

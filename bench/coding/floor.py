@@ -12,14 +12,14 @@ An entry found is scored as the message ghola makes of it (the split entries of 
 message, named by its first entry's uuid), so both rank the same gold. Needs numpy; vectors come from
 `ghola embed` (the same MiniLM) and are kept in --work.
 """
-import argparse, json, subprocess, sys
+import argparse, json, sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from plain_fusion import bm25, fused_order, words  # noqa: E402
+from plain_fusion import bm25, embedded, fused_order, words  # noqa: E402
 
 here = Path(__file__).resolve().parent
 root = here.parent.parent
@@ -79,17 +79,7 @@ for folder in sorted({q["corpus"] for q in questions}):
 work = Path(a.work)
 work.mkdir(parents=True, exist_ok=True)
 texts = [t for *_, t in entries] + [q["question"] for q in questions]
-cache = work / "vectors.json"
-if cache.exists() and len(json.load(open(cache))) == len(texts):
-    vecs = np.array(json.load(open(cache)), dtype=np.float32)
-else:
-    r = subprocess.run([a.ghola, "--model-dir", a.model_dir, "embed"],
-                       input="".join(json.dumps({"text": t}) + "\n" for t in texts), capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit(f"ghola embed failed: {r.stderr}")
-    vecs = np.array([json.loads(l) for l in r.stdout.splitlines()], dtype=np.float32)
-    json.dump(vecs.tolist(), open(cache, "w"))
-vecs /= np.linalg.norm(vecs, axis=1, keepdims=True) + 1e-12
+vecs = embedded(a.ghola, a.model_dir, texts, work)
 evec, qvec = vecs[: len(entries)], vecs[len(entries):]
 tokens = [Counter(words(t)) for *_, t in entries]
 
