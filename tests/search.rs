@@ -1138,3 +1138,76 @@ fn a_question_about_when_prefers_the_message_that_says_when() {
         "{plain} vs {plain_without}"
     );
 }
+
+/// Between people, a message that addresses the person a question names is said to them, not by them (issue
+/// #51): "Thanks, Ana!" matches "what does Ana paint" by the name, Ana's own words ("I paint seascapes") are the
+/// answer; `--without-rule addresses-the-named` takes the factor away, and a question naming nobody is as before.
+#[test]
+fn a_message_addressing_the_named_person_is_not_their_words() {
+    let tmp = tempfile::tempdir().unwrap();
+    let claude = tmp.path().join("claude");
+    write(
+        &claude,
+        "/w/talk",
+        "sa",
+        &[
+            entry(
+                "sa",
+                "/w/talk",
+                0,
+                "2025-06-01T09:00:00Z",
+                "Thanks, Ana! Your painting looks great",
+            ),
+            entry(
+                "sa",
+                "/w/talk",
+                1,
+                "2025-06-01T09:01:00Z",
+                "I paint seascapes, mostly at dawn",
+            ),
+            entry(
+                "sa",
+                "/w/talk",
+                2,
+                "2025-06-01T09:02:00Z",
+                "the kettle is broken again",
+            ),
+        ],
+    );
+    let e = indexed(tmp);
+    let ratio = |q: &str, extra: &[&str]| {
+        let mut args = vec![
+            q,
+            "--project",
+            "/w/talk",
+            "--context",
+            "0",
+            "--relative-floor",
+            "0",
+        ];
+        args.extend_from_slice(extra);
+        let v = search(&e, "UTC", &args).unwrap();
+        let score = |u: &str| {
+            v["results"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["matched_message"]["uuid"] == u)
+                .map(|r| r["score"].as_f64().unwrap())
+                .unwrap_or(0.0)
+        };
+        score("sa-0") / score("sa-1")
+    };
+    let q = "What does Ana paint?";
+    let with_rule = ratio(q, &[]);
+    let without = ratio(q, &["--without-rule", "addresses-the-named"]);
+    assert!(
+        with_rule < 0.7 * without,
+        "the message addressing Ana is moved down: {with_rule} vs {without}"
+    );
+    let nobody = "what does she paint";
+    assert!(
+        (ratio(nobody, &[]) - ratio(nobody, &["--without-rule", "addresses-the-named"])).abs()
+            < 1e-6
+    );
+}

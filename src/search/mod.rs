@@ -248,7 +248,7 @@ fn rank(
             .iter()
             .map(|(m, _)| *m)
             .chain(best_semantic.iter().copied())
-            .map(|m| (m, prior::prior(snap, m as usize, intent, &p.without_rules)))
+            .map(|m| (m, prior::prior(snap, m as usize, &intent, &p.without_rules)))
             .collect()
     } else {
         FxHashMap::default()
