@@ -167,6 +167,27 @@ fn uuids(v: &Value) -> Vec<String> {
         .collect()
 }
 
+/// A conversation of plain text messages in `cwd`, a minute apart, alternating user and assistant.
+fn chat(claude: &Path, cwd: &str, session: &str, texts: &[&str]) {
+    let lines: Vec<Value> = texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| entry(session, cwd, i, &format!("2025-05-02T09:{i:02}:00Z"), t))
+        .collect();
+    write(claude, cwd, session, &lines);
+}
+
+/// The score of message `uuid` in a search response (0 when it is not a hit).
+fn score_of(v: &Value, uuid: &str) -> f64 {
+    v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["matched_message"]["uuid"] == uuid)
+        .map(|r| r["score"].as_f64().unwrap())
+        .unwrap_or(0.0)
+}
+
 fn sessions(v: &Value) -> Vec<String> {
     let mut s: Vec<String> = v["results"]
         .as_array()
@@ -1074,33 +1095,14 @@ fn a_tool_output_is_found_by_the_words_of_its_call() {
 #[test]
 fn a_question_about_when_prefers_the_message_that_says_when() {
     let tmp = tempfile::tempdir().unwrap();
-    let claude = tmp.path().join("claude");
-    write(
-        &claude,
+    chat(
+        &tmp.path().join("claude"),
         "/w/chat",
         "sw",
         &[
-            entry(
-                "sw",
-                "/w/chat",
-                0,
-                "2025-05-02T09:00:00Z",
-                "Ana repainted the fence, so pretty",
-            ),
-            entry(
-                "sw",
-                "/w/chat",
-                1,
-                "2025-05-02T09:01:00Z",
-                "Ana repainted the fence last spring",
-            ),
-            entry(
-                "sw",
-                "/w/chat",
-                2,
-                "2025-05-02T09:02:00Z",
-                "unrelated: the kettle is broken",
-            ),
+            "Ana repainted the fence, so pretty",
+            "Ana repainted the fence last spring",
+            "unrelated: the kettle is broken",
         ],
     );
     let e = indexed(tmp);
@@ -1108,16 +1110,7 @@ fn a_question_about_when_prefers_the_message_that_says_when() {
         let mut args = vec![q, "--project", "/w/chat", "--context", "0"];
         args.extend_from_slice(extra);
         let v = search(&e, "UTC", &args).unwrap();
-        let score = |u: &str| {
-            v["results"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|r| r["matched_message"]["uuid"] == u)
-                .map(|r| r["score"].as_f64().unwrap())
-                .unwrap_or(0.0)
-        };
-        (uuids(&v), score("sw-0") / score("sw-1"))
+        (uuids(&v), score_of(&v, "sw-0") / score_of(&v, "sw-1"))
     };
     let when = "When did Ana repaint the fence?";
     let (ranked, with_rule) = scores(when, &[]);
@@ -1145,33 +1138,14 @@ fn a_question_about_when_prefers_the_message_that_says_when() {
 #[test]
 fn a_message_addressing_the_named_person_is_not_their_words() {
     let tmp = tempfile::tempdir().unwrap();
-    let claude = tmp.path().join("claude");
-    write(
-        &claude,
+    chat(
+        &tmp.path().join("claude"),
         "/w/talk",
         "sa",
         &[
-            entry(
-                "sa",
-                "/w/talk",
-                0,
-                "2025-06-01T09:00:00Z",
-                "Thanks, Ana! Your painting looks great",
-            ),
-            entry(
-                "sa",
-                "/w/talk",
-                1,
-                "2025-06-01T09:01:00Z",
-                "I paint seascapes, mostly at dawn",
-            ),
-            entry(
-                "sa",
-                "/w/talk",
-                2,
-                "2025-06-01T09:02:00Z",
-                "the kettle is broken again",
-            ),
+            "Thanks, Ana! Your painting looks great",
+            "I paint seascapes, mostly at dawn",
+            "the kettle is broken again",
         ],
     );
     let e = indexed(tmp);
@@ -1187,16 +1161,7 @@ fn a_message_addressing_the_named_person_is_not_their_words() {
         ];
         args.extend_from_slice(extra);
         let v = search(&e, "UTC", &args).unwrap();
-        let score = |u: &str| {
-            v["results"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|r| r["matched_message"]["uuid"] == u)
-                .map(|r| r["score"].as_f64().unwrap())
-                .unwrap_or(0.0)
-        };
-        score("sa-0") / score("sa-1")
+        score_of(&v, "sa-0") / score_of(&v, "sa-1")
     };
     let q = "What does Ana paint?";
     let with_rule = ratio(q, &[]);
