@@ -1176,3 +1176,49 @@ fn a_message_addressing_the_named_person_is_not_their_words() {
             < 1e-6
     );
 }
+
+/// In a dialogue the side that addresses the person a question names ("Hi Ana", "Thanks, Ana!") is the other
+/// party: what that side says — here the user's own painting — is not what Ana paints, so it is moved below Ana's
+/// words; with no one addressed (a name that is nobody in the history) nothing changes.
+#[test]
+fn the_other_party_of_a_dialogue_is_not_the_named_person() {
+    let tmp = tempfile::tempdir().unwrap();
+    chat(
+        &tmp.path().join("claude"),
+        "/w/talk",
+        "sa",
+        &[
+            "Hi Ana, how was the weekend",
+            "I paint seascapes, mostly at dawn",
+            "Wow, Ana, that sounds lovely.",
+            "the kettle is broken again",
+            "Great, Ana! See you soon",
+            "bye for now",
+            "I paint portraits of my cat",
+        ],
+    );
+    let e = indexed(tmp);
+    let ratio = |q: &str, extra: &[&str]| {
+        let mut args = vec![
+            q,
+            "--project",
+            "/w/talk",
+            "--context",
+            "0",
+            "--relative-floor",
+            "0",
+        ];
+        args.extend_from_slice(extra);
+        let v = search(&e, "UTC", &args).unwrap();
+        score_of(&v, "sa-6") / score_of(&v, "sa-1")
+    };
+    let off = ["--without-rule", "said-by-the-other"];
+    let q = "What does Ana paint?";
+    let (with_rule, without) = (ratio(q, &[]), ratio(q, &off));
+    assert!(
+        with_rule < 0.7 * without,
+        "the user's painting is moved below Ana's: {with_rule} vs {without}"
+    );
+    let nobody = "What does Zoe paint?";
+    assert!((ratio(nobody, &[]) - ratio(nobody, &off)).abs() < 1e-6);
+}

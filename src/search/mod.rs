@@ -243,7 +243,16 @@ fn rank(
     drop(sem_top);
     // Every candidate `fuse` scores is a lexical match or one of these semantic ones.
     let priors = if p.fusion == Fusion::Weighted {
-        let intent = QueryIntent::of(&p.query, chrono::Utc::now());
+        let mut intent = QueryIntent::of(&p.query, chrono::Utc::now());
+        if !p.without_rules.contains(&Rule::SaidByTheOther) {
+            intent.find_the_other_side(
+                snap,
+                lex_sorted
+                    .iter()
+                    .map(|(m, _)| *m)
+                    .chain(best_semantic.iter().copied()),
+            );
+        }
         lex_sorted
             .iter()
             .map(|(m, _)| *m)

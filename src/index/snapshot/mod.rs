@@ -477,6 +477,20 @@ impl Snapshot {
             .map_or("", |&g| self.sym(g))
     }
 
+    /// The snapshot-wide ids of live message `i`'s role and kind, to compare messages by side without
+    /// resolving strings (equal ids, equal strings).
+    pub fn role_and_kind_ids(&self, i: usize) -> (u32, u32) {
+        let r = &self.messages[i];
+        let row = self.row(i);
+        let global = |sym: u32| {
+            self.local_syms[r.segment as usize]
+                .get(sym as usize)
+                .copied()
+                .unwrap_or(u32::MAX)
+        };
+        (global(row.role), global(row.kind))
+    }
+
     /// The role of live message `i` ("user", "assistant", …).
     pub fn role(&self, i: usize) -> &str {
         self.local(i, self.row(i).role)
