@@ -1221,4 +1221,13 @@ fn the_other_party_of_a_dialogue_is_not_the_named_person() {
     );
     let nobody = "What does Zoe paint?";
     assert!((ratio(nobody, &[]) - ratio(nobody, &off)).abs() < 1e-6);
+    // Moved down, not cut: the relative floor judges it without the factor, as its window may hold the answer
+    // (its own semantic score, 0.2, is far under the one that keeps a hit by itself).
+    let v = search(&e, "UTC", &[q, "--project", "/w/talk", "--context", "0"]).unwrap();
+    let best = v["results"][0]["score"].as_f64().unwrap();
+    let kept = score_of(&v, "sa-6");
+    assert!(
+        kept > 0.0 && kept < f64::from(ghola::search::params::RELATIVE_FLOOR) * best,
+        "kept though its score is under the floor: {v:#}"
+    );
 }

@@ -22,6 +22,9 @@ pub(super) struct Evidence {
     /// Weighted fusion only: every candidate's prior (see [`prior::prior`]), read once per search though the
     /// ranking is fused twice (before and after the exact re-scoring).
     pub(super) priors: FxHashMap<u32, f32>,
+    /// The side of a dialogue that speaks to the person the query names, if one was found
+    /// ([`super::prior::QueryIntent::find_the_other_side`]).
+    pub(super) other_side: Option<super::prior::Side>,
 }
 
 impl Evidence {

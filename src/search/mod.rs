@@ -242,6 +242,7 @@ fn rank(
         .collect();
     drop(sem_top);
     // Every candidate `fuse` scores is a lexical match or one of these semantic ones.
+    let mut other_side = None;
     let priors = if p.fusion == Fusion::Weighted {
         let mut intent = QueryIntent::of(&p.query, chrono::Utc::now());
         if !p.without_rules.contains(&Rule::SaidByTheOther) {
@@ -253,6 +254,7 @@ fn rank(
                     .chain(best_semantic.iter().copied()),
             );
         }
+        other_side = intent.other_side;
         lex_sorted
             .iter()
             .map(|(m, _)| *m)
@@ -269,6 +271,7 @@ fn rank(
         sem_rank,
         lex_rank,
         priors,
+        other_side,
     };
     let mut out = ev.fuse(snap, p, ok, scan.as_ref().map_or(&[], |sc| &sc.best));
     // The best hits, and the messages whose score they inherit a share of, are re-scored from the exact vectors
@@ -289,8 +292,18 @@ fn rank(
         // Weak hits go: a match scoring under a fraction of the best one, without a strong semantic match of its
         // own, is what made results long without adding evidence (a name that occurs in every message of a
         // conversation, a stray common word).
+        // A message is judged without the factor of being on the other side of a dialogue: it is moved down, not
+        // cut, since the answer is often right before or after it (the question it asks, the reaction to it) and
+        // its context window shows that.
         let best = out.first().map_or(0.0, |s| s.score);
-        out.retain(|s| s.score >= p.relative_floor * best || s.semantic >= SEMANTIC_KEEP);
+        out.retain(|s| {
+            let own = if ev.other_side == Some(prior::Side::of(snap, s.message as usize)) {
+                s.score / prior::SAID_BY_THE_OTHER
+            } else {
+                s.score
+            };
+            own >= p.relative_floor * best || s.semantic >= SEMANTIC_KEEP
+        });
     }
     for (r, s) in out.iter_mut().enumerate() {
         s.rank = r as u32;

@@ -143,7 +143,7 @@ pub struct Side {
 
 impl Side {
     /// The side message `i` is on.
-    fn of(snap: &Snapshot, i: usize) -> Side {
+    pub fn of(snap: &Snapshot, i: usize) -> Side {
         let (role, kind) = snap.role_and_kind_ids(i);
         Side { role, kind }
     }
