@@ -37,6 +37,7 @@ ap.add_argument("--corpus", default=str(root.parent / "shared/corpus"))
 ap.add_argument("--work", default="/tmp/unit-study")
 ap.add_argument("--set", choices=["coding", "locomo"], default="coding")
 ap.add_argument("--locomo", default="/tmp/locomo-recall/corpus", help="a copy of ../shared/bench/locomo-dev")
+ap.add_argument("--only", help="comma-separated parts of unit names to run (default: all)")
 a = ap.parse_args()
 work = Path(a.work)
 work.mkdir(parents=True, exist_ok=True)
@@ -72,12 +73,14 @@ def without_line_numbers(text):
 # Messages per corpus folder: (project, uuid, rendered text, {kind: text}, [(result text, call line)], prev tail)
 messages = defaultdict(list)
 if a.set == "locomo":  # one text turn per message; the neighbour is the turn before in the same session
-    prev = {}
+    prev, first = {}, {}
     for line in open(Path(a.locomo) / "messages.jsonl"):
         m = json.loads(line)
+        first.setdefault(m["session_id"], m["text"][:80])  # a session's title is its first request, cut
         messages[m["conversation"]].append({"project": m["cwd"], "uuid": m["uuid"], "content": m["text"],
                                             "kinds": {"text": m["text"]}, "results": [],
-                                            "prev": prev.get(m["session_id"], "")})
+                                            "prev": prev.get(m["session_id"], ""),
+                                            "title": first[m["session_id"]]})
         prev[m["session_id"]] = m["text"][-300:]
 for folder in sorted({q["corpus"] for q in questions}) if a.set == "coding" else []:
     for s in ghola(folder, "sessions", "--global", "--json")["sessions"]:
@@ -109,7 +112,8 @@ for folder in sorted({q["corpus"] for q in questions}) if a.set == "coding" else
             if not kinds:
                 continue
             messages[folder].append({"project": shown["project"], "uuid": m["uuid"], "content": "\n".join(content),
-                                     "kinds": kinds, "results": results, "prev": prev_text.get(conv, "")})
+                                     "kinds": kinds, "results": results, "prev": prev_text.get(conv, ""),
+                                     "title": (s.get("title") or "").rstrip("…")})
             if "text" in kinds:
                 prev_text[conv] = kinds["text"][-300:]
 
@@ -125,6 +129,8 @@ for folder, ms in messages.items():
             need(t)
         if m["prev"]:
             need(m["prev"])
+        if m["title"]:
+            need(m["title"])
         for r, call in m["results"]:
             need(r)
             if call:
@@ -162,11 +168,14 @@ def unit(m, u):
             else:
                 v = mixed
         out.append(v)
+    if u["title_w"] and m["title"]:  # the session's title (its first request, or Claude Code's summary) mixed in
+        out = [(v + u["title_w"] * V(m["title"])) / np.linalg.norm(v + u["title_w"] * V(m["title"])) for v in out]
     return out
 
 
-def U(name, whole=False, nb_w=0.0, nb_extra=False, call=None, call_w=0.0):
-    return name, {"whole": whole, "nb_w": nb_w, "nb_extra": nb_extra, "call": call, "call_w": call_w}
+def U(name, whole=False, nb_w=0.0, nb_extra=False, call=None, call_w=0.0, title_w=0.0):
+    return name, {"whole": whole, "nb_w": nb_w, "nb_extra": nb_extra, "call": call, "call_w": call_w,
+                  "title_w": title_w}
 
 
 UNITS = [U("whole message", whole=True), U("by kind"),
@@ -176,14 +185,21 @@ UNITS = [U("whole message", whole=True), U("by kind"),
          U("+ call as text", call="text"),
          U("+ nb 1.5, call 1.0", nb_w=1.5, call="vector", call_w=1.0),
          U("+ nb 0.5, call 1.0", nb_w=0.5, call="vector", call_w=1.0),
-         U("+ nb 1.5 2nd, call 1.0", nb_w=1.5, nb_extra=True, call="vector", call_w=1.0)]
-LEXICAL = ["content", "content + call in words"] if a.set == "coding" else ["content"]
+         U("+ nb 1.5 2nd, call 1.0", nb_w=1.5, nb_extra=True, call="vector", call_w=1.0),
+         U("+ nb 1.5, call 0.5 (now)", nb_w=1.5, call="vector", call_w=0.5),
+         U("+ nb 1.5, call 0.5, title 0.2", nb_w=1.5, call="vector", call_w=0.5, title_w=0.2),
+         U("+ nb 1.5, call 0.5, title 0.5", nb_w=1.5, call="vector", call_w=0.5, title_w=0.5)]
+if a.only:
+    UNITS = [u for u in UNITS if any(o in u[0] for o in a.only.split(","))]
+LEXICAL = ["content", "content + call in words", "content + call + title in words"] if a.set == "coding" \
+    else ["content", "content + title in words"]
 within = lambda p, project: p == project or p.startswith(project.rstrip("/") + "/")
 results = defaultdict(dict)  # (unit, lexical) -> {qid: rr}
 for folder, ms in messages.items():
     for lexical in LEXICAL:
         docs = [Counter(words(m["content"] + ("\n" + "\n".join(c for _, c in m["results"])
-                                               if lexical != "content" else ""))) for m in ms]
+                                               if lexical != "content" else "")
+                              + ("\n" + m["title"] if "title" in lexical else ""))) for m in ms]
         for how, u in UNITS:
             units = [np.stack(unit(m, u)) for m in ms]
             for q in questions:
