@@ -23,7 +23,7 @@ pub(super) struct Evidence {
     /// ranking is fused twice (before and after the exact re-scoring).
     pub(super) priors: FxHashMap<u32, f32>,
     /// The side of a dialogue that speaks to the person the query names, if one was found
-    /// ([`super::prior::QueryIntent::find_the_other_side`]).
+    /// ([`super::prior::QueryIntent::read_the_candidates`]).
     pub(super) other_side: Option<super::prior::Side>,
 }
 

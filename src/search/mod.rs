@@ -245,14 +245,15 @@ fn rank(
     let mut other_side = None;
     let priors = if p.fusion == Fusion::Weighted {
         let mut intent = QueryIntent::of(&p.query, chrono::Utc::now());
-        if !p.without_rules.contains(&Rule::SaidByTheOther) {
-            intent.find_the_other_side(
-                snap,
-                lex_sorted
-                    .iter()
-                    .map(|(m, _)| *m)
-                    .chain(best_semantic.iter().copied()),
-            );
+        intent.read_the_candidates(
+            snap,
+            lex_sorted
+                .iter()
+                .map(|(m, _)| *m)
+                .chain(best_semantic.iter().copied()),
+        );
+        if p.without_rules.contains(&Rule::SaidByTheOther) {
+            intent.other_side = None;
         }
         other_side = intent.other_side;
         lex_sorted

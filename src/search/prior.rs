@@ -126,8 +126,10 @@ pub struct QueryIntent {
     /// The people (or things) it names: capitalised words after the first ("what does Ana paint"): a message
     /// that addresses one of them ("Thanks, Ana!") is said to them, not by them.
     pub names: Vec<String>,
+    /// The candidates of the search that address one of [`Self::names`] (see [`QueryIntent::read_the_candidates`]).
+    pub addressing: rustc_hash::FxHashSet<u32>,
     /// The side of the conversation that speaks to the people the query names (see
-    /// [`QueryIntent::find_the_other_side`]): what that side says is not what the named person said or did.
+    /// [`QueryIntent::read_the_candidates`]): what that side says is not what the named person said or did.
     pub other_side: Option<Side>,
 }
 
@@ -150,7 +152,7 @@ impl Side {
 }
 
 /// How many candidates must address the person a query names, all but a fifth of them from one side, before
-/// that side is taken for the other party of the conversation (see [`QueryIntent::find_the_other_side`]).
+/// that side is taken for the other party of the conversation (see [`QueryIntent::read_the_candidates`]).
 const MIN_ADDRESSING: usize = 3;
 
 impl QueryIntent {
@@ -173,17 +175,18 @@ impl QueryIntent {
             period: named_period(query, now),
             asks_when: asks_when(query),
             names: names_in(query),
+            addressing: Default::default(),
             other_side: None,
         }
     }
 
-    /// Learns, from the candidates of a search, which side of the conversation speaks *to* the people the query
-    /// names: in a dialogue each side addresses the other by name ("Thanks, Ana!"), so when at least
-    /// [`MIN_ADDRESSING`] candidates address the named people and four in five of them are on one side, that side
-    /// is the other party, and its messages are what was said to the named person, not by them. Nothing is
-    /// learned when the query names no one, when no one is addressed, or when the sides are mixed (two named
-    /// people on two sides, a name that is a word).
-    pub fn find_the_other_side(&mut self, snap: &Snapshot, candidates: impl Iterator<Item = u32>) {
+    /// Reads, once per search, which candidates address the people the query names ("Thanks, Ana!") and from
+    /// them which side of the conversation speaks *to* those people: in a dialogue each side addresses the other
+    /// by name, so when at least [`MIN_ADDRESSING`] candidates address the named people and four in five of them
+    /// are on one side, that side is the other party, and its messages are what was said to the named person,
+    /// not by them. No side is learned when the query names no one, when no one is addressed, or when the sides
+    /// are mixed (two named people on two sides, a name that is a word).
+    pub fn read_the_candidates(&mut self, snap: &Snapshot, candidates: impl Iterator<Item = u32>) {
         if self.names.is_empty() {
             return;
         }
@@ -192,6 +195,7 @@ impl QueryIntent {
         for m in candidates.filter(|m| seen.insert(*m)) {
             let text = snap.text_bytes(m as usize);
             if self.names.iter().any(|n| addresses(text, n)) {
+                self.addressing.insert(m);
                 let side = Side::of(snap, m as usize);
                 match sides.iter_mut().find(|(s, _)| *s == side) {
                     Some((_, n)) => *n += 1,
@@ -213,9 +217,8 @@ impl QueryIntent {
 /// [`OUTSIDE_NAMED_TIME`] when it was written outside the time the query names (a message without a time is not
 /// judged), [`UNTIMED_FOR_WHEN`] when the query asks when and the message says no time, [`ADDRESSES_THE_NAMED`]
 /// when the message addresses someone the query names, [`SAID_BY_THE_OTHER`] when it is on the side that speaks
-/// to them, multiplied together; 1 for a message that may well be the
-/// answer. Rules in `off` are not applied
-/// (benchmarks only; see [`Rule`]). Two earlier rules — a hand-off to a subagent, and tool outputs under a why-question — gained nothing
+/// to them (both known once [`QueryIntent::read_the_candidates`] has read the candidates), multiplied together; 1
+/// for a message that may well be the answer. Rules in `off` are not applied (benchmarks only; see [`Rule`]). Two earlier rules — a hand-off to a subagent, and tool outputs under a why-question — gained nothing
 /// on held-back questions and were removed (docs/search.md).
 pub fn prior(snap: &Snapshot, i: usize, intent: &QueryIntent, off: &[Rule]) -> f32 {
     let text = snap.text_bytes(i);
@@ -236,7 +239,7 @@ pub fn prior(snap: &Snapshot, i: usize, intent: &QueryIntent, off: &[Rule]) -> f
     if on(Rule::UntimedForWhen) && intent.asks_when && !says_when(text) {
         f *= UNTIMED_FOR_WHEN;
     }
-    if on(Rule::AddressesTheNamed) && intent.names.iter().any(|n| addresses(text, n)) {
+    if on(Rule::AddressesTheNamed) && intent.addressing.contains(&(i as u32)) {
         f *= ADDRESSES_THE_NAMED;
     }
     if on(Rule::SaidByTheOther) && intent.other_side == Some(Side::of(snap, i)) {
@@ -246,7 +249,7 @@ pub fn prior(snap: &Snapshot, i: usize, intent: &QueryIntent, off: &[Rule]) -> f
 }
 
 /// Factor on the score of a message from the other side of a dialogue than the person the query names (see
-/// [`QueryIntent::find_the_other_side`]): "What does Ana paint?" is answered by Ana's words, not by what is said
+/// [`QueryIntent::read_the_candidates`]): "What does Ana paint?" is answered by Ana's words, not by what is said
 /// to her. In LoCoMo's dialogues 96% of the gold turns of a question naming one speaker are that speaker's, and
 /// 40% of the wrong hits in the top ten were the other's. Chosen with one conversation held out at a time among
 /// 0.8, 0.6 and 0.4 (0.6 on all five folds; docs/search.md).
