@@ -188,6 +188,23 @@ fn score_of(v: &Value, uuid: &str) -> f64 {
         .unwrap_or(0.0)
 }
 
+/// The score of message `a` over that of message `b` for query `q` in project `/w/talk` (no context, no relative
+/// floor), with `extra` search arguments: how a rule moves one message against another.
+fn talk_ratio(e: &Env, q: &str, extra: &[&str], a: &str, b: &str) -> f64 {
+    let mut args = vec![
+        q,
+        "--project",
+        "/w/talk",
+        "--context",
+        "0",
+        "--relative-floor",
+        "0",
+    ];
+    args.extend_from_slice(extra);
+    let v = search(e, "UTC", &args).unwrap();
+    score_of(&v, a) / score_of(&v, b)
+}
+
 fn sessions(v: &Value) -> Vec<String> {
     let mut s: Vec<String> = v["results"]
         .as_array()
@@ -1149,20 +1166,7 @@ fn a_message_addressing_the_named_person_is_not_their_words() {
         ],
     );
     let e = indexed(tmp);
-    let ratio = |q: &str, extra: &[&str]| {
-        let mut args = vec![
-            q,
-            "--project",
-            "/w/talk",
-            "--context",
-            "0",
-            "--relative-floor",
-            "0",
-        ];
-        args.extend_from_slice(extra);
-        let v = search(&e, "UTC", &args).unwrap();
-        score_of(&v, "sa-0") / score_of(&v, "sa-1")
-    };
+    let ratio = |q: &str, extra: &[&str]| talk_ratio(&e, q, extra, "sa-0", "sa-1");
     let q = "What does Ana paint?";
     let with_rule = ratio(q, &[]);
     let without = ratio(q, &["--without-rule", "addresses-the-named"]);
@@ -1198,20 +1202,7 @@ fn the_other_party_of_a_dialogue_is_not_the_named_person() {
         ],
     );
     let e = indexed(tmp);
-    let ratio = |q: &str, extra: &[&str]| {
-        let mut args = vec![
-            q,
-            "--project",
-            "/w/talk",
-            "--context",
-            "0",
-            "--relative-floor",
-            "0",
-        ];
-        args.extend_from_slice(extra);
-        let v = search(&e, "UTC", &args).unwrap();
-        score_of(&v, "sa-6") / score_of(&v, "sa-1")
-    };
+    let ratio = |q: &str, extra: &[&str]| talk_ratio(&e, q, extra, "sa-6", "sa-1");
     let off = ["--without-rule", "said-by-the-other"];
     let q = "What does Ana paint?";
     let (with_rule, without) = (ratio(q, &[]), ratio(q, &off));
