@@ -469,25 +469,23 @@ impl Snapshot {
         self.segments[r.segment as usize].rows.row(r.index as usize)
     }
 
+    /// The snapshot-wide id of a symbol of live message `i`'s segment table.
+    fn global_sym(&self, i: usize, sym: u32) -> Option<u32> {
+        self.local_syms[self.messages[i].segment as usize]
+            .get(sym as usize)
+            .copied()
+    }
+
     /// A string of live message `i`'s segment table, resolved.
     fn local(&self, i: usize, sym: u32) -> &str {
-        let r = &self.messages[i];
-        self.local_syms[r.segment as usize]
-            .get(sym as usize)
-            .map_or("", |&g| self.sym(g))
+        self.global_sym(i, sym).map_or("", |g| self.sym(g))
     }
 
     /// The snapshot-wide ids of live message `i`'s role and kind, to compare messages by side without
     /// resolving strings (equal ids, equal strings).
     pub fn role_and_kind_ids(&self, i: usize) -> (u32, u32) {
-        let r = &self.messages[i];
         let row = self.row(i);
-        let global = |sym: u32| {
-            self.local_syms[r.segment as usize]
-                .get(sym as usize)
-                .copied()
-                .unwrap_or(u32::MAX)
-        };
+        let global = |sym: u32| self.global_sym(i, sym).unwrap_or(u32::MAX);
         (global(row.role), global(row.kind))
     }
 
