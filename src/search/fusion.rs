@@ -28,6 +28,21 @@ pub(super) struct Evidence {
 }
 
 impl Evidence {
+    /// The score the relative floor judges hit `s` by: its fused score, without the factor of being on the other
+    /// side of a dialogue when its prior carries that factor — such a message is moved down, not cut, since the
+    /// answer is often right before or after it (the question it asks, the reaction to it) and its context window
+    /// shows that.
+    pub(super) fn floor_score(&self, snap: &Snapshot, s: &Scored) -> f32 {
+        let demoted = self.other_side.is_some()
+            && self.priors.contains_key(&s.message)
+            && self.other_side == Some(super::prior::Side::of(snap, s.message as usize));
+        if demoted {
+            s.score / super::prior::SAID_BY_THE_OTHER
+        } else {
+            s.score
+        }
+    }
+
     /// Every candidate's fused score given each message's semantic score (`semantic`, `-inf` for none; empty
     /// without a query vector), with the answers' inherited share; best first.
     pub(super) fn fuse(

@@ -242,8 +242,7 @@ fn rank(
         .collect();
     drop(sem_top);
     // Every candidate `fuse` scores is a lexical match or one of these semantic ones.
-    let mut other_side = None;
-    let priors = if p.fusion == Fusion::Weighted {
+    let (priors, other_side) = if p.fusion == Fusion::Weighted {
         let mut intent = QueryIntent::of(&p.query, chrono::Utc::now());
         intent.read_the_candidates(
             snap,
@@ -255,15 +254,15 @@ fn rank(
         if p.without_rules.contains(&Rule::SaidByTheOther) {
             intent.other_side = None;
         }
-        other_side = intent.other_side;
-        lex_sorted
+        let priors = lex_sorted
             .iter()
             .map(|(m, _)| *m)
             .chain(best_semantic.iter().copied())
             .map(|m| (m, prior::prior(snap, m as usize, &intent, &p.without_rules)))
-            .collect()
+            .collect();
+        (priors, intent.other_side)
     } else {
-        FxHashMap::default()
+        (FxHashMap::default(), None)
     };
     let ev = Evidence {
         lexical,
@@ -293,17 +292,9 @@ fn rank(
         // Weak hits go: a match scoring under a fraction of the best one, without a strong semantic match of its
         // own, is what made results long without adding evidence (a name that occurs in every message of a
         // conversation, a stray common word).
-        // A message is judged without the factor of being on the other side of a dialogue: it is moved down, not
-        // cut, since the answer is often right before or after it (the question it asks, the reaction to it) and
-        // its context window shows that.
         let best = out.first().map_or(0.0, |s| s.score);
         out.retain(|s| {
-            let own = if ev.other_side == Some(prior::Side::of(snap, s.message as usize)) {
-                s.score / prior::SAID_BY_THE_OTHER
-            } else {
-                s.score
-            };
-            own >= p.relative_floor * best || s.semantic >= SEMANTIC_KEEP
+            ev.floor_score(snap, s) >= p.relative_floor * best || s.semantic >= SEMANTIC_KEEP
         });
     }
     for (r, s) in out.iter_mut().enumerate() {
