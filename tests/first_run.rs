@@ -103,8 +103,13 @@ fn words_first_then_embedded_ends_where_a_one_pass_build_ends() {
     assert_eq!(snap.messages_waiting, 120);
     assert!(snap.chunks.is_empty());
     // Searchable by its words already.
-    let r = search::search_with_vector(&snap, None, &SearchParams::new("QUOKKA-LEDGER migration"))
-        .unwrap();
+    let r = search::search_with_vector(
+        &snap,
+        None,
+        None,
+        &SearchParams::new("QUOKKA-LEDGER migration"),
+    )
+    .unwrap();
     assert!(
         r.results[0]
             .matched_message

@@ -51,7 +51,13 @@ fn ask_without(snap: &Snapshot, query: &str, fusion: Fusion, rules: &[Rule]) -> 
     p.fusion = fusion;
     p.relative_floor = 0.0;
     p.without_rules = rules.to_vec();
-    search_with_vector(snap, Some(&WordsEmbedder::vector(query)), &p).unwrap()
+    search_with_vector(
+        snap,
+        Some(&WordsEmbedder::vector(query)),
+        Some(&WordsEmbedder),
+        &p,
+    )
+    .unwrap()
 }
 
 fn texts(r: &SearchResponse) -> Vec<String> {

@@ -1222,3 +1222,58 @@ fn the_other_party_of_a_dialogue_is_not_the_named_person() {
         "kept though its score is under the floor: {v:#}"
     );
 }
+
+/// The cosine of message `uuid` with the query in a search response (`None` when it is not a hit).
+fn semantic_of(v: &Value, uuid: &str) -> Option<f64> {
+    v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["matched_message"]["uuid"] == uuid)
+        .map(|r| r["scores"]["semantic"].as_f64().unwrap())
+}
+
+#[test]
+fn a_partys_name_is_left_out_of_what_the_query_means() {
+    let tmp = tempfile::tempdir().unwrap();
+    chat(
+        &tmp.path().join("claude"),
+        "/w/talk",
+        "sa",
+        &[
+            "Hi Ana, how was the weekend",
+            "Quiet, mostly at home",
+            "Great, Ana! Anything new?",
+            "the kettle is broken again",
+            "Oh no, Ana, not again.",
+            "it is an old kettle",
+            "so what else keeps you busy",
+            "I paint seascapes, mostly at dawn",
+        ],
+    );
+    let e = indexed(tmp);
+    let cosine = |q: &str, extra: &[&str]| {
+        let mut args = vec![
+            q,
+            "--project",
+            "/w/talk",
+            "--context",
+            "0",
+            "--relative-floor",
+            "0",
+        ];
+        args.extend_from_slice(extra);
+        semantic_of(&search(&e, "UTC", &args).unwrap(), "sa-7")
+    };
+    let off = ["--without-rule", "parties-unnamed"];
+    // Ana is addressed three times: she is a party, and her own words never say "Ana".
+    let q = "What does Ana paint?";
+    let (unnamed, named) = (cosine(q, &[]).unwrap(), cosine(q, &off).unwrap());
+    assert!(
+        unnamed > named + 0.05,
+        "Ana's painting is nearer the query's meaning without her name: {unnamed} vs {named}"
+    );
+    // Zoe is no one's party here: the query's meaning keeps her name.
+    let nobody = "What does Zoe paint?";
+    assert_eq!(cosine(nobody, &[]), cosine(nobody, &off));
+}

@@ -488,7 +488,7 @@ pub fn search_bench(work: &Path, messages: usize, model_dir: Option<&Path>) -> R
                     p.context = 0;
                     p.exact_scan = exact;
                     let t = Instant::now();
-                    let r = search::search_with_vector(&snap, Some(v), &p)?;
+                    let r = search::search_with_vector(&snap, Some(v), Some(&embedder), &p)?;
                     times.push(t.elapsed().as_secs_f64());
                     let top: Vec<String> = r
                         .results

@@ -18,7 +18,7 @@ pub use prior::{QUESTION_PRIOR, QueryIntent, Rule};
 pub use response::{SearchHit, SearchResponse};
 
 use crate::embed::Embedder;
-use crate::index::{MessageRow, NO_AGENT, Snapshot};
+use crate::index::{ChunkEmbedder, MessageRow, NO_AGENT, Snapshot};
 use crate::transcript::is_within;
 use fusion::{Evidence, collapse_copies};
 use response::{BODY_CHARS, ContextMessage, IndexInfo, MatchedMessage, Scores, cut_around};
@@ -166,12 +166,58 @@ fn lexical_matches(snap: &Snapshot, p: &SearchParams, ok: &[bool]) -> LexicalMat
 /// re-scored exactly from the f32 rows and ranked again.
 const RESCORED: usize = 200;
 
+/// The best semantic candidates of a scan, without sorting every message: their ranks (rank fusion only) and the
+/// messages, best first. Rank fusion ranks them all; the other fusions need only those that can clear the
+/// threshold (less a margin for the int8 scan's error), at most [`SEMANTIC_CANDIDATES`].
+fn semantic_candidates(
+    p: &SearchParams,
+    scan: Option<&scan::SemanticScan>,
+) -> (FxHashMap<u32, usize>, Vec<u32>) {
+    let floor = if p.fusion == Fusion::Rrf {
+        f32::NEG_INFINITY
+    } else {
+        p.threshold - 0.02
+    };
+    let mut sem_top: Vec<(u32, f32)> = scan
+        .map(|sc| {
+            sc.best
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.is_finite() && **s >= floor)
+                .map(|(m, s)| (m as u32, *s))
+                .collect()
+        })
+        .unwrap_or_default();
+    let by_score = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+    if p.fusion != Fusion::Rrf && sem_top.len() > SEMANTIC_CANDIDATES {
+        sem_top.select_nth_unstable_by(SEMANTIC_CANDIDATES, by_score);
+        sem_top.truncate(SEMANTIC_CANDIDATES);
+    }
+    sem_top.sort_by(by_score);
+    let ranks = if p.fusion == Fusion::Rrf {
+        sem_top
+            .iter()
+            .enumerate()
+            .map(|(r, (m, _))| (*m, r))
+            .collect()
+    } else {
+        FxHashMap::default()
+    };
+    let best = sem_top
+        .iter()
+        .take(SEMANTIC_CANDIDATES)
+        .map(|(m, _)| *m)
+        .collect();
+    (ranks, best)
+}
+
 /// Ranks eligible messages for the query; returns them best first, and why the keyword side is missing from
 /// the ranking, if it is.
 fn rank(
     snap: &Snapshot,
     p: &SearchParams,
     query_vec: Option<&[f32]>,
+    embedder: Option<&dyn ChunkEmbedder>,
     ok: &[bool],
 ) -> (Vec<Scored>, Option<String>) {
     // The vector scan and the BM25 search are independent: the search runs on a thread of its own (not rayon's
@@ -198,59 +244,38 @@ fn rank(
         // The next update takes the full path, which checks the lexical index and rebuilds it.
         crate::index::report_damage(&snap.dir, why);
     }
-    // The best semantic candidates, without sorting every message. Rank fusion ranks them all; the other
-    // fusions need only those that can clear the threshold (less a margin for the int8 scan's error).
-    let floor = if p.fusion == Fusion::Rrf {
-        f32::NEG_INFINITY
-    } else {
-        p.threshold - 0.02
-    };
-    let mut sem_top: Vec<(u32, f32)> = scan
-        .as_ref()
-        .map(|sc| {
-            sc.best
-                .iter()
-                .enumerate()
-                .filter(|(_, s)| s.is_finite() && **s >= floor)
-                .map(|(m, s)| (m as u32, *s))
-                .collect()
-        })
-        .unwrap_or_default();
-    let by_score = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
-    if p.fusion != Fusion::Rrf && sem_top.len() > SEMANTIC_CANDIDATES {
-        sem_top.select_nth_unstable_by(SEMANTIC_CANDIDATES, by_score);
-        sem_top.truncate(SEMANTIC_CANDIDATES);
-    }
-    sem_top.sort_by(by_score);
-    // Rank fusion needs every message's ranks; the other fusions only the best few semantic candidates.
-    let ranks = |sorted: &[(u32, f32)]| -> FxHashMap<u32, usize> {
-        if p.fusion == Fusion::Rrf {
-            sorted
-                .iter()
-                .enumerate()
-                .map(|(r, (m, _))| (*m, r))
-                .collect()
-        } else {
-            FxHashMap::default()
-        }
-    };
-    let (sem_rank, lex_rank) = (ranks(&sem_top), ranks(&lex_sorted));
-    let best_semantic: Vec<u32> = sem_top
-        .iter()
-        .take(SEMANTIC_CANDIDATES)
-        .map(|(m, _)| *m)
-        .collect();
-    drop(sem_top);
+    let (mut sem_rank, mut best_semantic) = semantic_candidates(p, scan.as_ref());
+    let mut query_vec = query_vec.map(<[f32]>::to_vec);
     // Every candidate `fuse` scores is a lexical match or one of these semantic ones.
     let (priors, other_side) = if p.fusion == Fusion::Weighted {
         let mut intent = QueryIntent::of(&p.query, chrono::Utc::now());
-        intent.read_the_candidates(
-            snap,
-            lex_sorted
-                .iter()
-                .map(|(m, _)| *m)
-                .chain(best_semantic.iter().copied()),
-        );
+        let read = |intent: &mut QueryIntent, semantic: &[u32]| {
+            let lexical = lex_sorted.iter().map(|(m, _)| *m);
+            intent.read_the_candidates(snap, lexical.chain(semantic.iter().copied()))
+        };
+        read(&mut intent, &best_semantic);
+        // The query names a party of the conversation: what it means is scanned for again without the name (see
+        // `QueryIntent::without_parties`), and the new candidates are read again.
+        let unnamed = intent
+            .without_parties(&p.query)
+            .filter(|_| scan.is_some() && !p.without_rules.contains(&Rule::PartiesUnnamed));
+        if let (Some(e), Some(text)) = (embedder, unnamed) {
+            match e.embed_chunked(&[&text], 1) {
+                Ok(v) if v.first().is_some_and(|c| !c.is_empty()) => {
+                    let v = v[0][0];
+                    scan = Some(scan::SemanticScan::run(snap, &v, ok, p.exact_scan));
+                    query_vec = Some(v.to_vec());
+                    (sem_rank, best_semantic) = semantic_candidates(p, scan.as_ref());
+                    read(&mut intent, &best_semantic);
+                }
+                Ok(_) => {}
+                // The query's own vector still ranks.
+                Err(err) => tracing::warn!(
+                    "the query without {:?} could not be embedded: {err}",
+                    intent.parties
+                ),
+            }
+        }
         if p.without_rules.contains(&Rule::SaidByTheOther) {
             intent.other_side = None;
         }
@@ -264,6 +289,15 @@ fn rank(
     } else {
         (FxHashMap::default(), None)
     };
+    let lex_rank = if p.fusion == Fusion::Rrf {
+        lex_sorted
+            .iter()
+            .enumerate()
+            .map(|(r, (m, _))| (*m, r))
+            .collect()
+    } else {
+        FxHashMap::default()
+    };
     let ev = Evidence {
         lexical,
         lex_sorted,
@@ -276,7 +310,7 @@ fn rank(
     let mut out = ev.fuse(snap, p, ok, scan.as_ref().map_or(&[], |sc| &sc.best));
     // The best hits, and the messages whose score they inherit a share of, are re-scored from the exact vectors
     // and everything is ranked again (the int8 scores of the rest are within a few thousandths).
-    if let (Some(q), Some(sc)) = (query_vec, scan.as_mut())
+    if let (Some(q), Some(sc)) = (query_vec.as_deref(), scan.as_mut())
         && !p.exact_scan
     {
         for s in out.iter().take(RESCORED) {
@@ -415,7 +449,12 @@ pub fn search(
     p: &SearchParams,
 ) -> Result<SearchResponse, SearchError> {
     p.validate()?;
-    search_with_vector(snap, query_vector(embedder, p)?.as_ref(), p)
+    search_with_vector(
+        snap,
+        query_vector(embedder, p)?.as_ref(),
+        embedder.map(|e| e as &dyn ChunkEmbedder),
+        p,
+    )
 }
 
 /// The query's vector, when the search uses one (a model, and not `Fusion::Lexical`); apart from [`search`] so
@@ -434,15 +473,17 @@ pub fn query_vector(
 }
 
 /// [`search`] with the query already embedded (`None`: lexical only), so the ranking can be timed apart from
-/// the query embedding.
+/// the query embedding; `embedder` embeds what the search asks again (the query without the names of a
+/// dialogue's parties), `None` when the ranking should use the query's vector alone.
 pub fn search_with_vector(
     snap: &Snapshot,
     query_vec: Option<&crate::embed::Vector>,
+    embedder: Option<&dyn ChunkEmbedder>,
     p: &SearchParams,
 ) -> Result<SearchResponse, SearchError> {
     p.validate()?;
     let ok = eligible(snap, p);
-    let (ranked, lexical_failure) = rank(snap, p, query_vec.map(|v| &v[..]), &ok);
+    let (ranked, lexical_failure) = rank(snap, p, query_vec.map(|v| &v[..]), embedder, &ok);
     let groups = merge_hits(snap, ranked, p.context);
     let total = groups.len();
     let raw_terms = query_terms(&p.query);
