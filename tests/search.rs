@@ -1213,8 +1213,22 @@ fn the_other_party_of_a_dialogue_is_not_the_named_person() {
     let nobody = "What does Zoe paint?";
     assert!((ratio(nobody, &[]) - ratio(nobody, &off)).abs() < 1e-6);
     // Moved down, not cut: the relative floor judges it without the factor, as its window may hold the answer
-    // (its own semantic score, 0.2, is far under the one that keeps a hit by itself).
-    let v = search(&e, "UTC", &[q, "--project", "/w/talk", "--context", "0"]).unwrap();
+    // (its own semantic score, 0.2, is far under the one that keeps a hit by itself). With Ana's name left out of
+    // the query's meaning the user's painting comes nearer and clears the floor anyway, so that rule is off here.
+    let v = search(
+        &e,
+        "UTC",
+        &[
+            q,
+            "--project",
+            "/w/talk",
+            "--context",
+            "0",
+            "--without-rule",
+            "parties-unnamed",
+        ],
+    )
+    .unwrap();
     let best = v["results"][0]["score"].as_f64().unwrap();
     let kept = score_of(&v, "sa-6");
     assert!(
