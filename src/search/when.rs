@@ -95,7 +95,7 @@ const WEEKDAYS: [&str; 7] = [
 ];
 
 /// Whether a query asks when something happened: "When did Ana repaint the fence?", "when was the cache
-/// added", "what year did …", "how long ago …" — not a clause ("when the tests disagreed, which one …").
+/// added", "what year did …", "how long (ago) …" — not a clause ("when the tests disagreed, which one …").
 pub fn asks_when(query: &str) -> bool {
     let q = query.to_lowercase();
     let words: Vec<&str> = q
@@ -110,6 +110,8 @@ pub fn asks_when(query: &str) -> bool {
         ("when", aux) => AUX.contains(&aux),
         ("what" | "which", "year" | "month" | "date" | "day") => true,
         ("long", "ago") => true,
+        // "How long has Ana been painting?": answered by a duration ("for seven years") or a time ("since 2016").
+        ("how", "long") => true,
         _ => false,
     })
 }
@@ -152,9 +154,26 @@ pub fn says_when(text: &[u8]) -> bool {
             w if WEEKDAYS.contains(&w) => true,
             "may" => false,
             w if MONTHS.contains(&w) => true,
+            w if is_count(w) && DURATION_UNITS.contains(&next) => true,
             w => year(w).is_some(),
         }
     })
+}
+
+/// Units of a duration ("for 3 years", "seven months now", "a few weeks"): what answers "how long …".
+const DURATION_UNITS: &[&str] = &[
+    "minute", "minutes", "hour", "hours", "day", "days", "week", "weeks", "month", "months",
+    "year", "years", "decade", "decades",
+];
+
+/// Whether a word counts the unit after it: a number in digits or in words up to twelve, "few", "couple",
+/// "several" ("a" and "an" are left out: "twice a day" says how often, not how long).
+fn is_count(word: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+        "twelve", "few", "couple", "several",
+    ];
+    WORDS.contains(&word) || (word.len() <= 3 && word.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// A month by its name or its usual three-letter (or `sept`) abbreviation: 1 to 12.
@@ -367,6 +386,7 @@ mod tests {
             "when was the retry limit raised",
             "What year did they move to Lisbon?",
             "how long ago did we drop Python 2",
+            "How long has Ana been painting?",
         ] {
             assert!(asks_when(q), "{q}");
         }
@@ -389,6 +409,9 @@ mod tests {
             "It opened in March 2023.",
             "the other day I met her",
             "back in 2019",
+            "I've had them for 3 years now",
+            "Seven years now, and I love it",
+            "it took a few weeks",
         ] {
             assert!(says_when(t.as_bytes()), "{t}");
         }
@@ -397,6 +420,8 @@ mod tests {
             "You may want to restart the server.",
             "this function returns 404 after 3 retries",
             "the day after the release",
+            "I walk the dog twice a day",
+            "one of the days I will",
         ] {
             assert!(!says_when(t.as_bytes()), "{t}");
         }
