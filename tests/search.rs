@@ -177,20 +177,22 @@ fn chat(claude: &Path, cwd: &str, session: &str, texts: &[&str]) {
     write(claude, cwd, session, &lines);
 }
 
-/// The score of message `uuid` in a search response (0 when it is not a hit).
-fn score_of(v: &Value, uuid: &str) -> f64 {
+/// The result whose hit is message `uuid` in a search response.
+fn hit_of<'a>(v: &'a Value, uuid: &str) -> Option<&'a Value> {
     v["results"]
         .as_array()
         .unwrap()
         .iter()
         .find(|r| r["matched_message"]["uuid"] == uuid)
-        .map(|r| r["score"].as_f64().unwrap())
-        .unwrap_or(0.0)
 }
 
-/// The score of message `a` over that of message `b` for query `q` in project `/w/talk` (no context, no relative
-/// floor), with `extra` search arguments: how a rule moves one message against another.
-fn talk_ratio(e: &Env, q: &str, extra: &[&str], a: &str, b: &str) -> f64 {
+/// The score of message `uuid` in a search response (0 when it is not a hit).
+fn score_of(v: &Value, uuid: &str) -> f64 {
+    hit_of(v, uuid).map_or(0.0, |r| r["score"].as_f64().unwrap())
+}
+
+/// The answer to query `q` in project `/w/talk` (no context, no relative floor), with `extra` search arguments.
+fn talk(e: &Env, q: &str, extra: &[&str]) -> Value {
     let mut args = vec![
         q,
         "--project",
@@ -201,7 +203,13 @@ fn talk_ratio(e: &Env, q: &str, extra: &[&str], a: &str, b: &str) -> f64 {
         "0",
     ];
     args.extend_from_slice(extra);
-    let v = search(e, "UTC", &args).unwrap();
+    search(e, "UTC", &args).unwrap()
+}
+
+/// The score of message `a` over that of message `b` for query `q` in project `/w/talk` (see [`talk`]): how a
+/// rule moves one message against another.
+fn talk_ratio(e: &Env, q: &str, extra: &[&str], a: &str, b: &str) -> f64 {
+    let v = talk(e, q, extra);
     score_of(&v, a) / score_of(&v, b)
 }
 
@@ -1239,12 +1247,7 @@ fn the_other_party_of_a_dialogue_is_not_the_named_person() {
 
 /// The cosine of message `uuid` with the query in a search response (`None` when it is not a hit).
 fn semantic_of(v: &Value, uuid: &str) -> Option<f64> {
-    v["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["matched_message"]["uuid"] == uuid)
-        .map(|r| r["scores"]["semantic"].as_f64().unwrap())
+    hit_of(v, uuid).map(|r| r["scores"]["semantic"].as_f64().unwrap())
 }
 
 #[test]
@@ -1266,19 +1269,7 @@ fn a_partys_name_is_left_out_of_what_the_query_means() {
         ],
     );
     let e = indexed(tmp);
-    let cosine = |q: &str, extra: &[&str]| {
-        let mut args = vec![
-            q,
-            "--project",
-            "/w/talk",
-            "--context",
-            "0",
-            "--relative-floor",
-            "0",
-        ];
-        args.extend_from_slice(extra);
-        semantic_of(&search(&e, "UTC", &args).unwrap(), "sa-7")
-    };
+    let cosine = |q: &str, extra: &[&str]| semantic_of(&talk(&e, q, extra), "sa-7");
     let off = ["--without-rule", "parties-unnamed"];
     // Ana is addressed three times: she is a party, and her own words never say "Ana".
     let q = "What does Ana paint?";

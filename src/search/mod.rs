@@ -166,6 +166,19 @@ fn lexical_matches(snap: &Snapshot, p: &SearchParams, ok: &[bool]) -> LexicalMat
 /// re-scored exactly from the f32 rows and ranked again.
 const RESCORED: usize = 200;
 
+/// Each message's place in `sorted` (best first) when the fusion is by rank, which needs every message's rank;
+/// empty for the other fusions.
+fn rrf_ranks(p: &SearchParams, sorted: &[(u32, f32)]) -> FxHashMap<u32, usize> {
+    if p.fusion != Fusion::Rrf {
+        return FxHashMap::default();
+    }
+    sorted
+        .iter()
+        .enumerate()
+        .map(|(r, (m, _))| (*m, r))
+        .collect()
+}
+
 /// The best semantic candidates of a scan, without sorting every message: their ranks (rank fusion only) and the
 /// messages, best first. Rank fusion ranks them all; the other fusions need only those that can clear the
 /// threshold (less a margin for the int8 scan's error), at most [`SEMANTIC_CANDIDATES`].
@@ -194,15 +207,7 @@ fn semantic_candidates(
         sem_top.truncate(SEMANTIC_CANDIDATES);
     }
     sem_top.sort_by(by_score);
-    let ranks = if p.fusion == Fusion::Rrf {
-        sem_top
-            .iter()
-            .enumerate()
-            .map(|(r, (m, _))| (*m, r))
-            .collect()
-    } else {
-        FxHashMap::default()
-    };
+    let ranks = rrf_ranks(p, &sem_top);
     let best = sem_top
         .iter()
         .take(SEMANTIC_CANDIDATES)
@@ -289,15 +294,7 @@ fn rank(
     } else {
         (FxHashMap::default(), None)
     };
-    let lex_rank = if p.fusion == Fusion::Rrf {
-        lex_sorted
-            .iter()
-            .enumerate()
-            .map(|(r, (m, _))| (*m, r))
-            .collect()
-    } else {
-        FxHashMap::default()
-    };
+    let lex_rank = rrf_ranks(p, &lex_sorted);
     let ev = Evidence {
         lexical,
         lex_sorted,
