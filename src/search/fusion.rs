@@ -33,9 +33,10 @@ impl Evidence {
     /// answer is often right before or after it (the question it asks, the reaction to it) and its context window
     /// shows that.
     pub(super) fn floor_score(&self, snap: &Snapshot, s: &Scored) -> f32 {
-        let demoted = self.other_side.is_some()
-            && self.priors.contains_key(&s.message)
-            && self.other_side == Some(super::prior::Side::of(snap, s.message as usize));
+        let demoted = self.other_side.is_some_and(|side| {
+            self.priors.contains_key(&s.message)
+                && side == super::prior::Side::of(snap, s.message as usize)
+        });
         if demoted {
             s.score / super::prior::SAID_BY_THE_OTHER
         } else {

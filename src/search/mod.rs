@@ -250,7 +250,8 @@ fn rank(
         crate::index::report_damage(&snap.dir, why);
     }
     let (mut sem_rank, mut best_semantic) = semantic_candidates(p, scan.as_ref());
-    let mut query_vec = query_vec.map(<[f32]>::to_vec);
+    // The query's vector without the names of a dialogue's parties, when it names one.
+    let mut unnamed_vec: Option<crate::embed::Vector> = None;
     // Every candidate `fuse` scores is a lexical match or one of these semantic ones.
     let (priors, other_side) = if p.fusion == Fusion::Weighted {
         let mut intent = QueryIntent::of(&p.query, chrono::Utc::now());
@@ -269,7 +270,7 @@ fn rank(
                 Ok(v) if v.first().is_some_and(|c| !c.is_empty()) => {
                     let v = v[0][0];
                     scan = Some(scan::SemanticScan::run(snap, &v, ok, p.exact_scan));
-                    query_vec = Some(v.to_vec());
+                    unnamed_vec = Some(v);
                     (sem_rank, best_semantic) = semantic_candidates(p, scan.as_ref());
                     read(&mut intent, &best_semantic);
                 }
@@ -307,7 +308,8 @@ fn rank(
     let mut out = ev.fuse(snap, p, ok, scan.as_ref().map_or(&[], |sc| &sc.best));
     // The best hits, and the messages whose score they inherit a share of, are re-scored from the exact vectors
     // and everything is ranked again (the int8 scores of the rest are within a few thousandths).
-    if let (Some(q), Some(sc)) = (query_vec.as_deref(), scan.as_mut())
+    let query_vec = unnamed_vec.as_ref().map(|v| &v[..]).or(query_vec);
+    if let (Some(q), Some(sc)) = (query_vec, scan.as_mut())
         && !p.exact_scan
     {
         for s in out.iter().take(RESCORED) {

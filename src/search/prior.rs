@@ -237,14 +237,12 @@ impl QueryIntent {
             .filter(|(_, n)| all >= MIN_ADDRESSING && *n * 5 >= all * 4)
             .map(|(s, _)| s);
     }
-}
 
-impl QueryIntent {
     /// `query` without the names of the conversation's parties ([`Self::parties`]; a possessive `'s` goes with
-    /// the name), or `None` when it names no party or nothing but them. A sentence embedding of "What does Ana paint?" is pulled
-    /// towards every message that says "Ana" — the ones said *to* her — while her own words ("I painted the
-    /// lake at dawn") never name her: on LoCoMo dev, MiniLM's cosine alone finds twice the gold turns in its top
-    /// ten without the speaker's name (docs/search.md, "A party's name").
+    /// the name), or `None` when it names no party or nothing but them. A sentence embedding of "What does Ana
+    /// paint?" is pulled towards every message that says "Ana" — the ones said *to* her — while her own words
+    /// ("I painted the lake at dawn") never name her: on LoCoMo dev, MiniLM's cosine alone finds twice the gold
+    /// turns in its top ten without the speaker's name (docs/search.md, "A party's name").
     pub fn without_parties(&self, query: &str) -> Option<String> {
         if self.parties.is_empty() {
             return None;
@@ -262,8 +260,7 @@ impl QueryIntent {
                 continue;
             }
             let word = &rest[..word_end];
-            let bare = word.strip_suffix("'s").unwrap_or(word).trim_matches('\'');
-            if !self.parties.iter().any(|p| p == bare) {
+            if !self.parties.iter().any(|p| p == bare_name(word)) {
                 out.push_str(word);
             }
             rest = &rest[word_end..];
@@ -323,6 +320,12 @@ pub const SAID_BY_THE_OTHER: f32 = 0.6;
 /// one conversation held out at a time among 0.8, 0.6 and 0.4 (0.6 on three folds of five; docs/search.md).
 pub const ADDRESSES_THE_NAMED: f32 = 0.6;
 
+/// A word of a query as a name: without a possessive `'s` or quotes ("Ben's" → "Ben"), so that [`names_in`] and
+/// [`QueryIntent::without_parties`] read a name alike.
+fn bare_name(word: &str) -> &str {
+    word.strip_suffix("'s").unwrap_or(word).trim_matches('\'')
+}
+
 /// The capitalised words of `query` after its first (a name is capitalised wherever it stands; a question's
 /// first word is capitalised anyway), without a possessive `'s`; all-capitals words (constants, acronyms) are
 /// not names.
@@ -333,7 +336,7 @@ fn names_in(query: &str) -> Vec<String> {
         .filter(|w| !w.is_empty())
         .skip(1)
     {
-        let w = w.strip_suffix("'s").unwrap_or(w).trim_matches('\'');
+        let w = bare_name(w);
         let mut chars = w.chars();
         let named = chars.next().is_some_and(char::is_uppercase)
             && w.chars().count() > 1
