@@ -11,10 +11,11 @@ Units (a message's semantic score is the best of its vectors):
                      (ghola's default)
   + call, by vector  ... and each tool output's vector plus W x the vector of the call that produced it
   + call, as text    ... and each tool output embedded after its call's "Name: summary" line
+  …, win N           (with --windows N) each text and output cut into windows of N words, one vector each
 Lexical documents are the message's rendered text throughout (`+ call in words` also adds the call's line to its
 output's words).
 
-    /tmp/benchvenv/bin/python bench/unit_study.py [--corpus ../shared/corpus] [--work /tmp/unit-study]
+    /tmp/benchvenv/bin/python bench/unit_study.py [--corpus ../shared/corpus] [--work /tmp/unit-study] [--windows 180,90,45]
 
 Sessions are read with `ghola show --json --subagents` (the reader ghola indexes with); vectors come from `ghola
 embed` and are cached in --work.
@@ -38,6 +39,8 @@ ap.add_argument("--work", default="/tmp/unit-study")
 ap.add_argument("--set", choices=["coding", "locomo"], default="coding")
 ap.add_argument("--locomo", default="/tmp/locomo-recall/corpus", help="a copy of ../shared/bench/locomo-dev")
 ap.add_argument("--only", help="comma-separated parts of unit names to run (default: all)")
+ap.add_argument("--windows", default="", help="comma-separated window lengths in words (e.g. 180,90,45): also "
+                "score each text and output cut into such windows, the message's score the best of them")
 a = ap.parse_args()
 work = Path(a.work)
 work.mkdir(parents=True, exist_ok=True)
@@ -117,6 +120,17 @@ for folder in sorted({q["corpus"] for q in questions}) if a.set == "coding" else
             if "text" in kinds:
                 prev_text[conv] = kinds["text"][-300:]
 
+WINS = [int(w) for w in a.windows.split(",") if w]
+
+
+def windows(t, w):
+    """`t` in windows of `w` words, consecutive ones sharing a sixth (a proxy for chunks of word pieces: a
+    window of 180 words is about the 256 word pieces a chunk of ghola's holds)."""
+    ws = t.split()
+    if len(ws) <= w:
+        return [t]
+    step = max(1, w - w // 6)
+    return [" ".join(ws[i:i + w]) for i in range(0, max(1, len(ws) - w // 6), step)]
 # Every distinct text to embed, once.
 texts = {}
 def need(t):
@@ -127,12 +141,18 @@ for folder, ms in messages.items():
         need(m["content"])
         for t in m["kinds"].values():
             need(t)
+            for w in WINS:
+                for x in windows(t, w):
+                    need(x)
         if m["prev"]:
             need(m["prev"])
         if m["title"]:
             need(m["title"])
         for r, call in m["results"]:
             need(r)
+            for w in WINS:
+                for x in windows(r, w):
+                    need(x)
             if call:
                 need(call)
                 need(call + "\n" + r)
@@ -148,34 +168,38 @@ def unit(m, u):
     if u["whole"]:
         return [V(m["content"])]
     out = []
+    W = u.get("win")
+    WS = (lambda t: windows(t, W)) if W else (lambda t: [t])
     for k, t in m["kinds"].items():
         if k == "tool_result" and u["call"] and m["results"]:
             for r, call in m["results"]:
                 if not call:
-                    out.append(V(r))
+                    out.extend(V(x) for x in WS(r))
                 elif u["call"] == "vector":
-                    v = V(r) + u["call_w"] * V(call)
-                    out.append(v / np.linalg.norm(v))
+                    for x in WS(r):
+                        v = V(x) + u["call_w"] * V(call)
+                        out.append(v / np.linalg.norm(v))
                 else:
                     out.append(V(call + "\n" + r))
             continue
-        v = V(t)
-        if k == "text" and u["nb_w"] and m["prev"]:
-            mixed = v + u["nb_w"] * V(m["prev"])
-            mixed = mixed / np.linalg.norm(mixed)
-            if u["nb_extra"]:
-                out.append(mixed)  # beside the message's own vector, not instead of it
-            else:
-                v = mixed
-        out.append(v)
+        for x in WS(t):
+            v = V(x)
+            if k == "text" and u["nb_w"] and m["prev"]:
+                mixed = v + u["nb_w"] * V(m["prev"])
+                mixed = mixed / np.linalg.norm(mixed)
+                if u["nb_extra"]:
+                    out.append(mixed)  # beside the message's own vector, not instead of it
+                else:
+                    v = mixed
+            out.append(v)
     if u["title_w"] and m["title"]:  # the session's title (its first request, or Claude Code's summary) mixed in
         out = [(v + u["title_w"] * V(m["title"])) / np.linalg.norm(v + u["title_w"] * V(m["title"])) for v in out]
     return out
 
 
-def U(name, whole=False, nb_w=0.0, nb_extra=False, call=None, call_w=0.0, title_w=0.0):
+def U(name, whole=False, nb_w=0.0, nb_extra=False, call=None, call_w=0.0, title_w=0.0, win=None):
     return name, {"whole": whole, "nb_w": nb_w, "nb_extra": nb_extra, "call": call, "call_w": call_w,
-                  "title_w": title_w}
+                  "title_w": title_w, "win": win}
 
 
 UNITS = [U("whole message", whole=True), U("by kind"),
@@ -189,6 +213,8 @@ UNITS = [U("whole message", whole=True), U("by kind"),
          U("+ nb 1.5, call 0.5 (now)", nb_w=1.5, call="vector", call_w=0.5),
          U("+ nb 1.5, call 0.5, title 0.2", nb_w=1.5, call="vector", call_w=0.5, title_w=0.2),
          U("+ nb 1.5, call 0.5, title 0.5", nb_w=1.5, call="vector", call_w=0.5, title_w=0.5)]
+UNITS += [U(f"+ nb 1.5, call 0.5, win {w}", nb_w=1.5, call="vector", call_w=0.5, win=w) for w in WINS]
+UNITS += [U(f"by kind, win {w}", win=w) for w in WINS]
 if a.only:
     UNITS = [u for u in UNITS if any(o in u[0] for o in a.only.split(","))]
 LEXICAL = ["content", "content + call in words", "content + call + title in words"] if a.set == "coding" \

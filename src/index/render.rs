@@ -88,8 +88,34 @@ pub const CALL_MARK: &str = "[call] ";
 /// indexed with the call that produced it — in its words and, by vector, in its meaning (measured on the coding
 /// set, docs/search.md). A read that resumes after a call's message but before its output (an append between
 /// the two, with the output in a later user message than the first) indexes that output alone.
+///
+/// A command or agent run in the background answers "running in background with ID: b1bg01" (or "agentId:
+/// a1agnt"), and what it printed comes later, to a call that names only that id (`BashOutput: bash_1`,
+/// `TaskOutput: b1bg01`). Such a call's line is joined by the line of the call that started the work (`BashOutput:
+/// bash_1 ← Bash: pnpm dev — Start the dev server`), so "what address did the dev server listen on" finds the
+/// output that says it.
 #[derive(Debug, Default)]
-pub struct Calls(HashMap<String, String>);
+pub struct Calls {
+    /// `Name: summary` of each call, by tool_use id.
+    lines: HashMap<String, String>,
+    /// The line of the call that started each background task, by the task's id.
+    started: HashMap<String, String>,
+}
+
+/// What a tool's output says just before the id of work it left running in the background.
+const BACKGROUND_ID_MARKS: [&str; 2] = ["running in background with ID: ", "agentId: "];
+
+/// The id of the background work a tool output reports started, if it reports one.
+fn background_id(output: &str) -> Option<&str> {
+    BACKGROUND_ID_MARKS.iter().find_map(|mark| {
+        let at = output.find(mark)? + mark.len();
+        let rest = &output[at..];
+        let end = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+            .unwrap_or(rest.len());
+        (end > 0).then(|| &rest[..end])
+    })
+}
 
 impl Calls {
     /// Notes the calls `m` makes and returns those whose outputs `m` holds, in order, each once.
@@ -100,13 +126,22 @@ impl Calls {
                 Part::ToolUse {
                     id, name, summary, ..
                 } => {
-                    self.0.insert(id.clone(), format!("{name}: {summary}"));
+                    let line = match self.started.get(summary.trim()) {
+                        Some(start) => format!("{name}: {summary} ← {start}"),
+                        None => format!("{name}: {summary}"),
+                    };
+                    self.lines.insert(id.clone(), line);
                 }
-                Part::ToolResult { tool_use_id, .. } => {
-                    if let Some(call) = self.0.get(tool_use_id)
-                        && !out.contains(call)
-                    {
-                        out.push(call.clone());
+                Part::ToolResult {
+                    tool_use_id, text, ..
+                } => {
+                    if let Some(call) = self.lines.get(tool_use_id) {
+                        if let Some(task) = background_id(text) {
+                            self.started.insert(task.to_string(), call.clone());
+                        }
+                        if !out.contains(call) {
+                            out.push(call.clone());
+                        }
                     }
                 }
                 _ => {}
@@ -323,6 +358,69 @@ mod tests {
         let (content, _, chunks) = render(&message(Role::User, vec![output("t9", "ok")]), &[]);
         assert_eq!(content, "[tool result] ok");
         assert_eq!(chunks, [(ChunkKind::ToolResult, "ok".to_string())]);
+    }
+
+    #[test]
+    fn what_background_work_printed_is_indexed_with_the_call_that_started_it() {
+        let mut calls = Calls::default();
+        let said = |calls: &mut Calls, parts| calls.behind(&message(Role::Assistant, parts));
+        let heard = |calls: &mut Calls, parts| calls.behind(&message(Role::User, parts));
+        said(
+            &mut calls,
+            vec![call("t1", "Bash", "pnpm dev — Start the dev server")],
+        );
+        heard(
+            &mut calls,
+            vec![output(
+                "t1",
+                "Command running in background with ID: bash_1",
+            )],
+        );
+        said(
+            &mut calls,
+            vec![call("t2", "Task", "Survey the call shapes")],
+        );
+        heard(
+            &mut calls,
+            vec![output(
+                "t2",
+                "Async agent launched successfully.\nagentId: a1agnt (internal ID - do not mention to user.)",
+            )],
+        );
+        said(
+            &mut calls,
+            vec![
+                call("t3", "BashOutput", "bash_1"),
+                call("t4", "TaskOutput", "a1agnt"),
+                call("t5", "BashOutput", "bash_9"),
+            ],
+        );
+        let printed = heard(
+            &mut calls,
+            vec![
+                output("t3", "Network: http://192.168.1.22:3000"),
+                output("t4", "<status>in_progress</status>"),
+                output("t5", "no such shell"),
+            ],
+        );
+        assert_eq!(
+            printed,
+            [
+                "BashOutput: bash_1 ← Bash: pnpm dev — Start the dev server",
+                "TaskOutput: a1agnt ← Task: Survey the call shapes",
+                "BashOutput: bash_9",
+            ]
+        );
+        assert_eq!(
+            background_id("ID: b0be39e. Output is being written to"),
+            None
+        );
+        assert_eq!(
+            background_id(
+                "running in background with ID: b0be39e. Output is being written to: /tmp"
+            ),
+            Some("b0be39e")
+        );
     }
 
     #[test]
