@@ -184,7 +184,7 @@ def unit(m, u):
             continue
         for x in WS(t):
             v = V(x)
-            if k == "text" and u["nb_w"] and m["prev"]:
+            if k == "text" and u["nb_w"] and m["prev"] and len(t) < u["nb_below"]:
                 mixed = v + u["nb_w"] * V(m["prev"])
                 mixed = mixed / np.linalg.norm(mixed)
                 if u["nb_extra"]:
@@ -197,9 +197,9 @@ def unit(m, u):
     return out
 
 
-def U(name, whole=False, nb_w=0.0, nb_extra=False, call=None, call_w=0.0, title_w=0.0, win=None):
+def U(name, whole=False, nb_w=0.0, nb_extra=False, call=None, call_w=0.0, title_w=0.0, win=None, nb_below=1e9):
     return name, {"whole": whole, "nb_w": nb_w, "nb_extra": nb_extra, "call": call, "call_w": call_w,
-                  "title_w": title_w, "win": win}
+                  "title_w": title_w, "win": win, "nb_below": nb_below}
 
 
 UNITS = [U("whole message", whole=True), U("by kind"),
@@ -213,6 +213,8 @@ UNITS = [U("whole message", whole=True), U("by kind"),
          U("+ nb 1.5, call 0.5 (now)", nb_w=1.5, call="vector", call_w=0.5),
          U("+ nb 1.5, call 0.5, title 0.2", nb_w=1.5, call="vector", call_w=0.5, title_w=0.2),
          U("+ nb 1.5, call 0.5, title 0.5", nb_w=1.5, call="vector", call_w=0.5, title_w=0.5)]
+UNITS += [U(f"+ nb 1.5 below {n}, call 0.5", nb_w=1.5, call="vector", call_w=0.5, nb_below=n)
+          for n in (100, 200, 400, 800)]
 UNITS += [U(f"+ nb 1.5, call 0.5, win {w}", nb_w=1.5, call="vector", call_w=0.5, win=w) for w in WINS]
 UNITS += [U(f"by kind, win {w}", win=w) for w in WINS]
 if a.only:

@@ -144,6 +144,21 @@ fn appends_rewrites_and_deletions() {
 }
 
 #[test]
+fn a_long_message_takes_no_neighbour() {
+    let (_tmp, claude, idx) = scratch();
+    let p = session_path(&claude, "l1");
+    fs::create_dir_all(p.parent().unwrap()).unwrap();
+    let long = "a closing summary that says what it is about, at length. ".repeat(12);
+    assert!(long.len() >= ghola::index::render::DEFAULT_NEIGHBOUR_BELOW);
+    let body: String = (0..6).map(|i| line("l1", i, &long)).collect();
+    fs::write(&p, body).unwrap();
+    let s = update(&idx, &claude);
+    // Six long messages alike and none with its neighbour: one chunk text, embedded once and reused five
+    // times (short ones alike make two: the first alone, the rest with a neighbour — see the next test).
+    assert_eq!((s.chunks_embedded, s.chunks_reused), (1, 5), "{s:?}");
+}
+
+#[test]
 fn identical_text_is_embedded_once_and_model_change_reembeds() {
     let (_tmp, claude, idx) = scratch();
     let p = session_path(&claude, "d1");
@@ -539,7 +554,7 @@ fn an_index_of_the_previous_format_is_upgraded_and_keeps_its_archive() {
     write_framed_version(&meta_path, b"GHOLASGM", 1, &encode(&meta)).unwrap();
     let manifest = v1::Manifest {
         generation: 3,
-        model_id: format!("{}+nvec300+call0.5", ghola::embed::MODEL_ID),
+        model_id: format!("{}+nvec300<600+call0.5", ghola::embed::MODEL_ID),
         weights_sha256: ChunkEmbedder::weights_sha256(embedder(), &idx).unwrap(),
         segments: vec![SegmentInfo {
             id: 7,

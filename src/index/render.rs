@@ -54,7 +54,7 @@ pub struct Neighbour {
     /// How much of the neighbour's vector a text chunk's vector takes (1.0, 1.5 and 2.0 measured).
     pub weight: f32,
     /// The neighbour goes only in front of a message whose own text is shorter than this many characters
-    /// (default: every message): a long message stands alone, and the neighbour only costs embedding time.
+    /// (`usize::MAX`: every message): a long message says what it is about, and its neighbour only blurs it.
     pub below: usize,
     /// How much of the vector of the call that produced a tool's output joins the output's vector (0: the
     /// output is indexed alone, without its call's words either; see [`Calls`]).
@@ -66,7 +66,7 @@ impl Default for Neighbour {
         Neighbour {
             chars: 300,
             weight: DEFAULT_NEIGHBOUR_WEIGHT,
-            below: usize::MAX,
+            below: DEFAULT_NEIGHBOUR_BELOW,
             call_weight: DEFAULT_CALL_WEIGHT,
         }
     }
@@ -74,6 +74,13 @@ impl Default for Neighbour {
 
 /// The neighbour weight chosen on the LoCoMo dev set.
 pub const DEFAULT_NEIGHBOUR_WEIGHT: f32 = 1.5;
+
+/// Messages whose own text is this long or longer take no neighbour: a task's closing summary or a long
+/// explanation is about itself, and 1.5 × the previous message's tail pulled its vector away from it ("13
+/// Different Musical Scales…" met "how many kinds of scales…" at cosine 0.33 alone, 0.14 with its neighbour).
+/// Chosen with one history held out at a time on the coding set and LoCoMo (docs/search.md, "A long message
+/// stands alone"): LoCoMo's turns are nearly all shorter, and keep theirs.
+pub const DEFAULT_NEIGHBOUR_BELOW: usize = 600;
 
 /// The weight of a tool output's call, chosen with one corpus folder of the coding set held out at a time
 /// (docs/search.md: 0.5 and 1.0 measured, 0.5 chosen on five of six folds).

@@ -418,7 +418,7 @@ impl<'a> Writer<'a> {
                 .iter()
                 .find(|(k, _)| *k == ChunkKind::Text)
                 .map(|(_, t)| t.clone());
-            // Counting characters only when a limit is set: by default every message takes its neighbour.
+            // A long message takes no neighbour (`Neighbour::below`); `usize::MAX` counts nothing.
             let Neighbour { chars, below, .. } = self.neighbour;
             let short = below == usize::MAX
                 || own_text
