@@ -121,6 +121,7 @@ for folder in sorted({q["corpus"] for q in questions}) if a.set == "coding" else
                 prev_text[conv] = kinds["text"][-300:]
 
 WINS = [int(w) for w in a.windows.split(",") if w]
+TAIL_FROM, TAIL_CHARS = 1500, 1000  # an output longer than this may also be represented by its last characters
 
 
 def windows(t, w):
@@ -150,6 +151,8 @@ for folder, ms in messages.items():
             need(m["title"])
         for r, call in m["results"]:
             need(r)
+            if len(r) > TAIL_FROM:
+                need(r[-TAIL_CHARS:])
             for w in WINS:
                 for x in windows(r, w):
                     need(x)
@@ -176,7 +179,7 @@ def unit(m, u):
                 if not call:
                     out.extend(V(x) for x in WS(r))
                 elif u["call"] == "vector":
-                    for x in WS(r):
+                    for x in WS(r) + ([r[-TAIL_CHARS:]] if u["tail"] and len(r) > TAIL_FROM else []):
                         v = V(x) + u["call_w"] * V(call)
                         out.append(v / np.linalg.norm(v))
                 else:
@@ -197,9 +200,9 @@ def unit(m, u):
     return out
 
 
-def U(name, whole=False, nb_w=0.0, nb_extra=False, call=None, call_w=0.0, title_w=0.0, win=None, nb_below=1e9):
+def U(name, whole=False, nb_w=0.0, nb_extra=False, call=None, call_w=0.0, title_w=0.0, win=None, nb_below=1e9, tail=False):
     return name, {"whole": whole, "nb_w": nb_w, "nb_extra": nb_extra, "call": call, "call_w": call_w,
-                  "title_w": title_w, "win": win, "nb_below": nb_below}
+                  "title_w": title_w, "win": win, "nb_below": nb_below, "tail": tail}
 
 
 UNITS = [U("whole message", whole=True), U("by kind"),
@@ -215,6 +218,9 @@ UNITS = [U("whole message", whole=True), U("by kind"),
          U("+ nb 1.5, call 0.5, title 0.5", nb_w=1.5, call="vector", call_w=0.5, title_w=0.5)]
 UNITS += [U(f"+ nb 1.5 below {n}, call 0.5", nb_w=1.5, call="vector", call_w=0.5, nb_below=n)
           for n in (100, 200, 400, 800)]
+UNITS += [U("+ nb 1.5 below 600, call 0.5", nb_w=1.5, call="vector", call_w=0.5, nb_below=600),
+          U("+ nb 1.5 below 600, call 0.5, output's tail", nb_w=1.5, call="vector", call_w=0.5, nb_below=600,
+            tail=True)]
 UNITS += [U(f"+ nb 1.5, call 0.5, win {w}", nb_w=1.5, call="vector", call_w=0.5, win=w) for w in WINS]
 UNITS += [U(f"by kind, win {w}", win=w) for w in WINS]
 if a.only:
