@@ -112,10 +112,24 @@ pub struct Calls {
 /// What a tool's output says just before the id of work it left running in the background.
 const BACKGROUND_ID_MARKS: [&str; 2] = ["running in background with ID: ", "agentId: "];
 
-/// The id of the background work a tool output reports started, if it reports one.
+/// How far into a tool's output the report of background work is looked for: it is the output's first line or
+/// second ("Async agent launched successfully.\nagentId: …"), never deep in a file that happens to say
+/// `agentId: string`.
+const BACKGROUND_REPORT_BYTES: usize = 200;
+
+/// The id of the background work a tool output reports started, if it reports one (a mark at the start of one
+/// of its first lines).
 fn background_id(output: &str) -> Option<&str> {
+    let mut end = BACKGROUND_REPORT_BYTES.min(output.len());
+    while !output.is_char_boundary(end) {
+        end -= 1;
+    }
+    let head = &output[..end];
     BACKGROUND_ID_MARKS.iter().find_map(|mark| {
-        let at = output.find(mark)? + mark.len();
+        let at =
+            head.match_indices(mark).map(|(i, _)| i).find(|&i| {
+                i == 0 || head[..i].ends_with('\n') || head[..i].ends_with("Command ")
+            })? + mark.len();
         let rest = &output[at..];
         let end = rest
             .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
@@ -421,6 +435,16 @@ mod tests {
         assert_eq!(
             background_id("ID: b0be39e. Output is being written to"),
             None
+        );
+        assert_eq!(
+            background_id("export type Task = { agentId: string }"),
+            None,
+            "a file that names the field is no report"
+        );
+        assert_eq!(
+            background_id(&format!("x{}\nagentId: a1", "é".repeat(150))),
+            None,
+            "only the head is read, cut at a character boundary"
         );
         assert_eq!(
             background_id(
