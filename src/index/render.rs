@@ -27,13 +27,17 @@ pub fn cut_content(content: &mut String) {
 
 /// Cuts `content` to at most `max` bytes, at a character boundary.
 fn cut_to(content: &mut String, max: usize) {
-    if content.len() > max {
-        let mut cut = max;
-        while !content.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        content.truncate(cut);
+    let keep = head(content, max).len();
+    content.truncate(keep);
+}
+
+/// The longest start of `s` of at most `max` bytes that ends at a character boundary.
+fn head(s: &str, max: usize) -> &str {
+    let mut end = max.min(s.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
     }
+    &s[..end]
 }
 
 /// Joins the neighbour text and a message's own text in a text chunk. The embedding step splits them again: the
@@ -120,11 +124,7 @@ const BACKGROUND_REPORT_BYTES: usize = 200;
 /// The id of the background work a tool output reports started, if it reports one (a mark at the start of one
 /// of its first lines).
 fn background_id(output: &str) -> Option<&str> {
-    let mut end = BACKGROUND_REPORT_BYTES.min(output.len());
-    while !output.is_char_boundary(end) {
-        end -= 1;
-    }
-    let head = &output[..end];
+    let head = head(output, BACKGROUND_REPORT_BYTES);
     BACKGROUND_ID_MARKS.iter().find_map(|mark| {
         let at =
             head.match_indices(mark).map(|(i, _)| i).find(|&i| {
