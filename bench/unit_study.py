@@ -132,6 +132,37 @@ def windows(t, w):
         return [t]
     step = max(1, w - w // 6)
     return [" ".join(ws[i:i + w]) for i in range(0, max(1, len(ws) - w // 6), step)]
+
+
+# "(now)" names the index before 2026-11-28, when every message took its neighbour; it is "below 600" since.
+def U(name, whole=False, nb_w=0.0, nb_extra=False, call=None, call_w=0.0, title_w=0.0, win=None, nb_below=1e9, tail=False):
+    return name, {"whole": whole, "nb_w": nb_w, "nb_extra": nb_extra, "call": call, "call_w": call_w,
+                  "title_w": title_w, "win": win, "nb_below": nb_below, "tail": tail}
+
+
+UNITS = [U("whole message", whole=True), U("by kind"),
+         U("+ neighbour 1.5 (now)", nb_w=1.5), U("+ neighbour 1.0", nb_w=1.0), U("+ neighbour 0.5", nb_w=0.5),
+         U("+ neighbour 0.3", nb_w=0.3), U("+ neighbour 1.5 as 2nd vec", nb_w=1.5, nb_extra=True),
+         U("+ call 0.5", call="vector", call_w=0.5), U("+ call 1.0", call="vector", call_w=1.0),
+         U("+ call as text", call="text"),
+         U("+ nb 1.5, call 1.0", nb_w=1.5, call="vector", call_w=1.0),
+         U("+ nb 0.5, call 1.0", nb_w=0.5, call="vector", call_w=1.0),
+         U("+ nb 1.5 2nd, call 1.0", nb_w=1.5, nb_extra=True, call="vector", call_w=1.0),
+         U("+ nb 1.5, call 0.5 (now)", nb_w=1.5, call="vector", call_w=0.5),
+         U("+ nb 1.5, call 0.5, title 0.2", nb_w=1.5, call="vector", call_w=0.5, title_w=0.2),
+         U("+ nb 1.5, call 0.5, title 0.5", nb_w=1.5, call="vector", call_w=0.5, title_w=0.5)]
+UNITS += [U(f"+ nb 1.5 below {n}, call 0.5", nb_w=1.5, call="vector", call_w=0.5, nb_below=n)
+          for n in (100, 200, 400, 800)]
+UNITS += [U("+ nb 1.5 below 600, call 0.5", nb_w=1.5, call="vector", call_w=0.5, nb_below=600),
+          U("+ nb 1.5 below 600, call 0.5, output's tail", nb_w=1.5, call="vector", call_w=0.5, nb_below=600,
+            tail=True)]
+UNITS += [U(f"+ nb 1.5, call 0.5, win {w}", nb_w=1.5, call="vector", call_w=0.5, win=w) for w in WINS]
+UNITS += [U(f"by kind, win {w}", win=w) for w in WINS]
+if a.only:
+    UNITS = [u for u in UNITS if any(o in u[0] for o in a.only.split(","))]
+TAILS = any(u["tail"] for _, u in UNITS)  # only a unit that uses an output's tail embeds it
+
+
 # Every distinct text to embed, once.
 texts = {}
 def need(t):
@@ -151,7 +182,7 @@ for folder, ms in messages.items():
             need(m["title"])
         for r, call in m["results"]:
             need(r)
-            if len(r) > TAIL_FROM:
+            if TAILS and len(r) > TAIL_FROM:
                 need(r[-TAIL_CHARS:])
             for w in WINS:
                 for x in windows(r, w):
@@ -200,31 +231,6 @@ def unit(m, u):
     return out
 
 
-def U(name, whole=False, nb_w=0.0, nb_extra=False, call=None, call_w=0.0, title_w=0.0, win=None, nb_below=1e9, tail=False):
-    return name, {"whole": whole, "nb_w": nb_w, "nb_extra": nb_extra, "call": call, "call_w": call_w,
-                  "title_w": title_w, "win": win, "nb_below": nb_below, "tail": tail}
-
-
-UNITS = [U("whole message", whole=True), U("by kind"),
-         U("+ neighbour 1.5 (now)", nb_w=1.5), U("+ neighbour 1.0", nb_w=1.0), U("+ neighbour 0.5", nb_w=0.5),
-         U("+ neighbour 0.3", nb_w=0.3), U("+ neighbour 1.5 as 2nd vec", nb_w=1.5, nb_extra=True),
-         U("+ call 0.5", call="vector", call_w=0.5), U("+ call 1.0", call="vector", call_w=1.0),
-         U("+ call as text", call="text"),
-         U("+ nb 1.5, call 1.0", nb_w=1.5, call="vector", call_w=1.0),
-         U("+ nb 0.5, call 1.0", nb_w=0.5, call="vector", call_w=1.0),
-         U("+ nb 1.5 2nd, call 1.0", nb_w=1.5, nb_extra=True, call="vector", call_w=1.0),
-         U("+ nb 1.5, call 0.5 (now)", nb_w=1.5, call="vector", call_w=0.5),
-         U("+ nb 1.5, call 0.5, title 0.2", nb_w=1.5, call="vector", call_w=0.5, title_w=0.2),
-         U("+ nb 1.5, call 0.5, title 0.5", nb_w=1.5, call="vector", call_w=0.5, title_w=0.5)]
-UNITS += [U(f"+ nb 1.5 below {n}, call 0.5", nb_w=1.5, call="vector", call_w=0.5, nb_below=n)
-          for n in (100, 200, 400, 800)]
-UNITS += [U("+ nb 1.5 below 600, call 0.5", nb_w=1.5, call="vector", call_w=0.5, nb_below=600),
-          U("+ nb 1.5 below 600, call 0.5, output's tail", nb_w=1.5, call="vector", call_w=0.5, nb_below=600,
-            tail=True)]
-UNITS += [U(f"+ nb 1.5, call 0.5, win {w}", nb_w=1.5, call="vector", call_w=0.5, win=w) for w in WINS]
-UNITS += [U(f"by kind, win {w}", win=w) for w in WINS]
-if a.only:
-    UNITS = [u for u in UNITS if any(o in u[0] for o in a.only.split(","))]
 LEXICAL = ["content", "content + call in words", "content + call + title in words"] if a.set == "coding" \
     else ["content", "content + title in words"]
 within = lambda p, project: p == project or p.startswith(project.rstrip("/") + "/")
