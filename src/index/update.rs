@@ -283,12 +283,92 @@ pub fn update_with(
     fs_err::create_dir_all(dir)?;
     let _lock = lock(dir, opts.wait)?;
     let mut summary = UpdateSummary::default();
+    let (survey, manifest) = survey(dir, claude_dir, embedder, &opts, &mut summary);
+    let (mut w, changed, on_disk, appending) =
+        match begin_writing(dir, embedder, &opts, &survey, manifest, summary)? {
+            Writing::UpToDate(mut summary) => {
+                summary.seconds = started.elapsed().as_secs_f64();
+                return Ok(summary);
+            }
+            Writing::Begun {
+                w,
+                changed,
+                on_disk,
+                appending,
+            } => (*w, changed, on_disk, appending),
+        };
+    w.defer_from = opts.defer_from;
+    w.neighbour = opts.neighbour;
+    tracing::debug!(
+        "update: {} path, scanned {:?}",
+        if appending { "append" } else { "full" },
+        started.elapsed()
+    );
+    // Sources that vanished: their messages stay, marked as such in the fingerprints.
+    let mut marked_deleted = false;
+    for f in w.manifest.files.iter_mut() {
+        if !on_disk.contains(&f.path) && !f.deleted {
+            f.deleted = true;
+            marked_deleted = true;
+        }
+    }
+    write_sessions(
+        &mut w,
+        changed,
+        appending,
+        &survey.sources,
+        embedder,
+        &opts,
+        progress,
+    )?;
+    tracing::debug!("update: sessions read {:?}", started.elapsed());
+    w.backfill_archive(&survey.found.sessions);
+    if w.has_pending() || marked_deleted {
+        w.publish(embedder)?;
+    }
+    tracing::debug!("update: published {:?}", started.elapsed());
+    if opts.merge || w.manifest.segments.len() > MAX_UNMERGED {
+        w.merge_while_needed()?;
+    }
+    // Every update, not only one that published: a file a reader still had mapped when its segment was
+    // retired cannot be deleted on Windows, and goes at the first update after the reader let go.
+    remove_unreferenced(dir, &w.manifest);
+    if survey.map_from_scratch {
+        super::file_map::after_first_update(dir);
+    }
+    tracing::debug!("update: done {:?}", started.elapsed());
+    w.summary.seconds = started.elapsed().as_secs_f64();
+    Ok(w.summary)
+}
+
+/// What an update found before writing anything (see [`survey`]).
+struct Survey {
+    /// Every session's files, here and on synced machines, less forgotten ones (plus archived-only ones when the
+    /// full path will run).
+    found: transcript::Discovery,
+    /// Where transcripts are read from: disk, else the archive.
+    sources: transcript::source::Sources,
+    /// Files only the archive still has, with their archived size.
+    archived_only: HashMap<String, u64>,
+    /// The file map is being rebuilt from scratch by this update.
+    map_from_scratch: bool,
+}
+
+/// The first phase of an update: upgrades an old index, discovers every transcript, reads the manifest when the
+/// index is sound (`None`: the full path runs), checks the archive for `--verify`, and leaves forgotten sessions
+/// out. One discovery, one manifest read and one soundness check serve the freshness check and the update.
+fn survey(
+    dir: &Path,
+    claude_dir: &Path,
+    embedder: Option<&dyn ChunkEmbedder>,
+    opts: &UpdateOptions,
+    summary: &mut UpdateSummary,
+) -> (Survey, Option<Manifest>) {
     match super::migrate::upgrade(dir) {
         Ok(upgraded) => summary.upgraded = upgraded,
         // A damaged old index goes the way of any damaged index: set aside by the full path, rebuilt.
         Err(e) => tracing::warn!("cannot upgrade the index: {e}"),
     }
-    // One discovery, one manifest read and one soundness check serve the freshness check and the update.
     let mut found =
         transcript::source::discover_everywhere(claude_dir, &super::machines::list(dir));
     let manifest = read_manifest(dir)
@@ -301,7 +381,7 @@ pub fn update_with(
     // Its state is read once for both this and `--verify`.
     let archive = (opts.verify || manifest.is_none()).then(|| super::archive::Archive::open(dir));
     if opts.verify {
-        verify_archive(archive.as_ref(), &mut summary);
+        verify_archive(archive.as_ref(), summary);
     }
     // A file gone from disk since discovery, or known only to the archive, is read from the archive.
     let sources = super::archive::sources(dir);
@@ -318,11 +398,44 @@ pub fn update_with(
     }
     // The file map: rebuilt first for an index older than it (or found damaged); a new one is built as read.
     let map_from_scratch = super::file_map::before_update(dir, claude_dir, &sources, &forgotten);
-    // The append path needs a sound index and no file that must be re-read whole. The same scan (one `stat`
-    // per transcript) is the freshness check: nothing changed or vanished means nothing to open.
+    let survey = Survey {
+        found,
+        sources,
+        archived_only,
+        map_from_scratch,
+    };
+    (survey, manifest)
+}
+
+/// How an update goes on after its [`survey`]: nothing changed, or a writer and the sessions it must read.
+enum Writing<'a> {
+    /// Nothing changed or vanished: nothing to open (the summary counts the files seen).
+    UpToDate(UpdateSummary),
+    Begun {
+        /// Boxed: a writer is large beside a summary.
+        w: Box<Writer<'a>>,
+        changed: Vec<super::changes::Changed<'a>>,
+        /// Every transcript path on disk.
+        on_disk: HashSet<String>,
+        /// The append path (else the full path, which rebuilds the index beside the old one).
+        appending: bool,
+    },
+}
+
+/// Chooses the path: the append path needs a sound index and no file that must be re-read whole. The same scan
+/// (one `stat` per transcript) is the freshness check.
+fn begin_writing<'a>(
+    dir: &'a Path,
+    embedder: Option<&dyn ChunkEmbedder>,
+    opts: &UpdateOptions,
+    survey: &'a Survey,
+    manifest: Option<Manifest>,
+    mut summary: UpdateSummary,
+) -> Result<Writing<'a>, IndexError> {
+    let sessions = &survey.found.sessions;
     let appendable = manifest.as_ref().and_then(|m| {
         let mut scanned = UpdateSummary::default();
-        let (changed, on_disk) = scan(&found.sessions, Some(m), &archived_only, &mut scanned);
+        let (changed, on_disk) = scan(sessions, Some(m), &survey.archived_only, &mut scanned);
         let ok = changed.iter().all(|c| {
             c.changes
                 .iter()
@@ -330,20 +443,16 @@ pub fn update_with(
         });
         ok.then_some((changed, on_disk, scanned.files_seen))
     });
-    if let (Some((changed, on_disk, files_seen)), Some(m)) = (&appendable, &manifest)
-        && changed.is_empty()
-        && m.files
-            .iter()
-            .all(|f| f.deleted || on_disk.contains(&f.path))
-    {
-        summary.files_seen = *files_seen;
-        summary.seconds = started.elapsed().as_secs_f64();
-        return Ok(summary);
-    }
-    let appending = appendable.is_some();
-    let (mut w, changed, on_disk) = match (appendable, manifest) {
+    match (appendable, manifest) {
         (Some((changed, on_disk, files_seen)), Some(m)) => {
             summary.files_seen = files_seen;
+            if changed.is_empty()
+                && m.files
+                    .iter()
+                    .all(|f| f.deleted || on_disk.contains(&f.path))
+            {
+                return Ok(Writing::UpToDate(summary));
+            }
             // Bytes to read, from the fingerprints: a big append (a server started after a day's work) gets the
             // lexical writer of a big batch.
             let grown: u64 = changed
@@ -356,43 +465,48 @@ pub fn update_with(
                 })
                 .sum();
             let big = grown > BIG_BATCH_BYTES;
-            (
-                append_writer(dir, m, summary, big, ArchiveCopy::of(&opts))?,
+            let w = append_writer(dir, m, summary, big, ArchiveCopy::of(opts))?;
+            Ok(Writing::Begun {
+                w: Box::new(w),
                 changed,
                 on_disk,
-            )
+                appending: true,
+            })
         }
         _ => {
-            let mut w = full_writer(dir, embedder, &opts, summary)?;
+            let mut w = full_writer(dir, embedder, opts, summary)?;
             let (changed, on_disk) = scan(
-                &found.sessions,
+                sessions,
                 Some(&w.manifest),
-                &archived_only,
+                &survey.archived_only,
                 &mut w.summary,
             );
-            (w, changed, on_disk)
-        }
-    };
-    w.defer_from = opts.defer_from;
-    w.neighbour = opts.neighbour;
-    tracing::debug!(
-        "update: {} path, scanned {:?}",
-        if appending { "append" } else { "full" },
-        started.elapsed()
-    );
-    // Sources that vanished: their messages stay, marked as such in the fingerprints.
-    let mut marked_deleted = false;
-    for f in w.manifest.files.iter_mut() {
-        if !on_disk.contains(&f.path) && !f.deleted {
-            f.deleted = true;
-            marked_deleted = true;
+            Ok(Writing::Begun {
+                w: Box::new(w),
+                changed,
+                on_disk,
+                appending: false,
+            })
         }
     }
+}
+
+/// Reads every changed session into the writer, publishing (and merging) every `publish_every` messages so that
+/// a long first index is searchable as it goes.
+fn write_sessions(
+    w: &mut Writer<'_>,
+    changed: Vec<super::changes::Changed<'_>>,
+    appending: bool,
+    sources: &transcript::source::Sources,
+    embedder: Option<&dyn ChunkEmbedder>,
+    opts: &UpdateOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(), IndexError> {
     let total = changed.len();
     let mut indexed = 0;
     for (done, c) in changed.into_iter().enumerate() {
         let p = plan_session(c.files, c.changes, appending);
-        let session = transcript::load_session_from(&sources, c.files, &p.plan);
+        let session = transcript::load_session_from(sources, c.files, &p.plan);
         w.summary.credentials_hidden += session.secrets_hidden.total();
         indexed += w.add_session(c.files, &session, &p.resumes, p.states, p.rewritten);
         if w.pending_messages() >= opts.publish_every {
@@ -407,24 +521,7 @@ pub fn update_with(
             messages_indexed: indexed,
         });
     }
-    tracing::debug!("update: sessions read {:?}", started.elapsed());
-    w.backfill_archive(&found.sessions);
-    if w.has_pending() || marked_deleted {
-        w.publish(embedder)?;
-    }
-    tracing::debug!("update: published {:?}", started.elapsed());
-    if opts.merge || w.manifest.segments.len() > MAX_UNMERGED {
-        w.merge_while_needed()?;
-    }
-    // Every update, not only one that published: a file a reader still had mapped when its segment was
-    // retired cannot be deleted on Windows, and goes at the first update after the reader let go.
-    remove_unreferenced(dir, &w.manifest);
-    if map_from_scratch {
-        super::file_map::after_first_update(dir);
-    }
-    tracing::debug!("update: done {:?}", started.elapsed());
-    w.summary.seconds = started.elapsed().as_secs_f64();
-    Ok(w.summary)
+    Ok(())
 }
 
 /// Checks every archived frame (`--verify`), recording the count or the damage in `summary`.

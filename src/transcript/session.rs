@@ -1,7 +1,7 @@
 //! A whole session: its messages (split assistant entries merged), compaction windows, subagents, title,
 //! and project, assembled from the files [`discover`](super::discover) found.
 
-use super::discover::{SessionFiles, SubagentLayout};
+use super::discover::{SessionFiles, SubagentFile, SubagentLayout};
 use super::entry::RawEntry;
 use super::message::{Message, Part, Role, parts_of};
 use super::reader::{EntryAt, FileReport, read_entries};
@@ -119,6 +119,67 @@ pub fn load_session(src: &Sources, files: &SessionFiles) -> Session {
 /// Reads what `plan` asks of one session's files: a resumed read yields the messages that start at or after each
 /// file's start offset, with windows and boundaries continuing from the plan's.
 pub fn load_session_from(src: &Sources, files: &SessionFiles, plan: &ReadPlan) -> Session {
+    let mut read = read_files(src, files, plan);
+    let project = plan.project.clone().unwrap_or_else(|| {
+        read.main
+            .iter()
+            .flat_map(|(e, _)| e.iter())
+            .chain(read.subagents.iter().flat_map(|(_, e)| e.iter()))
+            .find_map(|e| e.entry.cwd.clone().filter(|c| !c.is_empty()))
+            .map(|cwd| src.project_as_here(&files.project_dir, &cwd))
+            .unwrap_or_else(|| dir_name(&files.project_dir))
+    });
+    let ctx = Context {
+        session_id: &files.session_id,
+        project: &project,
+        redact: !src.reveals(),
+        hidden: std::cell::RefCell::default(),
+    };
+    let main_read = read.main.is_some();
+    let (entries, window) = read.main.take().unwrap_or_default();
+    let mut main = assemble_main(&entries, window, plan.boundaries.clone(), &ctx);
+    if main_read {
+        read.statuses[0].report.unknown_blocks += main.unknown_blocks;
+    }
+    let first_sub = usize::from(main_read);
+    for (i, (sub, entries)) in read.subagents.iter().enumerate() {
+        let (agent, unknown_blocks) = assemble_subagent(sub, entries, &main.boundaries, &ctx);
+        read.statuses[first_sub + i].report.unknown_blocks += unknown_blocks;
+        main.subagents.push(agent);
+    }
+    let uuids: std::collections::HashSet<&str> =
+        main.messages.iter().map(|m| m.uuid.as_str()).collect();
+    let title = main
+        .title
+        .resolve(&uuids)
+        .or_else(|| untitled(&main.messages, &main.subagents));
+    let (title, secrets_hidden) = ctx.finish(title);
+    Session {
+        session_id: files.session_id.clone(),
+        project,
+        project_dir: files.project_dir.clone(),
+        machine: src.machine_of(&files.project_dir),
+        title,
+        messages: main.messages,
+        subagents: main.subagents,
+        windows: main.window + 1,
+        boundaries: main.boundaries,
+        files: read.statuses,
+        archived: files.archived,
+        secrets_hidden,
+    }
+}
+
+/// What [`read_files`] read of one session: each file's status (main first), the main transcript's entries with
+/// the compaction window its read starts in, and each subagent file's entries.
+struct SessionRead<'f> {
+    statuses: Vec<FileStatus>,
+    main: Option<(Vec<EntryAt>, u32)>,
+    subagents: Vec<(&'f SubagentFile, Vec<EntryAt>)>,
+}
+
+/// The reading phase of [`load_session_from`]: every file the plan does not skip, from its start offset.
+fn read_files<'f>(src: &Sources, files: &'f SessionFiles, plan: &ReadPlan) -> SessionRead<'f> {
     let start_of = |p: &Path| -> Option<Start> {
         match plan.starts.get(p) {
             Some(s) => *s,
@@ -129,59 +190,57 @@ pub fn load_session_from(src: &Sources, files: &SessionFiles, plan: &ReadPlan) -
         }
     };
     let mut statuses = Vec::new();
-    let mut main_entries = Vec::new();
-    let mut window = 0u32;
-    if let Some(path) = &files.main
-        && let Some(start) = start_of(path)
-    {
+    let mut read_one = |path: &Path, start: Start| {
         let (entries, outcome) = read_entries(src, path, start.offset);
-        main_entries = entries;
-        window = start.window;
         statuses.push(FileStatus {
-            path: path.clone(),
+            path: path.to_path_buf(),
             start: start.offset,
             consumed: outcome.consumed,
             report: outcome.report,
         });
-    }
-    let main_read = !statuses.is_empty();
-    let mut sub_entries = Vec::new();
-    for sub in &files.subagents {
-        let Some(start) = start_of(&sub.path) else {
-            continue;
-        };
-        let (entries, outcome) = read_entries(src, &sub.path, start.offset);
-        statuses.push(FileStatus {
-            path: sub.path.clone(),
-            start: start.offset,
-            consumed: outcome.consumed,
-            report: outcome.report,
-        });
-        sub_entries.push((sub, entries));
-    }
-
-    let project = plan.project.clone().unwrap_or_else(|| {
-        main_entries
-            .iter()
-            .chain(sub_entries.iter().flat_map(|(_, e)| e.iter()))
-            .find_map(|e| e.entry.cwd.clone().filter(|c| !c.is_empty()))
-            .map(|cwd| src.project_as_here(&files.project_dir, &cwd))
-            .unwrap_or_else(|| dir_name(&files.project_dir))
-    });
-
-    let ctx = Context {
-        session_id: &files.session_id,
-        project: &project,
-        redact: !src.reveals(),
-        hidden: std::cell::RefCell::default(),
+        entries
     };
-    let mut report_sink = FileReport::default();
+    let main = files
+        .main
+        .as_deref()
+        .and_then(|path| start_of(path).map(|start| (read_one(path, start), start.window)));
+    let subagents = files
+        .subagents
+        .iter()
+        .filter_map(|sub| start_of(&sub.path).map(|start| (sub, read_one(&sub.path, start))))
+        .collect();
+    SessionRead {
+        statuses,
+        main,
+        subagents,
+    }
+}
+
+/// The main conversation as [`assemble_main`] built it: its messages, the inline (1.0.x) subagents found in it,
+/// the compaction windows and boundaries it ends with, and its title's sources.
+struct MainConversation {
+    messages: Vec<Message>,
+    subagents: Vec<Subagent>,
+    window: u32,
+    boundaries: Vec<Option<DateTime<Utc>>>,
+    title: Title,
+    unknown_blocks: u64,
+}
+
+/// Builds the main conversation from its entries: compaction boundaries open windows, titles are collected, and
+/// a 1.0.x inline subagent (a chain rooted at a sidechain entry with no sidechain parent) becomes a subagent.
+fn assemble_main(
+    entries: &[EntryAt],
+    mut window: u32,
+    mut boundaries: Vec<Option<DateTime<Utc>>>,
+    ctx: &Context,
+) -> MainConversation {
+    let mut sink = FileReport::default();
     let mut main = Builder::default();
     let mut inline: Vec<(String, Builder)> = Vec::new();
     let mut inline_owner: HashMap<String, usize> = HashMap::new();
-    let mut boundaries = plan.boundaries.clone();
     let mut title = Title::default();
-    for EntryAt { offset, entry } in &main_entries {
+    for EntryAt { offset, entry } in entries {
         match entry.kind.as_str() {
             "system" if entry.subtype.as_deref() == Some("compact_boundary") => {
                 window += 1;
@@ -190,7 +249,6 @@ pub fn load_session_from(src: &Sources, files: &SessionFiles, plan: &ReadPlan) -
             "summary" => title.summary(entry),
             "custom-title" => title.custom = entry.custom_title.clone().or(title.custom.take()),
             "user" | "assistant" if entry.is_sidechain == Some(true) => {
-                // 1.0.x inline subagent: a chain rooted at a sidechain entry with no (sidechain) parent.
                 let owner = entry
                     .parent_uuid
                     .as_ref()
@@ -204,24 +262,15 @@ pub fn load_session_from(src: &Sources, files: &SessionFiles, plan: &ReadPlan) -
                     inline_owner.insert(u.clone(), idx);
                 }
                 let agent_id = inline[idx].0.clone();
-                inline[idx].1.push(
-                    *offset,
-                    entry,
-                    window,
-                    Some(&agent_id),
-                    &ctx,
-                    &mut report_sink,
-                );
+                inline[idx]
+                    .1
+                    .push(*offset, entry, window, Some(&agent_id), ctx, &mut sink);
             }
-            "user" | "assistant" => main.push(*offset, entry, window, None, &ctx, &mut report_sink),
+            "user" | "assistant" => main.push(*offset, entry, window, None, ctx, &mut sink),
             _ => {}
         }
     }
-    if let Some(first) = statuses.first_mut().filter(|_| main_read) {
-        first.report.unknown_blocks += report_sink.unknown_blocks;
-    }
-
-    let mut subagents: Vec<Subagent> = inline
+    let subagents = inline
         .into_iter()
         .map(|(agent_id, b)| Subagent {
             agent_id,
@@ -230,45 +279,39 @@ pub fn load_session_from(src: &Sources, files: &SessionFiles, plan: &ReadPlan) -
             messages: b.messages,
         })
         .collect();
-    for (i, (sub, entries)) in sub_entries.iter().enumerate() {
-        let mut sink = FileReport::default();
-        let mut b = Builder::default();
-        for EntryAt { offset, entry } in entries {
-            if matches!(entry.kind.as_str(), "user" | "assistant") {
-                let w = window_at(&boundaries, parse_time(entry.timestamp.as_deref()));
-                b.push(*offset, entry, w, Some(&sub.agent_id), &ctx, &mut sink);
-            }
-        }
-        let status_index = i + usize::from(main_read);
-        statuses[status_index].report.unknown_blocks += sink.unknown_blocks;
-        subagents.push(Subagent {
-            agent_id: sub.agent_id.clone(),
-            agent_type: sub.agent_type.clone(),
-            layout: sub.layout,
-            messages: b.messages,
-        });
-    }
-
-    let uuids: std::collections::HashSet<&str> =
-        main.messages.iter().map(|m| m.uuid.as_str()).collect();
-    let title = title
-        .resolve(&uuids)
-        .or_else(|| untitled(&main.messages, &subagents));
-    let (title, secrets_hidden) = ctx.finish(title);
-    Session {
-        session_id: files.session_id.clone(),
-        project,
-        project_dir: files.project_dir.clone(),
-        machine: src.machine_of(&files.project_dir),
-        title,
+    MainConversation {
         messages: main.messages,
         subagents,
-        windows: window + 1,
+        window,
         boundaries,
-        files: statuses,
-        archived: files.archived,
-        secrets_hidden,
+        title,
+        unknown_blocks: sink.unknown_blocks,
     }
+}
+
+/// Builds one subagent file's messages, each placed in the parent's window in effect at its time; returns the
+/// unknown content blocks met on the way (for the file's report).
+fn assemble_subagent(
+    sub: &SubagentFile,
+    entries: &[EntryAt],
+    boundaries: &[Option<DateTime<Utc>>],
+    ctx: &Context,
+) -> (Subagent, u64) {
+    let mut sink = FileReport::default();
+    let mut b = Builder::default();
+    for EntryAt { offset, entry } in entries {
+        if matches!(entry.kind.as_str(), "user" | "assistant") {
+            let w = window_at(boundaries, parse_time(entry.timestamp.as_deref()));
+            b.push(*offset, entry, w, Some(&sub.agent_id), ctx, &mut sink);
+        }
+    }
+    let agent = Subagent {
+        agent_id: sub.agent_id.clone(),
+        agent_type: sub.agent_type.clone(),
+        layout: sub.layout,
+        messages: b.messages,
+    };
+    (agent, sink.unknown_blocks)
 }
 
 /// The window in effect at time `t`: how many compactions happened at or before it. Used to place
