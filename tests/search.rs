@@ -207,9 +207,12 @@ fn talk(e: &Env, q: &str, extra: &[&str]) -> Value {
 }
 
 /// The score of message `a` over that of message `b` for query `q` in project `/w/talk` (see [`talk`]): how a
-/// rule moves one message against another.
+/// rule moves one message against another. Without the session's share, which adds to both messages of one
+/// session and would blur a prior's factor.
 fn talk_ratio(e: &Env, q: &str, extra: &[&str], a: &str, b: &str) -> f64 {
-    let v = talk(e, q, extra);
+    let mut extra = extra.to_vec();
+    extra.extend(["--without-rule", "session-evidence"]);
+    let v = talk(e, q, &extra);
     score_of(&v, a) / score_of(&v, b)
 }
 
@@ -1132,8 +1135,10 @@ fn a_question_about_when_prefers_the_message_that_says_when() {
     );
     let e = indexed(tmp);
     let scores = |q: &str, extra: &[&str]| {
+        // Without the session's share, which adds to both messages and would blur the prior's factor.
         let mut args = vec![q, "--project", "/w/chat", "--context", "0"];
         args.extend_from_slice(extra);
+        args.extend(["--without-rule", "session-evidence"]);
         let v = search(&e, "UTC", &args).unwrap();
         (uuids(&v), score_of(&v, "sw-0") / score_of(&v, "sw-1"))
     };
@@ -1222,7 +1227,8 @@ fn the_other_party_of_a_dialogue_is_not_the_named_person() {
     assert!((ratio(nobody, &[]) - ratio(nobody, &off)).abs() < 1e-6);
     // Moved down, not cut: the relative floor judges it without the factor, as its window may hold the answer
     // (its own semantic score, 0.2, is far under the one that keeps a hit by itself). With Ana's name left out of
-    // the query's meaning the user's painting comes nearer and clears the floor anyway, so that rule is off here.
+    // the query's meaning the user's painting comes nearer and clears the floor anyway, so that rule is off here;
+    // and so is the session's share, which the floor does not count but the scores shown include.
     let v = search(
         &e,
         "UTC",
@@ -1234,6 +1240,8 @@ fn the_other_party_of_a_dialogue_is_not_the_named_person() {
             "0",
             "--without-rule",
             "parties-unnamed",
+            "--without-rule",
+            "session-evidence",
         ],
     )
     .unwrap();
@@ -1281,4 +1289,65 @@ fn a_partys_name_is_left_out_of_what_the_query_means() {
     // Zoe is no one's party here: the query's meaning keeps her name.
     let nobody = "What does Zoe paint?";
     assert_eq!(cosine(nobody, &[]), cosine(nobody, &off));
+}
+
+/// A hit gains a share (`search::SESSION_SHARE`, 0.2) of the best score among the other hits of its session: of
+/// two sessions that each hold a message about the query, the one whose other messages speak of it too goes
+/// first, ahead of a message that matches the query better alone; what a hit gains is exactly that share of what
+/// its session's best other hit scored without it; the relative floor keeps the same hits either way; and
+/// `--without-rule session-evidence` takes the share away.
+#[test]
+fn a_session_that_says_more_about_the_query_goes_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let claude = tmp.path().join("claude");
+    chat(
+        &claude,
+        "/w/talk",
+        "sa",
+        &[
+            "the nightly deploy failed during migrations",
+            "the migration step timed out because the nightly deploy locked the orders table",
+            "the kettle is broken again",
+        ],
+    );
+    chat(
+        &claude,
+        "/w/talk",
+        "sb",
+        &[
+            "the nightly deploy failed on the migration step",
+            "lunch at noon tomorrow?",
+            "sure, the usual place",
+        ],
+    );
+    let e = indexed_from(&claude, tmp);
+    let q = "why did the nightly deploy fail on the migration step";
+    let on = talk(&e, q, &[]);
+    let off = talk(&e, q, &["--without-rule", "session-evidence"]);
+    let at = |v: &Value, u: &str| uuids(v).iter().position(|x| x == u).unwrap();
+    assert!(at(&off, "sb-0") < at(&off, "sa-0"), "{:?}", uuids(&off));
+    assert!(at(&on, "sa-0") < at(&on, "sb-0"), "{:?}", uuids(&on));
+    for (hit, others) in [("sa-0", ["sa-1", "sa-2"]), ("sb-0", ["sb-1", "sb-2"])] {
+        let best_other = others.iter().map(|o| score_of(&off, o)).fold(0.0, f64::max);
+        let gained = score_of(&on, hit) - score_of(&off, hit);
+        assert!(
+            (gained - 0.2 * best_other).abs() < 2e-3,
+            "{hit} gained {gained}, its session's best other scored {best_other}"
+        );
+    }
+    assert!(
+        score_of(&off, "sa-0") / score_of(&off, "sb-0")
+            < score_of(&on, "sa-0") / score_of(&on, "sb-0")
+    );
+    // The relative floor judges each hit by its own evidence: the share moves hits, it keeps no weak one.
+    let floored = |extra: &[&str]| {
+        let mut args = vec![q, "--project", "/w/talk", "--context", "0"];
+        args.extend_from_slice(extra);
+        let mut hits = uuids(&search(&e, "UTC", &args).unwrap());
+        hits.sort();
+        hits
+    };
+    let kept = floored(&[]);
+    assert!(kept.len() < 6, "the floor cuts something here: {kept:?}");
+    assert_eq!(kept, floored(&["--without-rule", "session-evidence"]));
 }

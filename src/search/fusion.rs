@@ -1,8 +1,10 @@
 //! Fusion: the lexical and semantic evidence of a query made one ranking — the weighted sum or reciprocal-rank
 //! fusion of the two, the priors of where an answer is unlikely to be ([`super::prior`]), the share an answer
-//! inherits from the message before it, the floor for weak hits — and copies of one text collapsed to one hit.
+//! inherits from the message before it, the share a hit gains of its session's other evidence, the floor for weak
+//! hits — and copies of one text collapsed to one hit.
 
-use super::{Fusion, NEXT_SHARE, Scored, SearchParams, params, same_window};
+use super::prior::Rule;
+use super::{Fusion, NEXT_SHARE, SESSION_SHARE, Scored, SearchParams, params, same_window};
 use crate::index::Snapshot;
 use rustc_hash::FxHashMap;
 use std::hash::Hasher;
@@ -28,19 +30,20 @@ pub(super) struct Evidence {
 }
 
 impl Evidence {
-    /// The score the relative floor judges hit `s` by: its fused score, without the factor of being on the other
-    /// side of a dialogue when its prior carries that factor — such a message is moved down, not cut, since the
-    /// answer is often right before or after it (the question it asks, the reaction to it) and its context window
-    /// shows that.
+    /// The score the relative floor judges hit `s` by: its fused score without its session's share (see
+    /// [`add_session_evidence`]), and without the factor of being on the other side of a dialogue when its prior
+    /// carries that factor — such a message is moved down, not cut, since the answer is often right before or
+    /// after it (the question it asks, the reaction to it) and its context window shows that.
     pub(super) fn floor_score(&self, snap: &Snapshot, s: &Scored) -> f32 {
+        let own = s.score - s.session_gain;
         let demoted = self.other_side.is_some_and(|side| {
             self.priors.contains_key(&s.message)
                 && side == super::prior::Side::of(snap, s.message as usize)
         });
         if demoted {
-            s.score / super::prior::SAID_BY_THE_OTHER
+            own / super::prior::SAID_BY_THE_OTHER
         } else {
-            s.score
+            own
         }
     }
 
@@ -117,6 +120,7 @@ impl Evidence {
                     semantic: measured.unwrap_or(0.0),
                     lexical: l,
                     score,
+                    session_gain: 0.0,
                     rank: 0,
                 })
             })
@@ -154,11 +158,15 @@ impl Evidence {
                             semantic: sv,
                             lexical: 0.0,
                             score: (1.0 - w) * sv + add,
+                            session_gain: 0.0,
                             rank: 0,
                         });
                     }
                 }
             }
+        }
+        if p.fusion == Fusion::Weighted && !p.without_rules.contains(&Rule::SessionEvidence) {
+            add_session_evidence(snap, &mut out);
         }
         out.sort_by(|a, b| {
             b.score
@@ -171,6 +179,32 @@ impl Evidence {
                 .then_with(|| a.message.cmp(&b.message))
         });
         out
+    }
+}
+
+/// Each hit gains [`SESSION_SHARE`] of the best score among the *other* hits of its session (subagents included):
+/// of two equal matches, the one whose session has more to say about the query goes first, while a hit alone in
+/// its session keeps its score. Scores are read before any is raised, so the order of hits does not matter.
+fn add_session_evidence(snap: &Snapshot, out: &mut [Scored]) {
+    // Per session, its best and second-best score (a tie for best counts as second too).
+    let mut top: FxHashMap<u32, (f32, f32)> = FxHashMap::default();
+    for s in out.iter() {
+        let t = top
+            .entry(snap.messages[s.message as usize].session)
+            .or_insert((f32::NEG_INFINITY, f32::NEG_INFINITY));
+        if s.score > t.0 {
+            *t = (s.score, t.0);
+        } else if s.score > t.1 {
+            t.1 = s.score;
+        }
+    }
+    for s in out.iter_mut() {
+        let (best, second) = top[&snap.messages[s.message as usize].session];
+        let other = if s.score >= best { second } else { best };
+        if other.is_finite() {
+            s.session_gain = SESSION_SHARE * other.max(0.0);
+            s.score += s.session_gain;
+        }
     }
 }
 

@@ -31,6 +31,10 @@ const LEXICAL_CANDIDATES: usize = 2000;
 const SEMANTIC_CANDIDATES: usize = 500;
 /// Share of a candidate's score the message after it inherits (chosen on both dev benchmarks; see the README).
 pub const NEXT_SHARE: f32 = 0.1;
+/// Share of the best other hit of its session that a hit gains: a session that says much about the query is more
+/// likely the one that answers it than a session with one stray match (chosen with folds over LoCoMo's
+/// conversations and the coding set's histories; see docs/search.md, "The session's other evidence").
+pub const SESSION_SHARE: f32 = 0.2;
 /// A hit with at least this cosine is kept under [`SearchParams::relative_floor`]: a strong semantic match is
 /// evidence of its own (chosen on both dev benchmarks with the floor; see the README).
 pub const SEMANTIC_KEEP: f32 = 0.45;
@@ -52,6 +56,8 @@ struct Scored {
     semantic: f32,
     lexical: f32,
     score: f32,
+    /// What of `score` came from the other hits of its session ([`SESSION_SHARE`]).
+    session_gain: f32,
     /// Position in the ranking (0 = best), after ties are broken.
     rank: u32,
 }
@@ -325,9 +331,15 @@ fn rank(
         // Weak hits go: a match scoring under a fraction of the best one, without a strong semantic match of its
         // own, is what made results long without adding evidence (a name that occurs in every message of a
         // conversation, a stray common word).
-        let best = out.first().map_or(0.0, |s| s.score);
+        // Both judged by their own evidence, without their session's share: a session's share moves hits
+        // within the ranking, it does not make a weak hit evidence (it made answers longer without adding any).
+        let best = out
+            .iter()
+            .map(|s| s.score - s.session_gain)
+            .fold(0.0, f32::max);
         out.retain(|s| {
-            ev.floor_score(snap, s) >= p.relative_floor * best || s.semantic >= SEMANTIC_KEEP
+            let own = ev.floor_score(snap, s);
+            own >= p.relative_floor * best || s.semantic >= SEMANTIC_KEEP
         });
     }
     for (r, s) in out.iter_mut().enumerate() {

@@ -70,11 +70,13 @@ pub enum Rule {
     SaidByTheOther,
     /// The query's meaning without the names of the dialogue's parties ([`QueryIntent::parties`]).
     PartiesUnnamed,
+    /// A hit's share of the best other hit of its session ([`super::SESSION_SHARE`]).
+    SessionEvidence,
 }
 
 impl Rule {
     /// Every rule, in the order of the table in docs/search.md.
-    pub const ALL: [Rule; 11] = [
+    pub const ALL: [Rule; 12] = [
         Rule::Question,
         Rule::Announcement,
         Rule::EditEcho,
@@ -86,6 +88,7 @@ impl Rule {
         Rule::AddressesTheNamed,
         Rule::SaidByTheOther,
         Rule::PartiesUnnamed,
+        Rule::SessionEvidence,
     ];
 
     /// The rule's name on the command line.
@@ -102,6 +105,7 @@ impl Rule {
             Rule::AddressesTheNamed => "addresses-the-named",
             Rule::SaidByTheOther => "said-by-the-other",
             Rule::PartiesUnnamed => "parties-unnamed",
+            Rule::SessionEvidence => "session-evidence",
         }
     }
 }
