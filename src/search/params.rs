@@ -71,7 +71,8 @@ pub struct SearchParams {
     /// (see [`default_lexical_weight`]).
     pub lexical_weight: Option<f32>,
     /// In [`Fusion::Weighted`], hits scoring under this fraction of the best hit are left out unless their cosine
-    /// alone is strong (0 keeps all).
+    /// alone is strong (0 keeps all); both judged by their own evidence, without their session's share
+    /// ([`super::SESSION_SHARE`]).
     pub relative_floor: f32,
     /// Scan the f32 vectors rather than their int8 copy (benchmarks compare the two).
     pub exact_scan: bool,
