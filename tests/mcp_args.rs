@@ -229,7 +229,8 @@ fn check(tool: &str, args: &Value) -> Result<(), TestCaseError> {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: std::env::var("GHOLA_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(96),
+        // 96 cases (each starts a tool call), or proptest's own `PROPTEST_CASES` for a longer run.
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(96),
         ..ProptestConfig::default()
     })]
 

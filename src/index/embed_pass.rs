@@ -7,11 +7,11 @@
 //! it. If the segment is gone by then (a rebuild or a model change replaced everything), the work is dropped.
 
 use super::format::FormatError;
+use super::opening::{append_writer, indexed_identity, lock};
 use super::records::{ChunkKind, Manifest};
 use super::render::Neighbour;
 use super::segment::{self, OpenSegment, SegmentBuilder, TodoChunk, Verify};
 use super::snapshot::read_manifest;
-use super::update::{append_writer, indexed_identity, lock};
 use super::vectors::{VectorStores, chunk_hash, vectors_for};
 use super::writer::stored_kind;
 use super::{ChunkEmbedder, IndexError, UpdateSummary};

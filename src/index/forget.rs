@@ -7,8 +7,8 @@
 
 use super::archive::ArchiveWriter;
 use super::format::{self, FormatError};
+use super::opening::{append_writer, lock};
 use super::snapshot::Snapshot;
-use super::update::{append_writer, lock};
 use super::{IndexError, UpdateSummary};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};

@@ -13,6 +13,7 @@ pub mod lexical;
 pub mod machines;
 mod merge;
 pub mod migrate;
+mod opening;
 pub mod records;
 pub mod render;
 mod resume;

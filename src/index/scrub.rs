@@ -11,8 +11,8 @@
 use super::IndexError;
 use super::archive::{ArchiveWriter, ArchivedFile};
 use super::forget::drop_from_index;
+use super::opening::lock;
 use super::snapshot::Snapshot;
-use super::update::lock;
 use crate::secrets::Tally;
 use serde::Serialize;
 use std::collections::HashSet;

@@ -608,9 +608,8 @@ mod tests {
         }
 
         proptest! {
-            #![proptest_config(ProptestConfig::with_cases(
-                std::env::var("GHOLA_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256)
-            ))]
+            // proptest's default: 256 cases, or `PROPTEST_CASES` (its own setting) for a longer run.
+            #![proptest_config(ProptestConfig::default())]
             /// Arbitrary lines never panic the reader; reading in two steps (as an index that resumes from
             /// `consumed` does) finds exactly the entries of one read; nothing past the last newline is consumed.
             #[test]
