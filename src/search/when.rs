@@ -95,7 +95,9 @@ const WEEKDAYS: [&str; 7] = [
 ];
 
 /// Whether a query asks when something happened: "When did Ana repaint the fence?", "when was the cache
-/// added", "what year did …", "how long (ago) …" — not a clause ("when the tests disagreed, which one …").
+/// added", "what year did …", "which week …", "how long (ago) …", "how many weeks passed …", and a question
+/// that opens with "when" and asks nothing else ("When Jon lost his job?") — not a clause that opens another
+/// question ("when the tests disagreed, which one …").
 pub fn asks_when(query: &str) -> bool {
     let q = query.to_lowercase();
     let words: Vec<&str> = q
@@ -106,14 +108,25 @@ pub fn asks_when(query: &str) -> bool {
         "did", "was", "were", "is", "are", "do", "does", "will", "would", "has", "have", "had",
         "can", "could", "should",
     ];
-    words.windows(2).any(|w| match (w[0], w[1]) {
-        ("when", aux) => AUX.contains(&aux),
-        ("what" | "which", "year" | "month" | "date" | "day") => true,
-        ("long", "ago") => true,
-        // "How long has Ana been painting?": answered by a duration ("for seven years") or a time ("since 2016").
-        ("how", "long") => true,
-        _ => false,
-    })
+    // Words that make a query ask something other than when.
+    const OTHER_QUESTIONS: &[&str] = &[
+        "what", "which", "who", "whom", "whose", "where", "why", "how",
+    ];
+    let opens_with_when =
+        words.first() == Some(&"when") && !words[1..].iter().any(|w| OTHER_QUESTIONS.contains(w));
+    opens_with_when
+        || words.windows(2).any(|w| match (w[0], w[1]) {
+            ("when", aux) => AUX.contains(&aux),
+            ("what" | "which", "year" | "month" | "week" | "weekend" | "date" | "day") => true,
+            ("long", "ago") => true,
+            // "How long has Ana been painting?": answered by a duration ("for seven years") or a time ("since 2016").
+            ("how", "long") => true,
+            _ => false,
+        })
+        // "How many weeks passed between …": answered the same ways.
+        || words
+            .windows(3)
+            .any(|w| w[0] == "how" && w[1] == "many" && DURATION_UNITS.contains(&w[2]))
 }
 
 /// Whether a message's text says when something happened, in the words people use: "yesterday", "two weeks
@@ -387,13 +400,18 @@ mod tests {
             "What year did they move to Lisbon?",
             "how long ago did we drop Python 2",
             "How long has Ana been painting?",
+            "When Ana lost her job at the bakery?",
+            "which week did they ship the parser",
+            "How many months passed between the two releases?",
         ] {
             assert!(asks_when(q), "{q}");
         }
         for q in [
             "when the build broke, which test failed first?",
+            "when the build broke which test failed first",
             "what did we decide about retries",
             "whenever the cache misses",
+            "how many tests failed",
         ] {
             assert!(!asks_when(q), "{q}");
         }
