@@ -289,10 +289,7 @@ impl Embedder {
             texts
                 .par_iter()
                 .map(|t| {
-                    let mut cut = t.len().min(byte_cap);
-                    while !t.is_char_boundary(cut) {
-                        cut -= 1;
-                    }
+                    let cut = t.floor_char_boundary(byte_cap);
                     let enc = self
                         .tokenizer
                         .encode_fast(&t[..cut], false)

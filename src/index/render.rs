@@ -33,11 +33,7 @@ fn cut_to(content: &mut String, max: usize) {
 
 /// The longest start of `s` of at most `max` bytes that ends at a character boundary.
 fn head(s: &str, max: usize) -> &str {
-    let mut end = max.min(s.len());
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
+    &s[..s.floor_char_boundary(max)]
 }
 
 /// Joins the neighbour text and a message's own text in a text chunk. The embedding step splits them again: the

@@ -60,10 +60,7 @@ pub(super) fn fit(messages: &mut Vec<ApiMessage>, budget: usize) -> Trim {
             break;
         }
         let keep = content.len().saturating_sub(excess_chars).max(200);
-        let keep = (0..=keep)
-            .rev()
-            .find(|&k| content.is_char_boundary(k))
-            .unwrap_or(0);
+        let keep = content.floor_char_boundary(keep);
         let removed = content.len() - keep;
         content.truncate(keep);
         content.push_str(&format!(
