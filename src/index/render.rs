@@ -27,8 +27,7 @@ pub fn cut_content(content: &mut String) {
 
 /// Cuts `content` to at most `max` bytes, at a character boundary.
 fn cut_to(content: &mut String, max: usize) {
-    let keep = head(content, max).len();
-    content.truncate(keep);
+    content.truncate(content.floor_char_boundary(max));
 }
 
 /// The longest start of `s` of at most `max` bytes that ends at a character boundary.

@@ -131,9 +131,8 @@ pub fn asks_when(query: &str) -> bool {
 
 /// Whether a message's text says when something happened, in the words people use: "yesterday", "two weeks
 /// ago", "last summer", "next month", "on Friday", "last Fri", "two weekends later", "in March", "2022" (not
-/// "may", which is mostly a verb). In
-/// LoCoMo's dialogues 83% of the turns that answer a when-question say so, against 13% of all turns
-/// (docs/search.md).
+/// "may", which is mostly a verb). In LoCoMo's dialogues 83% of the turns that answer a when-question say so,
+/// against 13% of all turns (docs/search.md).
 pub fn says_when(text: &[u8]) -> bool {
     // Asked of every candidate of a when-question (up to 2,500): the head only, lowered as ASCII (the words
     // looked for are English), split at every other byte — no decoding, one copy.
