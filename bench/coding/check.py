@@ -11,10 +11,11 @@ from pathlib import Path
 here = Path(__file__).resolve().parent
 ap = argparse.ArgumentParser()
 ap.add_argument("--ghola", default=str(here.parent.parent / "target/release/ghola"))
+ap.add_argument("--questions", default=str(here / "questions.json"), help="the question set (questions.json, or holdout.json: written once over sessions no question had used, never tuned on)")
 ap.add_argument("--corpus", default=str(here.parent.parent.parent / "shared/corpus"))
 a = ap.parse_args()
 
-questions = json.load(open(here / "questions.json"))["questions"]
+questions = json.load(open(a.questions))["questions"]
 sessions = {}
 problems = []
 for q in questions:

@@ -13,6 +13,7 @@ from pathlib import Path
 here = Path(__file__).resolve().parent
 ap = argparse.ArgumentParser()
 ap.add_argument("--ghola", default=str(here.parent.parent / "target/release/ghola"))
+ap.add_argument("--questions", default=str(here / "questions.json"), help="the question set (questions.json, or holdout.json: written once over sessions no question had used, never tuned on)")
 ap.add_argument("--corpus", default=str(here.parent.parent.parent / "shared/corpus"))
 ap.add_argument("--work", default="/tmp/ghola-coding")
 ap.add_argument("--scope", choices=["project", "global"], default="project")
@@ -21,7 +22,7 @@ ap.add_argument("--json", help="write per-question results here")
 ap.add_argument("extra", nargs=argparse.REMAINDER)
 a = ap.parse_args()
 extra = [x for x in a.extra if x != "--"]
-questions = json.load(open(here / "questions.json"))["questions"]
+questions = json.load(open(a.questions))["questions"]
 
 def base(folder):
     return [a.ghola, "--claude-dir", f"{a.corpus}/{folder}", "--index-dir", f"{a.work}/{folder}"]

@@ -26,12 +26,13 @@ root = here.parent.parent
 ap = argparse.ArgumentParser()
 ap.add_argument("--ghola", default=str(root / "target/release/ghola"))
 ap.add_argument("--model-dir", default=str(root / "models/all-MiniLM-L6-v2"))
+ap.add_argument("--questions", default=str(here / "questions.json"), help="the question set (questions.json, or holdout.json: written once over sessions no question had used, never tuned on)")
 ap.add_argument("--corpus", default=str(root.parent / "shared/corpus"))
 ap.add_argument("--work", default="/tmp/coding-floor")
 ap.add_argument("--ghola-ranks", required=True, help="eval.py --json output")
 ap.add_argument("--out", help="write the floor's rank of each question here ({id: rank or null})")
 a = ap.parse_args()
-questions = json.load(open(here / "questions.json"))["questions"]
+questions = json.load(open(a.questions))["questions"]
 ghola_rank = {r["id"]: r["rank"] for r in json.load(open(a.ghola_ranks))}
 
 
