@@ -131,11 +131,11 @@ def ranks_of(kind, name, flags, env):
         if kind == "coding":
             base = [a.ghola, "--claude-dir", f"{a.corpus}/{q['corpus']}", "--index-dir",
                     str(index_dir(kind, env, q["corpus"])), "--model-dir", a.model_dir]
-            scope = ["--project", q["project"]]
+            scope = ["--project=" + q["project"]]
         else:
             base = [a.ghola, "--claude-dir", f"{a.locomo}/.claude", "--index-dir", str(index_dir(kind, env)),
                     "--model-dir", a.model_dir]
-            scope = ["--project", q["cwd"]]
+            scope = ["--project=" + q["cwd"]]
         jobs.append(lambda base=base, q=q, scope=scope: search(base, q["question"], scope, flags))
     ranked = run_all(jobs)
     out = {qid: rr(r, gold) for (qid, _, gold, _), r in zip(sets[kind]["questions"], ranked)}

@@ -54,7 +54,7 @@ if a.coding:
     def coding(q):
         other = [f for f in folders if f != q["corpus"]]
         other = other[sum(map(ord, q["id"])) % len(other)]
-        own = found(base(q["corpus"]) + ["search", q["question"], "--project", q["project"]])
+        own = found(base(q["corpus"]) + ["search", q["question"], "--project=" + q["project"]])
         return q, own, found(base(other) + ["search", q["question"], "--global"])
 
     with ThreadPoolExecutor(a.jobs) as pool:

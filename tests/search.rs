@@ -748,7 +748,8 @@ fn int8_scan_answers_like_the_f32_scan_and_old_segments_still_search() {
 /// Where the answer is unlikely to be: the user's request to the agent (answered with a tool call), the main
 /// conversation when the query names an agent. Each ranks below the message that answers, though it matches the
 /// query's words at least as well; between people (no tool call in the reply) the user's message is evidence like
-/// any other. A why-question no longer moves tool outputs down (the rule gained nothing on held-back questions).
+/// any other — and so it is when the query asks what the user said. A why-question no longer moves tool outputs
+/// down (the rule gained nothing on held-back questions).
 #[test]
 fn requests_and_the_main_thread_for_agents_rank_below_answers() {
     let tmp = tempfile::tempdir().unwrap();
@@ -887,6 +888,33 @@ fn requests_and_the_main_thread_for_agents_rank_below_answers() {
     );
     let r = first("ORCHID garden bloomed", "/w/chat");
     assert_eq!(r[0], "sc-0", "{r:?}");
+    // Asked what the user said, the request is the answer: it takes no ask factor, and nothing else moves.
+    let scores = |extra: &[&str]| {
+        let mut args = vec![
+            "what did I ask about the ZEPHYR cache eviction setting",
+            "--project",
+            "/w/z",
+            "--context",
+            "0",
+            "--relative-floor",
+            "0",
+            "--lexical-weight",
+            "1",
+            "--without-rule",
+            "session-evidence",
+        ];
+        args.extend_from_slice(extra);
+        let v = search(&e, "UTC", &args).unwrap();
+        (score_of(&v, "sz-0"), score_of(&v, "sz-2"))
+    };
+    let (request_on, output_on) = scores(&[]);
+    let (request_off, output_off) = scores(&["--without-rule", "users-words-asked"]);
+    assert!(
+        (request_on * 0.75 - request_off).abs() < 2e-3,
+        "the request's own words: {request_on} with the rule, {request_off} without"
+    );
+    assert!((output_on - output_off).abs() < 1e-6, "{output_on} {output_off}");
+    assert!(request_on > output_on, "{request_on} {output_on}");
 }
 
 #[test]

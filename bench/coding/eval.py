@@ -33,7 +33,7 @@ for folder in sorted({q["corpus"] for q in questions}):
         sys.exit(f"indexing {folder} failed: {r.stderr}")
 
 def run(q):
-    scope = ["--project", q["project"]] if a.scope == "project" else ["--global"]
+    scope = ["--project=" + q["project"]] if a.scope == "project" else ["--global"]
     cmd = base(q["corpus"]) + ["search", q["question"], *scope, "--limit", "10", "--json", "--no-update", *extra]
     t = time.time()
     r = subprocess.run(cmd, capture_output=True, text=True)

@@ -340,17 +340,38 @@ fn code_like(word: &str) -> bool {
 /// (`fetch_shard_weights`, `src/index/store.rs`, `MAX_UPLOAD_CHUNK_BYTES`), where the exact term is the
 /// evidence; [`crate::search::LEXICAL_WEIGHT`] for prose that names someone or something ("when did Priya
 /// move to the Lisbon office?"), where the name is evidence too; [`DESCRIPTION_WEIGHT`] for prose that only
-/// describes, where meaning matters most.
+/// describes, where meaning matters most. A few keywords with no function word and no question mark ("bd
+/// ready", "retry backoff") name what they look for as a name does: someone typing two words types the words
+/// they expect to find, so they take [`crate::search::LEXICAL_WEIGHT`] too.
 pub fn default_lexical_weight(query: &str) -> f32 {
     let words: Vec<&str> = query.split_whitespace().collect();
     if words.len() <= 3 && words.iter().any(|w| code_like(w)) {
         IDENTIFIER_WEIGHT
-    } else if names_someone(query) {
+    } else if names_someone(query) || is_keywords(&words) {
         crate::search::LEXICAL_WEIGHT
     } else {
         DESCRIPTION_WEIGHT
     }
 }
+
+/// Whether a query is a few keywords rather than a sentence: at most [`KEYWORD_QUERY_WORDS`] words, none of
+/// them a function word ([`crate::index::lexical::FUNCTION_WORDS`]: "what", "did", "the", …), and no `?`.
+fn is_keywords(words: &[&str]) -> bool {
+    !words.is_empty()
+        && words.len() <= KEYWORD_QUERY_WORDS
+        && words.iter().all(|w| {
+            let bare = w
+                .trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase();
+            !w.contains('?')
+                && !bare.is_empty()
+                && !crate::index::lexical::FUNCTION_WORDS.contains(&bare.as_str())
+        })
+}
+
+/// The most words a query of keywords has (see [`is_keywords`]): a search box's two or three words, not a
+/// sentence's.
+const KEYWORD_QUERY_WORDS: usize = 3;
 
 /// Weight of lexical evidence for a query that describes rather than names ("why were people signed out too
 /// soon?"): its words are the asker's, not the history's, so meaning counts for more (0.15–0.25 is a plateau on
@@ -418,6 +439,25 @@ mod weight_tests {
             "why did fetch_shard_weights always return an empty list in the end",
         ] {
             assert!(default_lexical_weight(q) < IDENTIFIER_WEIGHT, "{q}");
+        }
+    }
+
+    #[test]
+    fn a_few_keywords_lean_lexical_like_a_name() {
+        for q in ["bd ready", "retry backoff", "flaky upload test"] {
+            assert_eq!(
+                default_lexical_weight(q),
+                crate::search::LEXICAL_WEIGHT,
+                "{q}"
+            );
+        }
+        for q in [
+            "why retries?",
+            "the retry backoff",
+            "what broke uploads",
+            "uploads stalled on slow networks again",
+        ] {
+            assert_eq!(default_lexical_weight(q), DESCRIPTION_WEIGHT, "{q}");
         }
     }
 }

@@ -72,11 +72,14 @@ pub enum Rule {
     PartiesUnnamed,
     /// A hit's share of the best other hit of its session ([`super::SESSION_SHARE`]).
     SessionEvidence,
+    /// The user's own words are not weighed as asking when the query asks what the user said
+    /// ([`QueryIntent::asks_for_the_users_words`]).
+    UsersWordsAsked,
 }
 
 impl Rule {
     /// Every rule, in the order of the table in docs/search.md.
-    pub const ALL: [Rule; 12] = [
+    pub const ALL: [Rule; 13] = [
         Rule::Question,
         Rule::Announcement,
         Rule::EditEcho,
@@ -89,6 +92,7 @@ impl Rule {
         Rule::SaidByTheOther,
         Rule::PartiesUnnamed,
         Rule::SessionEvidence,
+        Rule::UsersWordsAsked,
     ];
 
     /// The rule's name on the command line.
@@ -106,6 +110,7 @@ impl Rule {
             Rule::SaidByTheOther => "said-by-the-other",
             Rule::PartiesUnnamed => "parties-unnamed",
             Rule::SessionEvidence => "session-evidence",
+            Rule::UsersWordsAsked => "users-words-asked",
         }
     }
 }
@@ -131,6 +136,9 @@ pub struct QueryIntent {
     pub period: Option<Period>,
     /// It asks when something happened: the answer most likely says when.
     pub asks_when: bool,
+    /// It asks what the asker said ("what did I tell you about the naming?", "the rule I gave you"): the
+    /// answer is the user's own message — the very request or question the ask rules weigh down.
+    pub asks_for_the_users_words: bool,
     /// The people (or things) it names: capitalised words after the first ("what does Ana paint"): a message
     /// that addresses one of them ("Thanks, Ana!") is said to them, not by them.
     pub names: Vec<String>,
@@ -186,6 +194,7 @@ impl QueryIntent {
             }),
             period: named_period(query, now),
             asks_when: asks_when(query),
+            asks_for_the_users_words: asks_for_the_users_words(&words),
             names: names_in(query),
             addressing: Default::default(),
             other_side: None,
@@ -287,7 +296,10 @@ pub fn prior(snap: &Snapshot, i: usize, intent: &QueryIntent, off: &[Rule]) -> f
     let text = snap.text_bytes(i);
     let on = |r: Rule| !off.contains(&r);
     let mut f = 1.0;
-    if is_ask(snap, i, text, &on) {
+    let asked_for = on(Rule::UsersWordsAsked)
+        && intent.asks_for_the_users_words
+        && is_users_own_words(snap, i, text);
+    if !asked_for && is_ask(snap, i, text, &on) {
         f *= QUESTION_PRIOR;
     }
     if on(Rule::AgentNotMainThread) && intent.names_an_agent && snap.messages[i].agent == NO_AGENT {
@@ -471,15 +483,57 @@ pub fn is_tool_output(text: &[u8]) -> bool {
     text.starts_with(b"[tool result]") || text.starts_with(b"[tool error]")
 }
 
+/// What a user says they did with words ("I told you", "did I ask", "I said"): after "I" in the past tense, after
+/// "did I" / "have I" / "had I" in the base form or participle.
+const SAYING_VERBS: &[(&str, &str)] = &[
+    ("told", "tell"),
+    ("asked", "ask"),
+    ("said", "say"),
+    ("wanted", "want"),
+    ("mentioned", "mention"),
+    ("requested", "request"),
+    ("specified", "specify"),
+    ("suggested", "suggest"),
+    ("wrote", "write"),
+    ("instructed", "instruct"),
+    ("insisted", "insist"),
+    ("gave", "give"),
+];
+
+/// Whether a query (its lowercased words) asks what the asker said: "what did I tell you …", "I asked for …",
+/// "have I mentioned …" — but not "did I break the build" (a deed, not words) nor "they told me" (someone
+/// else's words).
+fn asks_for_the_users_words(words: &[&str]) -> bool {
+    words.windows(2).enumerate().any(|(k, w)| {
+        let past = w[0] == "i" && SAYING_VERBS.iter().any(|(p, _)| *p == w[1]);
+        let asked = matches!(w[0], "did" | "have" | "had")
+            && w[1] == "i"
+            && words.get(k + 2).is_some_and(|v| {
+                SAYING_VERBS.iter().any(|(p, b)| {
+                    v == b
+                        || v == p
+                        || (*b == "write" && *v == "written")
+                        || (*b == "give" && *v == "given")
+                })
+            });
+        past || asked
+    })
+}
+
+/// Whether live message `i` is the user's own words: a user's message that is not a tool's output nor a
+/// notification Claude Code wrote in the user's name (`<task-notification>`, `<command-name>`).
+fn is_users_own_words(snap: &Snapshot, i: usize, text: &[u8]) -> bool {
+    snap.role(i) == "user"
+        && !text.starts_with(b"[tool")
+        && !text.trim_ascii_start().starts_with(b"<")
+}
+
 /// Whether live message `i` is the user's request to the agent: a user's own words (not a tool's output, not a
 /// notification Claude Code wrote in the user's name, `<task-notification>` and the like) that the assistant
 /// answers with a tool call within [`REQUEST_REPLY_MESSAGES`] messages. Between people (LoCoMo's dialogues, a
 /// chat without tools) the user's messages are the evidence itself, and stay unweighted.
 fn is_request(snap: &Snapshot, i: usize, text: &[u8]) -> bool {
-    if text.starts_with(b"[tool")
-        || text.trim_ascii_start().starts_with(b"<")
-        || snap.role(i) != "user"
-    {
+    if !is_users_own_words(snap, i, text) {
         return false;
     }
     let m = &snap.messages[i];
@@ -599,6 +653,29 @@ mod tests {
         );
         // Nothing would be left to mean anything.
         assert_eq!(i.without_parties("Ana?"), None);
+    }
+
+    #[test]
+    fn a_query_that_asks_what_the_user_said() {
+        let of = |q: &str| QueryIntent::of(q, chrono::Utc::now()).asks_for_the_users_words;
+        for q in [
+            "what did I tell you not to use for the cache?",
+            "Did I ask for tabs or spaces?",
+            "the naming rule I gave you",
+            "have I mentioned the staging host before",
+            "what I said about retries",
+        ] {
+            assert!(of(q), "{q}");
+        }
+        for q in [
+            "did I break the build?",
+            "what did they tell me about the API?",
+            "what did we decide about retries",
+            "I wonder what the agent said",
+            "told to retry",
+        ] {
+            assert!(!of(q), "{q}");
+        }
     }
 
     #[test]
