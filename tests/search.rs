@@ -913,7 +913,10 @@ fn requests_and_the_main_thread_for_agents_rank_below_answers() {
         (request_on * 0.75 - request_off).abs() < 2e-3,
         "the request's own words: {request_on} with the rule, {request_off} without"
     );
-    assert!((output_on - output_off).abs() < 1e-6, "{output_on} {output_off}");
+    assert!(
+        (output_on - output_off).abs() < 1e-6,
+        "{output_on} {output_off}"
+    );
     assert!(request_on > output_on, "{request_on} {output_on}");
 }
 
