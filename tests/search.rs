@@ -994,7 +994,8 @@ fn a_time_named_in_the_query_ranks_what_was_said_then_first() {
 /// A question nothing in the history answers returns nothing, and says so, in the terminal, to a model and in
 /// the browser: a message sharing no word with it is a hit only when close in meaning (cosine ≥ 0.35; issue #47:
 /// it was 0.2, and "what did we decide about retries" over `cc-2.1.330` returned "Let me search the project
-/// history." at 0.20).
+/// history." at 0.20). A search whose filters leave nothing to search (a project nothing was recorded in) says
+/// that instead.
 #[test]
 fn a_question_nothing_answers_returns_nothing_and_says_so() {
     let claude = common::corpus().join("cc-2.1.330");
@@ -1021,10 +1022,64 @@ fn a_question_nothing_answers_returns_nothing_and_says_so() {
     let v: Value = serde_json::from_str(&search(&["test_auth", "--json"])).unwrap();
     assert!(v["total_matches"].as_u64().unwrap() > 0, "{v}");
 
+    // A project nothing was recorded in (`ghola search` run in a new directory): nothing is searched, and the
+    // answer says so rather than blaming the query's words.
+    let out = common::ghola_at(&claude, idx.path())
+        .args([
+            "search",
+            "test_auth",
+            "--no-update",
+            "--project",
+            "/nowhere",
+        ])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        !stdout.contains("Nothing in this history matches"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("no session of this history was recorded in /nowhere")
+            && stderr.contains("--global"),
+        "{stderr}"
+    );
+    let v: Value = serde_json::from_slice(&common::run_ok(
+        common::ghola_at(&claude, idx.path()).args([
+            "search",
+            "test_auth",
+            "--no-update",
+            "--json",
+            "--global",
+            "--before",
+            "2001-01-01",
+        ]),
+    ))
+    .unwrap();
+    assert_eq!(v["total_matches"], 0, "{v}");
+    assert!(
+        v["note"].as_str().unwrap().contains("passes the filters"),
+        "{v}"
+    );
+
     let mut mcp = common::mcp_client::Client::start(&claude, idx.path(), &[]);
     let (err, text) = mcp.call(1, "search_global_history", json!({"query": nothing}));
     assert!(
         !err && text.contains("Nothing in this history matches"),
+        "{text}"
+    );
+    let (err, text) = mcp.call(
+        2,
+        "search_project_history",
+        json!({"query": "test_auth", "project": "/nowhere"}),
+    );
+    assert!(
+        !err && text.contains("no session of this history was recorded in /nowhere")
+            && !text.contains("Nothing in this history matches"),
         "{text}"
     );
     drop(mcp);
@@ -1040,6 +1095,19 @@ fn a_question_nothing_answers_returns_nothing_and_says_so() {
     .unwrap();
     assert!(
         page.contains("No messages match") && page.contains("Nothing in this history matches"),
+        "{page}"
+    );
+    let page = common::browser::http_get(
+        login.addr,
+        &login.host,
+        "/search?q=test_auth&project=%2Fnowhere",
+        &login.cookie,
+    )
+    .unwrap();
+    assert!(
+        page.contains("No messages to search")
+            && page.contains("no session of this history was recorded in /nowhere")
+            && !page.contains("Nothing in this history matches"),
         "{page}"
     );
 }

@@ -565,7 +565,7 @@ fn print_hits(resp: &ghola::search::SearchResponse) {
     }
     if resp.results.is_empty() {
         println!("no matches for {:?}", resp.query);
-        if resp.offset == 0 {
+        if resp.offset == 0 && !resp.nothing_in_scope {
             println!("{}", ghola::search::compact::NOTHING_MATCHES);
         }
     }

@@ -100,7 +100,7 @@ pub fn render(resp: &SearchResponse) -> String {
     if let Some(note) = &resp.note {
         let _ = writeln!(out, "note: {note}");
     }
-    if resp.total_matches == 0 && resp.offset == 0 {
+    if resp.total_matches == 0 && resp.offset == 0 && !resp.nothing_in_scope {
         let _ = writeln!(out, "{NOTHING_MATCHES}");
     }
     if resp.excluded_sessions > 0 {
@@ -240,6 +240,7 @@ mod tests {
         };
         SearchResponse {
             several_machines: false,
+            nothing_in_scope: false,
             results: vec![hit],
             query: "queue broker".into(),
             total_matches: 4,

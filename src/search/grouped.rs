@@ -252,6 +252,7 @@ mod tests {
         }
         let resp = SearchResponse {
             several_machines: false,
+            nothing_in_scope: false,
             results,
             query: "cache".into(),
             total_matches: 6,

@@ -133,6 +133,33 @@ fn eligible(snap: &Snapshot, p: &SearchParams) -> Vec<bool> {
         .collect()
 }
 
+/// Why the filters left nothing to search, for a reader who would otherwise blame the query's words: the
+/// project holds no session (the usual case: `ghola search` run in a directory Claude Code never worked in, as
+/// the project defaults to the current one), or the other filters exclude every message of it.
+fn out_of_scope(snap: &Snapshot, p: &SearchParams) -> String {
+    if let Some(project) = &p.project {
+        let mut projects = rustc_hash::FxHashSet::default();
+        let mut inside = false;
+        for m in &snap.messages {
+            if projects.insert(m.project) && is_within(snap.sym(m.project), project) {
+                inside = true;
+                break;
+            }
+        }
+        if !inside {
+            return format!(
+                "nothing was searched: no session of this history was recorded in {project} or below it; a \
+                 search of every project (`--global`, or scope \"global\") looks at the other {} project{}",
+                projects.len(),
+                if projects.len() == 1 { "" } else { "s" }
+            );
+        }
+    }
+    "nothing was searched: no message of this history passes the filters (the project's sessions are all \
+     outside the dates, session, machines or subagents asked for)"
+        .to_string()
+}
+
 /// The machine the transcript `source` was recorded on: another machine's copy's name, or this one's.
 fn machine_of(snap: &Snapshot, source: &str, p: &SearchParams) -> String {
     crate::index::machines::machine_of_path(&snap.dir, std::path::Path::new(source))
@@ -558,6 +585,7 @@ pub fn search_with_vector(
         .collect();
     let mut resp = SearchResponse {
         several_machines: false,
+        nothing_in_scope: !snap.messages.is_empty() && !ok.contains(&true),
         results,
         query: p.query.clone(),
         total_matches: total,
@@ -576,6 +604,9 @@ pub fn search_with_vector(
         resp.add_note(format!(
             "{why}: these results come from the semantic ranking alone"
         ));
+    }
+    if resp.nothing_in_scope {
+        resp.add_note(out_of_scope(snap, p));
     }
     resp.bound(&raw_terms, p.response_chars, "");
     Ok(resp)

@@ -115,6 +115,10 @@ pub struct SearchResponse {
     /// The history holds more than one machine's sessions: the text forms name each hit's machine.
     #[serde(skip)]
     pub several_machines: bool,
+    /// The filters left no message to search (a project with no session, dates before the first one): the
+    /// note says which, and the text forms do not blame the query's words ([`super::compact::NOTHING_MATCHES`]).
+    #[serde(skip)]
+    pub nothing_in_scope: bool,
 }
 
 /// Cuts `text` to about `max` characters around the first occurrence of any of `terms` (lowercase), marking
@@ -349,6 +353,7 @@ mod bound_tests {
             .collect();
         let mut resp = SearchResponse {
             several_machines: false,
+            nothing_in_scope: false,
             results,
             query: "word".into(),
             total_matches: 10,

@@ -26,7 +26,9 @@ fn summary_line(resp: &SearchResponse, body: &mut String) {
     if let Some(n) = &resp.note {
         let _ = write!(body, "<p class=note>{}</p>", escape(n));
     }
-    if resp.results.is_empty() {
+    if resp.results.is_empty() && resp.nothing_in_scope {
+        body.push_str("<p>No messages to search.</p>");
+    } else if resp.results.is_empty() {
         let _ = write!(
             body,
             "<p>No messages match.</p><p class=meta>{}</p>",
