@@ -1450,3 +1450,48 @@ fn a_session_that_says_more_about_the_query_goes_first() {
     assert!(kept.len() < 6, "the floor cuts something here: {kept:?}");
     assert_eq!(kept, floored(&["--without-rule", "session-evidence"]));
 }
+
+/// A query word no message has, and that is not a word of the model's vocabulary, is a typo: it is searched as
+/// the indexed word one edit away, and the answer says so. A real word the history lacks ("mother") is not read
+/// as its neighbour ("other").
+#[test]
+fn a_typo_in_the_query_finds_what_the_right_word_finds_and_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let claude = tmp.path().join("claude");
+    chat(
+        &claude,
+        "/w/talk",
+        "st",
+        &[
+            "I won the regional tournament last week!",
+            "congrats, the other finalists looked strong",
+            "we repainted the kitchen on Sunday",
+        ],
+    );
+    let e = indexed_from(&claude, tmp);
+    let v = talk(&e, "which torunament did I win", &[]);
+    assert_eq!(uuids(&v)[0], "st-0", "{v}");
+    let note = v["note"].as_str().unwrap_or_default();
+    assert!(
+        note.contains("\"torunament\"") && note.contains("\"tournament\""),
+        "{v}"
+    );
+    let v = talk(&e, "what did his mother say", &[]);
+    assert!(
+        !v["note"].as_str().unwrap_or_default().contains("typo"),
+        "{v}"
+    );
+    let text = String::from_utf8(common::run_ok(
+        Command::new(env!("CARGO_BIN_EXE_ghola"))
+            .args(["--claude-dir", &e.claude, "--index-dir", &e.idx])
+            .args([
+                "search",
+                "torunament",
+                "--project",
+                "/w/talk",
+                "--no-update",
+            ]),
+    ))
+    .unwrap();
+    assert!(text.contains("tournament"), "{text}");
+}

@@ -133,6 +133,13 @@ pub struct Embedder {
 }
 
 impl Embedder {
+    /// Whether `word` (lowercased) is one whole token of the model's vocabulary (MiniLM's is BERT's 30,522
+    /// word pieces, with most English words whole): a query word the history lacks is read as a typo only when
+    /// it is not one ("torunament" is not; "mother" is, and is not read as "other").
+    pub fn knows_word(&self, word: &str) -> bool {
+        self.tokenizer.token_to_id(word).is_some()
+    }
+
     /// Loads the model from resolved files (the weights are memory-mapped), on the fastest kernel this CPU runs.
     pub fn load(files: &ModelFiles) -> Result<Self, EmbedError> {
         Self::load_with(files, KernelChoice::Fastest)

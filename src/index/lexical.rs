@@ -7,6 +7,11 @@ use super::terms::CodeTokenizer;
 use std::path::Path;
 use tantivy::collector::TopDocs;
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
+
+pub use super::spelling::Correction;
+
+/// What a BM25 search found: (gid, score), best first.
+pub type Hits = Vec<(u64, f32)>;
 use tantivy::schema::{
     FAST, Field, INDEXED, IndexRecordOption, STORED, Schema, TextFieldIndexing, TextOptions,
 };
@@ -171,12 +176,25 @@ impl Lexical {
     /// The query's terms as the index analysed them (deduplicated), function words left out — unless the query
     /// has nothing else, when they are what the user is looking for.
     pub fn query_terms(&self, query: &str) -> Vec<String> {
+        self.query_words(query)
+            .into_iter()
+            .map(|(t, _)| t)
+            .collect()
+    }
+
+    /// [`Self::query_terms`], each with the word of the query it came from, lowercased (a typo is looked for
+    /// under both: the stemmer reads "torunament" as "toruna", far from the "tournament" it leaves whole).
+    fn query_words(&self, query: &str) -> Vec<(String, String)> {
         let collect = |mut a: TextAnalyzer| {
             let mut stream = a.token_stream(query);
-            let mut out: Vec<String> = Vec::new();
+            let mut out: Vec<(String, String)> = Vec::new();
             while let Some(t) = stream.next() {
-                if !out.contains(&t.text) {
-                    out.push(t.text.clone());
+                if !out.iter().any(|(term, _)| *term == t.text) {
+                    let word = query
+                        .get(t.offset_from..t.offset_to)
+                        .unwrap_or(&t.text)
+                        .to_lowercase();
+                    out.push((t.text.clone(), word));
                 }
             }
             out
@@ -189,15 +207,42 @@ impl Lexical {
         }
     }
 
-    /// BM25 search: up to `limit` (gid, score), best first. Any query term may match.
+    /// BM25 search: up to `limit` (gid, score), best first, and the query's terms that no message contains and
+    /// were read as the indexed term one typo away ([`super::spelling::nearest_term`]) — only words that
+    /// `knows_word` does not know (a real word the history lacks is not a typo of its neighbour: "mother" is
+    /// not "other"); `None` corrects nothing. Any query term may match.
     pub fn search(
         &self,
         reader: &IndexReader,
         query: &str,
         limit: usize,
-    ) -> tantivy::Result<Vec<(u64, f32)>> {
-        let clauses: Vec<(Occur, Box<dyn Query>)> = self
-            .query_terms(query)
+        knows_word: Option<&dyn Fn(&str) -> bool>,
+    ) -> tantivy::Result<(Hits, Vec<Correction>)> {
+        let searcher = reader.searcher();
+        let mut terms: Vec<String> = Vec::new();
+        let mut corrections = Vec::new();
+        for (term, word) in self.query_words(query) {
+            let typo = knows_word.is_some_and(|knows| !knows(&word));
+            let nearest = if typo {
+                super::spelling::nearest_term(&searcher, self.text, &term, &word)?
+            } else {
+                None
+            };
+            let t = match nearest {
+                Some(searched) => {
+                    corrections.push(Correction {
+                        typed: word,
+                        searched: searched.clone(),
+                    });
+                    searched
+                }
+                None => term,
+            };
+            if !terms.contains(&t) {
+                terms.push(t);
+            }
+        }
+        let clauses: Vec<(Occur, Box<dyn Query>)> = terms
             .into_iter()
             .map(|t| {
                 let q: Box<dyn Query> = Box::new(TermQuery::new(
@@ -208,9 +253,8 @@ impl Lexical {
             })
             .collect();
         if clauses.is_empty() {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), corrections));
         }
-        let searcher = reader.searcher();
         let top = searcher.search(
             &BooleanQuery::new(clauses),
             &TopDocs::with_limit(limit.max(1)),
@@ -225,7 +269,7 @@ impl Lexical {
                 out.push((gid, score));
             }
         }
-        Ok(out)
+        Ok((out, corrections))
     }
 
     /// What is wrong with the committed files, if anything: a file the last commit names that is missing, or

@@ -21,6 +21,7 @@ pub mod rows;
 pub mod scrub;
 pub mod segment;
 pub mod snapshot;
+pub mod spelling;
 pub mod standin;
 pub mod terms;
 pub mod update;
@@ -69,11 +70,21 @@ pub trait ChunkEmbedder: Sync {
         texts: &[&str],
         max_chunks: usize,
     ) -> Result<Vec<Vec<Vector>>, IndexError>;
+    /// Whether `word` (lowercased) is a word of the model's vocabulary: a query word the history lacks is read
+    /// as a typo only when it is not one ([`spelling`]). Without a vocabulary every word counts as known, and
+    /// nothing is corrected.
+    fn knows_word(&self, _word: &str) -> bool {
+        true
+    }
 }
 
 impl ChunkEmbedder for Embedder {
     fn model_id(&self) -> String {
         crate::embed::MODEL_ID.to_string()
+    }
+
+    fn knows_word(&self, word: &str) -> bool {
+        Embedder::knows_word(self, word)
     }
 
     fn weights_sha256(&self, index_dir: &Path) -> Result<String, IndexError> {

@@ -167,21 +167,44 @@ fn machine_of(snap: &Snapshot, source: &str, p: &SearchParams) -> String {
 }
 
 /// What the BM25 side found: eligible messages matching the query's words, by score (the map, and the same
-/// best first), and why the keyword index could not be searched, if it could not.
-type LexicalMatches = (FxHashMap<u32, f32>, Vec<(u32, f32)>, Option<String>);
+/// best first), and what the keyword side tells the reader (see [`KeywordNotes`]).
+type LexicalMatches = (FxHashMap<u32, f32>, Vec<(u32, f32)>, KeywordNotes);
+
+/// What the keyword side of a search tells the reader: why the keyword index could not be searched, if it
+/// could not, and the query's words read as another because no message contains them (a typo).
+#[derive(Debug, Default)]
+struct KeywordNotes {
+    failure: Option<String>,
+    corrections: Vec<crate::index::spelling::Correction>,
+}
 
 /// Eligible messages matching the query's words, by BM25 score.
-fn lexical_matches(snap: &Snapshot, p: &SearchParams, ok: &[bool]) -> LexicalMatches {
+/// `embedder`'s vocabulary tells a typo from a word the history lacks (see [`crate::index::spelling`]).
+fn lexical_matches(
+    snap: &Snapshot,
+    p: &SearchParams,
+    ok: &[bool],
+    embedder: Option<&dyn ChunkEmbedder>,
+) -> LexicalMatches {
     let mut lexical: FxHashMap<u32, f32> = FxHashMap::default();
     let mut lex_sorted: Vec<(u32, f32)> = Vec::new();
-    let mut failure = None;
+    let mut notes = KeywordNotes::default();
     if let Some((lex, reader)) = &snap.lexical {
-        let found = lex
-            .search(reader, &p.query, LEXICAL_CANDIDATES)
+        let (found, corrections) = lex
+            .search(
+                reader,
+                &p.query,
+                LEXICAL_CANDIDATES,
+                embedder
+                    .map(|e| move |w: &str| e.knows_word(w))
+                    .as_ref()
+                    .map(|f| f as &dyn Fn(&str) -> bool),
+            )
             .unwrap_or_else(|e| {
-                failure = Some(format!("the keyword index could not be searched ({e})"));
-                Vec::new()
+                notes.failure = Some(format!("the keyword index could not be searched ({e})"));
+                Default::default()
             });
+        notes.corrections = corrections;
         for (gid, score) in found {
             if let Some(i) = snap.message_by_gid(gid)
                 && ok[i as usize]
@@ -192,7 +215,7 @@ fn lexical_matches(snap: &Snapshot, p: &SearchParams, ok: &[bool]) -> LexicalMat
         }
     }
     lex_sorted.sort_by(|a, b| b.1.total_cmp(&a.1));
-    (lexical, lex_sorted, failure)
+    (lexical, lex_sorted, notes)
 }
 
 /// Hits ranked by the int8 scan whose place this many best ones (and the messages they inherit from) are
@@ -249,19 +272,19 @@ fn semantic_candidates(
     (ranks, best)
 }
 
-/// Ranks eligible messages for the query; returns them best first, and why the keyword side is missing from
-/// the ranking, if it is.
+/// Ranks eligible messages for the query; returns them best first, and what the keyword side tells the reader
+/// (why it is missing from the ranking, if it is; the words read as typos).
 fn rank(
     snap: &Snapshot,
     p: &SearchParams,
     query_vec: Option<&[f32]>,
     embedder: Option<&dyn ChunkEmbedder>,
     ok: &[bool],
-) -> (Vec<Scored>, Option<String>) {
+) -> (Vec<Scored>, KeywordNotes) {
     // The vector scan and the BM25 search are independent: the search runs on a thread of its own (not rayon's
     // pool, which a background embedding pass may keep busy) while this one scans.
-    let (mut scan, (lexical, lex_sorted, lexical_failure)) = std::thread::scope(|s| {
-        let words = s.spawn(|| lexical_matches(snap, p, ok));
+    let (mut scan, (lexical, lex_sorted, keyword_notes)) = std::thread::scope(|s| {
+        let words = s.spawn(|| lexical_matches(snap, p, ok, embedder));
         let scan = query_vec.map(|q| scan::SemanticScan::run(snap, q, ok, p.exact_scan));
         let words = words.join().unwrap_or_else(|panic| {
             let why = panic
@@ -272,12 +295,15 @@ fn rank(
             (
                 FxHashMap::default(),
                 Vec::new(),
-                Some(format!("the keyword search failed (panic: {why})")),
+                KeywordNotes {
+                    failure: Some(format!("the keyword search failed (panic: {why})")),
+                    corrections: Vec::new(),
+                },
             )
         });
         (scan, words)
     });
-    if let Some(why) = &lexical_failure {
+    if let Some(why) = &keyword_notes.failure {
         tracing::error!("search for {:?}: {why}", p.query);
         // The next update takes the full path, which checks the lexical index and rebuilds it.
         crate::index::report_damage(&snap.dir, why);
@@ -372,7 +398,7 @@ fn rank(
     for (r, s) in out.iter_mut().enumerate() {
         s.rank = r as u32;
     }
-    (out, lexical_failure)
+    (out, keyword_notes)
 }
 
 /// Same conversation (session, agent) and same window.
@@ -521,7 +547,7 @@ pub fn search_with_vector(
 ) -> Result<SearchResponse, SearchError> {
     p.validate()?;
     let ok = eligible(snap, p);
-    let (ranked, lexical_failure) = rank(snap, p, query_vec.map(|v| &v[..]), embedder, &ok);
+    let (ranked, keyword_notes) = rank(snap, p, query_vec.map(|v| &v[..]), embedder, &ok);
     let groups = merge_hits(snap, ranked, p.context);
     let total = groups.len();
     let raw_terms = query_terms(&p.query);
@@ -600,9 +626,16 @@ pub fn search_with_vector(
         },
         note: None,
     };
-    if let Some(why) = lexical_failure {
+    if let Some(why) = keyword_notes.failure {
         resp.add_note(format!(
             "{why}: these results come from the semantic ranking alone"
+        ));
+    }
+    for c in keyword_notes.corrections {
+        resp.add_note(format!(
+            "no message has the word \"{}\": searched for the indexed word one typo away (\"{}\", as stemmed) \
+             instead",
+            c.typed, c.searched
         ));
     }
     if resp.nothing_in_scope {
