@@ -13,9 +13,9 @@ use levenshtein_automata::{DFA, Distance, LevenshteinAutomatonBuilder, SINK_STAT
 use tantivy::schema::Field;
 use tantivy::{Searcher, Term};
 
-/// The shortest term (after stemming, in bytes) that is read as a typo: one edit from a shorter word is too
-/// often another word ("cash" for "cast", "test" for "text").
-pub const MIN_TYPO_BYTES: usize = 5;
+/// The shortest term (after stemming, in characters) that is read as a typo: one edit from a shorter word is
+/// too often another word ("cash" for "cast", "test" for "text"; a two-character word of Chinese for another).
+pub const MIN_TYPO_CHARS: usize = 5;
 
 /// A word of the query read as another (see [`nearest_term`]), to say so to the reader.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,7 +59,7 @@ fn one_edit() -> &'static LevenshteinAutomatonBuilder {
 
 /// The indexed term one edit from `term` (an insertion, a deletion, a substitution or two neighbours swapped)
 /// that the most messages contain, when no message contains `term` itself; `None` when some message does, when
-/// no term is that close, or when `term` is too short ([`MIN_TYPO_BYTES`]) or holds a digit (a version or a
+/// no term is that close, or when `term` is too short ([`MIN_TYPO_CHARS`]) or holds a digit (a version or a
 /// number that is not in the history is not a typo of its neighbour: `v2.1.38` is not `v2.1.39`). `word` is the
 /// query's word `term` was stemmed from, lowercased: when the stem has no neighbour the word itself is looked
 /// for, as the stemmer treats a misspelt word unlike the right one ("torunament" → "toruna", "tournament" →
@@ -70,7 +70,7 @@ pub fn nearest_term(
     term: &str,
     word: &str,
 ) -> tantivy::Result<Option<String>> {
-    if term.len() < MIN_TYPO_BYTES || term.bytes().any(|b| b.is_ascii_digit()) {
+    if term.chars().count() < MIN_TYPO_CHARS || term.bytes().any(|b| b.is_ascii_digit()) {
         return Ok(None);
     }
     if searcher.doc_freq(&Term::from_field_text(field, term))? > 0 {
@@ -79,7 +79,7 @@ pub fn nearest_term(
     if let Some(t) = most_common_neighbour(searcher, field, term)? {
         return Ok(Some(t));
     }
-    if word != term && word.len() >= MIN_TYPO_BYTES {
+    if word != term && word.chars().count() >= MIN_TYPO_CHARS {
         return most_common_neighbour(searcher, field, word);
     }
     Ok(None)
@@ -180,7 +180,9 @@ mod tests {
         assert!(corrected(&lex, "v2.1.39", &[]).is_empty());
         assert!(corrected(&lex, "cash", &[]).is_empty());
         assert!(corrected(&lex, "other", &[]).is_empty());
-        // Nothing one edit away.
+        // Nothing one edit away; a word of two Chinese characters (six bytes) is too short to be read as another.
         assert!(corrected(&lex, "xylophone", &[]).is_empty());
+        let (_dir, lex) = index(&["数据 库存"]);
+        assert!(corrected(&lex, "数据 库房", &[]).is_empty());
     }
 }
