@@ -257,8 +257,10 @@ fn the_browser_finds_a_hit_reads_its_session_and_strangers_are_refused() {
     assert!(marked(&within));
     let (_, _, none) = filtered("before=2000-01-01");
     assert!(
-        none.contains("No messages match") && none.contains("value=\"2000-01-01\""),
-        "before the history: nothing, and the form keeps the bound"
+        none.contains("No messages to search")
+            && none.contains("passes the filters")
+            && none.contains("value=\"2000-01-01\""),
+        "before the history: nothing to search, it says why, and the form keeps the bound"
     );
     let (status, _, _) = filtered("after=sometime");
     assert_eq!(status, 400);
