@@ -7,11 +7,6 @@ use super::terms::CodeTokenizer;
 use std::path::Path;
 use tantivy::collector::TopDocs;
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
-
-pub use super::spelling::Correction;
-
-/// What a BM25 search found: (gid, score), best first.
-pub type Hits = Vec<(u64, f32)>;
 use tantivy::schema::{
     FAST, Field, INDEXED, IndexRecordOption, STORED, Schema, TextFieldIndexing, TextOptions,
 };
@@ -47,6 +42,11 @@ impl Drop for LexWriter {
         }
     }
 }
+
+pub use super::spelling::Correction;
+
+/// What a BM25 search found: (gid, score), best first.
+pub type Hits = Vec<(u64, f32)>;
 
 /// The lexical index of one index directory.
 pub struct Lexical {

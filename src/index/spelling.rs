@@ -20,9 +20,9 @@ pub const MIN_TYPO_CHARS: usize = 5;
 /// A word of the query read as another (see [`nearest_term`]), to say so to the reader.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Correction {
-    /// The term as the query had it (stemmed, lowercased), which no message contains.
+    /// The word as the query had it, lowercased; no message contains it (nor its stem).
     pub typed: String,
-    /// The indexed term searched instead.
+    /// The indexed term searched instead (a stem, as the index holds words).
     pub searched: String,
 }
 

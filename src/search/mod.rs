@@ -633,7 +633,7 @@ pub fn search_with_vector(
     }
     for c in keyword_notes.corrections {
         resp.add_note(format!(
-            "no message has the word \"{}\": searched for the indexed word one typo away (\"{}\", as stemmed) \
+            "no message has the word \"{}\": searched for the indexed word one typo away (\"{}\", as indexed) \
              instead",
             c.typed, c.searched
         ));
