@@ -483,21 +483,21 @@ pub fn is_tool_output(text: &[u8]) -> bool {
     text.starts_with(b"[tool result]") || text.starts_with(b"[tool error]")
 }
 
-/// What a user says they did with words ("I told you", "did I ask", "I said"): after "I" in the past tense, after
-/// "did I" / "have I" / "had I" in the base form or participle.
-const SAYING_VERBS: &[(&str, &str)] = &[
-    ("told", "tell"),
-    ("asked", "ask"),
-    ("said", "say"),
-    ("wanted", "want"),
-    ("mentioned", "mention"),
-    ("requested", "request"),
-    ("specified", "specify"),
-    ("suggested", "suggest"),
-    ("wrote", "write"),
-    ("instructed", "instruct"),
-    ("insisted", "insist"),
-    ("gave", "give"),
+/// What a user says they did with words ("I told you", "did I ask", "have I written"), as (past, base,
+/// participle): the past after "I"; any of the three after "did I" / "have I" / "had I".
+const SAYING_VERBS: &[(&str, &str, &str)] = &[
+    ("told", "tell", "told"),
+    ("asked", "ask", "asked"),
+    ("said", "say", "said"),
+    ("wanted", "want", "wanted"),
+    ("mentioned", "mention", "mentioned"),
+    ("requested", "request", "requested"),
+    ("specified", "specify", "specified"),
+    ("suggested", "suggest", "suggested"),
+    ("wrote", "write", "written"),
+    ("instructed", "instruct", "instructed"),
+    ("insisted", "insist", "insisted"),
+    ("gave", "give", "given"),
 ];
 
 /// Whether a query (its lowercased words) asks what the asker said: "what did I tell you …", "I asked for …",
@@ -505,16 +505,13 @@ const SAYING_VERBS: &[(&str, &str)] = &[
 /// else's words).
 fn asks_for_the_users_words(words: &[&str]) -> bool {
     words.windows(2).enumerate().any(|(k, w)| {
-        let past = w[0] == "i" && SAYING_VERBS.iter().any(|(p, _)| *p == w[1]);
+        let past = w[0] == "i" && SAYING_VERBS.iter().any(|(p, _, _)| *p == w[1]);
         let asked = matches!(w[0], "did" | "have" | "had")
             && w[1] == "i"
             && words.get(k + 2).is_some_and(|v| {
-                SAYING_VERBS.iter().any(|(p, b)| {
-                    v == b
-                        || v == p
-                        || (*b == "write" && *v == "written")
-                        || (*b == "give" && *v == "given")
-                })
+                SAYING_VERBS
+                    .iter()
+                    .any(|(p, b, pp)| v == p || v == b || v == pp)
             });
         past || asked
     })
