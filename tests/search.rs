@@ -1466,9 +1466,20 @@ fn a_typo_in_the_query_finds_what_the_right_word_finds_and_says_so() {
             "I won the regional tournament last week!",
             "congrats, the other finalists looked strong",
             "we repainted the kitchen on Sunday",
+            "the harvest festival was packed",
         ],
     );
     let e = indexed_from(&claude, tmp);
+    // The index holds "festival" as the stem "festiv"; the note names the word a message has.
+    let v = talk(&e, "tell me about the fesetival", &[]);
+    assert_eq!(uuids(&v)[0], "st-3", "{v}");
+    let note = v["note"].as_str().unwrap_or_default();
+    assert!(
+        note.contains("\"fesetival\"")
+            && note.contains("\"festival\"")
+            && !note.contains("festiv\""),
+        "{v}"
+    );
     let v = talk(&e, "which torunament did I win", &[]);
     assert_eq!(uuids(&v)[0], "st-0", "{v}");
     let note = v["note"].as_str().unwrap_or_default();

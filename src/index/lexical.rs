@@ -62,6 +62,20 @@ fn analyzer() -> TextAnalyzer {
         .build()
 }
 
+/// The word of `text` that the index holds as `term`, as `text` writes it (lowercased): "festival" for the
+/// stem "festiv". The index keeps stems only, so a word searched in place of another is shown to the reader in a
+/// form some message has; `None` when `text` has no word with that stem.
+pub fn surface_word(text: &str, term: &str) -> Option<String> {
+    let mut analyzer = analyzer();
+    let mut stream = analyzer.token_stream(text);
+    while let Some(t) = stream.next() {
+        if t.text == term {
+            return text.get(t.offset_from..t.offset_to).map(str::to_lowercase);
+        }
+    }
+    None
+}
+
 /// English function words: in a question ("what did we decide about retries") they are not evidence, and a
 /// message that shares only them with the query is noise. They are left out of the query, not of the index, so
 /// an identifier that contains one (`the_config`, `is-ready`) still matches whole.
@@ -233,6 +247,7 @@ impl Lexical {
                     corrections.push(Correction {
                         typed: word,
                         searched: searched.clone(),
+                        written: None,
                     });
                     searched
                 }

@@ -24,6 +24,10 @@ pub struct Correction {
     pub typed: String,
     /// The indexed term searched instead (a stem, as the index holds words).
     pub searched: String,
+    /// The word as a matching message writes it ("festival" where the index holds "festiv"), to show the
+    /// reader a word rather than a stem; `None` when no message at hand has it (see
+    /// [`super::lexical::surface_word`]).
+    pub written: Option<String>,
 }
 
 /// A Levenshtein DFA as an automaton over the term dictionary (tantivy's term dictionary takes a
@@ -162,6 +166,23 @@ mod tests {
         let mut gids: Vec<u64> = found.iter().map(|(g, _)| *g).collect();
         gids.sort();
         assert_eq!(gids, vec![0, 1]);
+    }
+
+    /// The index holds stems; a note shows the word as a message writes it.
+    #[test]
+    fn a_stem_is_shown_as_a_message_writes_it() {
+        use crate::index::lexical::surface_word;
+        assert_eq!(
+            surface_word("The Festival opened on Friday", "festiv").as_deref(),
+            Some("festival")
+        );
+        // The first word with that stem, as written (`snake_case` parts included).
+        assert_eq!(
+            surface_word("festivals: run_festivities()", "festiv").as_deref(),
+            Some("festivals")
+        );
+        assert_eq!(surface_word("the tournament final", "festiv"), None);
+        assert_eq!(surface_word("", "festiv"), None);
     }
 
     #[test]

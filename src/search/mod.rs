@@ -178,6 +178,19 @@ struct KeywordNotes {
     corrections: Vec<crate::index::spelling::Correction>,
 }
 
+/// How the best keyword matches write the indexed term `term` (a stem), for a note that shows a word: the
+/// first of the best few matches that has a word with that stem.
+fn written_as(snap: &Snapshot, lex_sorted: &[(u32, f32)], term: &str) -> Option<String> {
+    lex_sorted
+        .iter()
+        .take(WRITTEN_AS_MATCHES)
+        .find_map(|(i, _)| crate::index::lexical::surface_word(&snap.content(*i as usize), term))
+}
+
+/// How many of the best keyword matches [`written_as`] reads for the word a stem was written as: any one that
+/// matched on the corrected term has it, and most of the best do.
+const WRITTEN_AS_MATCHES: usize = 20;
+
 /// Eligible messages matching the query's words, by BM25 score.
 /// `embedder`'s vocabulary tells a typo from a word the history lacks (see [`crate::index::spelling`]).
 fn lexical_matches(
@@ -215,6 +228,9 @@ fn lexical_matches(
         }
     }
     lex_sorted.sort_by(|a, b| b.1.total_cmp(&a.1));
+    for c in &mut notes.corrections {
+        c.written = written_as(snap, &lex_sorted, &c.searched);
+    }
     (lexical, lex_sorted, notes)
 }
 
@@ -632,11 +648,17 @@ pub fn search_with_vector(
         ));
     }
     for c in keyword_notes.corrections {
-        resp.add_note(format!(
-            "no message has the word \"{}\": searched for the indexed word one typo away (\"{}\", as indexed) \
-             instead",
-            c.typed, c.searched
-        ));
+        resp.add_note(match &c.written {
+            Some(word) => format!(
+                "no message has the word \"{}\": searched for \"{word}\", the indexed word one typo away, instead",
+                c.typed
+            ),
+            None => format!(
+                "no message has the word \"{}\": searched for the indexed word one typo away (\"{}\", as indexed) \
+                 instead",
+                c.typed, c.searched
+            ),
+        });
     }
     if resp.nothing_in_scope {
         resp.add_note(out_of_scope(snap, p));
