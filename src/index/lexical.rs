@@ -181,10 +181,24 @@ impl Lexical {
 
     /// A reader of the last commit.
     pub fn reader(&self) -> tantivy::Result<IndexReader> {
-        self.index
-            .reader_builder()
-            .reload_policy(ReloadPolicy::Manual)
-            .try_into()
+        // tantivy panics on some damaged files instead of returning an error (a document store whose footer
+        // points outside the file: `FileSlice::slice`'s bounds check), so the reader is opened on a thread of its
+        // own and such a panic ends as this error — a search without words, a rebuild by the next update —
+        // not as the process.
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                self.index
+                    .reader_builder()
+                    .reload_policy(ReloadPolicy::Manual)
+                    .try_into()
+            })
+            .join()
+            .unwrap_or_else(|_| {
+                Err(tantivy::TantivyError::InternalError(
+                    "the keyword index is damaged: opening it failed inside tantivy".into(),
+                ))
+            })
+        })
     }
 
     /// The query's terms as the index analysed them (deduplicated), function words left out — unless the query
@@ -324,5 +338,55 @@ impl Lexical {
     pub fn clear(&self, w: &mut IndexWriter) -> tantivy::Result<()> {
         w.delete_all_documents()?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Lexical;
+
+    /// A byte flipped anywhere in the keyword index ends, at worst, in an error from opening it — never in a
+    /// panic of the caller (tantivy panics on some damaged files; `Lexical::reader` contains it).
+    #[test]
+    fn a_damaged_keyword_index_opens_to_an_error_not_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let lex = Lexical::open(dir.path()).unwrap();
+            let mut w = lex.writer(false).unwrap();
+            for i in 0..40u64 {
+                lex.add(
+                    &w,
+                    i,
+                    &format!("fault matrix talk {i}: the parser and the widgets"),
+                )
+                .unwrap();
+            }
+            lex.commit(&mut w, 1).unwrap();
+        }
+        let files: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                let name = p.file_name().unwrap().to_string_lossy().to_string();
+                !name.ends_with(".lock") && !name.starts_with("meta") && name != "ghola.json"
+            })
+            .collect();
+        assert!(!files.is_empty());
+        let (mut opened, mut refused) = (0, 0);
+        for file in &files {
+            let pristine = std::fs::read(file).unwrap();
+            for at in 0..pristine.len() {
+                let mut b = pristine.clone();
+                b[at] ^= 0x5a;
+                std::fs::write(file, &b).unwrap();
+                match Lexical::open(dir.path()).and_then(|l| l.reader()) {
+                    Ok(_) => opened += 1,
+                    Err(_) => refused += 1,
+                }
+            }
+            std::fs::write(file, &pristine).unwrap();
+        }
+        assert!(opened + refused > 0);
+        assert!(Lexical::open(dir.path()).unwrap().reader().is_ok());
     }
 }
