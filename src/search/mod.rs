@@ -648,17 +648,17 @@ pub fn search_with_vector(
         ));
     }
     for c in keyword_notes.corrections {
-        resp.add_note(match &c.written {
-            Some(word) => format!(
-                "no message has the word \"{}\": searched for \"{word}\", the indexed word one typo away, instead",
-                c.typed
-            ),
+        let searched = match &c.written {
+            Some(word) => format!("\"{word}\", the indexed word one typo away,"),
             None => format!(
-                "no message has the word \"{}\": searched for the indexed word one typo away (\"{}\", as indexed) \
-                 instead",
-                c.typed, c.searched
+                "the indexed word one typo away (\"{}\", as indexed)",
+                c.searched
             ),
-        });
+        };
+        resp.add_note(format!(
+            "no message has the word \"{}\": searched for {searched} instead",
+            c.typed
+        ));
     }
     if resp.nothing_in_scope {
         resp.add_note(out_of_scope(snap, p));
