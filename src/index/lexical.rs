@@ -343,7 +343,23 @@ impl Lexical {
 
 #[cfg(test)]
 mod tests {
-    use super::Lexical;
+    use super::{Lexical, surface_word};
+
+    /// The index holds stems; a note shows the word as a message writes it.
+    #[test]
+    fn a_stem_is_shown_as_a_message_writes_it() {
+        assert_eq!(
+            surface_word("The Festival opened on Friday", "festiv").as_deref(),
+            Some("festival")
+        );
+        // The first word with that stem, as written (`snake_case` parts included).
+        assert_eq!(
+            surface_word("festivals: run_festivities()", "festiv").as_deref(),
+            Some("festivals")
+        );
+        assert_eq!(surface_word("the tournament final", "festiv"), None);
+        assert_eq!(surface_word("", "festiv"), None);
+    }
 
     /// A byte flipped anywhere in the keyword index ends, at worst, in an error from opening it — never in a
     /// panic of the caller (tantivy panics on some damaged files; `Lexical::reader` contains it).

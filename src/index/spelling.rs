@@ -168,23 +168,6 @@ mod tests {
         assert_eq!(gids, vec![0, 1]);
     }
 
-    /// The index holds stems; a note shows the word as a message writes it.
-    #[test]
-    fn a_stem_is_shown_as_a_message_writes_it() {
-        use crate::index::lexical::surface_word;
-        assert_eq!(
-            surface_word("The Festival opened on Friday", "festiv").as_deref(),
-            Some("festival")
-        );
-        // The first word with that stem, as written (`snake_case` parts included).
-        assert_eq!(
-            surface_word("festivals: run_festivities()", "festiv").as_deref(),
-            Some("festivals")
-        );
-        assert_eq!(surface_word("the tournament final", "festiv"), None);
-        assert_eq!(surface_word("", "festiv"), None);
-    }
-
     #[test]
     fn words_that_are_not_typos_are_left_alone() {
         let (_dir, lex) = index(&[
