@@ -16,12 +16,14 @@ difference (a 95% band would be twice it).
     python3 bench/folds.py [--work /tmp/folds] [--set coding|locomo|both] \\
         [--config 'NAME|SEARCH FLAGS|INDEX ENV'] ... (default: the built-in list below)
 
-Ranks are cached in --work per configuration, ghola binary and GHOLA_ environment (see `build_key`).
+Ranks are cached in --work per configuration, ghola binary and GHOLA_ environment (see bench/cache_key.py).
 """
-import argparse, hashlib, json, math, os, shlex, shutil, statistics, subprocess, sys
+import argparse, json, math, os, shlex, shutil, statistics, subprocess, sys
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from cache_key import build_key
 
 here = Path(__file__).resolve().parent
 root = here.parent
@@ -121,18 +123,8 @@ def ensure_index(kind, env):
             sys.exit(f"indexing LoCoMo failed: {r.stderr}")
 
 
-def build_key(flags, env):
-    """What a configuration's cached ranks depend on besides its name: the ghola binary (size and modification
-    time), the search flags, and every GHOLA_ variable of this run's environment and the configuration's (an
-    experimental build reads its settings from them). A cache keyed by name alone served an older build's ranks."""
-    st = os.stat(a.ghola)
-    ghola_env = sorted((k, v) for k, v in {**os.environ, **env}.items() if k.startswith("GHOLA_"))
-    blob = json.dumps([st.st_size, st.st_mtime_ns, flags, ghola_env])
-    return hashlib.sha256(blob.encode()).hexdigest()[:12]
-
-
 def ranks_of(kind, name, flags, env):
-    path = work / "ranks" / kind / f"{slug(name)}-{build_key(flags, env)}.json"
+    path = work / "ranks" / kind / f"{slug(name)}-{build_key(a.ghola, flags, env)}.json"
     if path.exists():
         return json.load(open(path))
     ensure_index(kind, env)

@@ -6,12 +6,14 @@ place of the other. Scored per fold (corpus folder; LoCoMo conversation) on the 
 
     python3 bench/order_fusion.py [--work /tmp/folds] [--out /tmp/order-fusion]
 
-Lists are cached in --out (delete to run again).
+Lists are cached in --out per ghola binary, flags and GHOLA_ environment (bench/cache_key.py).
 """
 import argparse, json, statistics, subprocess, sys
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from cache_key import build_key
 
 here = Path(__file__).resolve().parent
 root = here.parent
@@ -40,7 +42,7 @@ for q in json.load(open(Path(a.locomo) / "gold.json")):
 
 
 def lists(name, flags):
-    path = out / f"{name}.json"
+    path = out / f"{name}-{build_key(a.ghola, flags)}.json"
     if path.exists():
         return json.load(open(path))
 
