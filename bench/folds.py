@@ -14,7 +14,10 @@ difference (a 95% band would be twice it).
     /tmp/benchvenv/bin/python bench/coding/floor.py --ghola-ranks /tmp/coding-ghola.json --out /tmp/folds/floor-coding.json
     /tmp/benchvenv/bin/python bench/locomo_recall.py --json /tmp/folds/locomo.json
     python3 bench/folds.py [--work /tmp/folds] [--set coding|locomo|both] \\
-        [--config 'NAME|SEARCH FLAGS|INDEX ENV'] ... (default: the built-in list below)
+        [--config 'NAME|SEARCH FLAGS|INDEX ENV|SEARCH ENV'] ... (default: the built-in list below)
+
+The index environment builds an index of its own (an index-time setting); the search environment is given to
+`ghola search` alone (an experimental build's search-time setting), so several of those share one index.
 
 Ranks are cached in --work per configuration, ghola binary and GHOLA_ environment (see bench/cache_key.py).
 """
@@ -54,8 +57,9 @@ DEFAULT_CONFIGS = (
 )
 configs = []
 for c in a.config or DEFAULT_CONFIGS:
-    name, flags, env = (c.split("|") + ["", ""])[:3]
-    configs.append((name, shlex.split(flags), dict(kv.split("=", 1) for kv in shlex.split(env))))
+    name, flags, env, search_env = (c.split("|") + ["", "", ""])[:4]
+    parse_env = lambda text: dict(kv.split("=", 1) for kv in shlex.split(text))
+    configs.append((name, shlex.split(flags), parse_env(env), parse_env(search_env)))
 work = Path(a.work)
 work.mkdir(parents=True, exist_ok=True)
 
@@ -74,9 +78,9 @@ def run_all(jobs):
         return list(pool.map(lambda f: f(), jobs))
 
 
-def search(base, question, scope, flags):
+def search(base, question, scope, flags, search_env):
     cmd = base + ["search", question, *scope, "--context", "0", "--limit", "10", "--json", "--no-update", *flags]
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **search_env})
     if r.returncode != 0:
         sys.exit(f"search failed: {' '.join(cmd)}\n{r.stderr}")
     return [h["matched_message"]["uuid"] for h in json.loads(r.stdout).get("results", [])]
@@ -123,8 +127,8 @@ def ensure_index(kind, env):
             sys.exit(f"indexing LoCoMo failed: {r.stderr}")
 
 
-def ranks_of(kind, name, flags, env):
-    path = work / "ranks" / kind / f"{slug(name)}-{build_key(a.ghola, flags, env)}.json"
+def ranks_of(kind, name, flags, env, search_env):
+    path = work / "ranks" / kind / f"{slug(name)}-{build_key(a.ghola, flags, {**env, **search_env})}.json"
     if path.exists():
         return json.load(open(path))
     ensure_index(kind, env)
@@ -138,7 +142,7 @@ def ranks_of(kind, name, flags, env):
             base = [a.ghola, "--claude-dir", f"{a.locomo}/.claude", "--index-dir", str(index_dir(kind, env)),
                     "--model-dir", a.model_dir]
             scope = ["--project=" + q["cwd"]]
-        jobs.append(lambda base=base, q=q, scope=scope: search(base, q["question"], scope, flags))
+        jobs.append(lambda base=base, q=q, scope=scope: search(base, q["question"], scope, flags, search_env))
     ranked = run_all(jobs)
     out = {qid: rr(r, gold) for (qid, _, gold, _), r in zip(sets[kind]["questions"], ranked)}
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -155,16 +159,16 @@ for kind, s in sets.items():
     for qid, fold, _, _ in s["questions"]:
         folds[fold].append(qid)
     names = sorted(folds)
-    scores = {name: ranks_of(kind, name, flags, env) for name, flags, env in configs}
+    scores = {name: ranks_of(kind, name, flags, env, search_env) for name, flags, env, search_env in configs}
     mrr = lambda sc, ids: sum(sc[i] for i in ids) / len(ids)
     print(f"\n== {kind}: {len(s['questions'])} questions, {len(names)} folds; MRR@10 per fold "
           f"(difference to the floor; * = lower than the floor by more than the fold's noise)")
-    width = max(len(n) for n, _, _ in configs) + 2
+    width = max(len(n) for n, *_ in configs) + 2
     print(f"{'':<{width}}" + "".join(f"{n[:14]:>16}" for n in names) + f"{'mean of folds':>15}{'all':>8}")
     print(f"{'floor':<{width}}" + "".join(f"{mrr(s['floor'], folds[n]):>16.3f}" for n in names)
           + f"{statistics.mean(mrr(s['floor'], folds[n]) for n in names):>15.3f}"
           + f"{mrr(s['floor'], list(s['floor'])):>8.3f}")
-    for name, _, _ in configs:
+    for name, *_ in configs:
         sc = scores[name]
         cells = []
         for n in names:
