@@ -331,8 +331,12 @@ fn rank(
     let (priors, other_side) = if p.fusion == Fusion::Weighted {
         let mut intent = QueryIntent::of(&p.query, chrono::Utc::now());
         let read = |intent: &mut QueryIntent, semantic: &[u32]| {
-            let lexical = lex_sorted.iter().map(|(m, _)| *m);
-            intent.read_the_candidates(snap, lexical.chain(semantic.iter().copied()))
+            let candidates = lex_sorted
+                .iter()
+                .map(|(m, _)| *m)
+                .chain(semantic.iter().copied());
+            intent.date_from_the_candidates(snap, candidates.clone());
+            intent.read_the_candidates(snap, candidates)
         };
         read(&mut intent, &best_semantic);
         // The query names a party of the conversation: what it means is scanned for again without the name (see

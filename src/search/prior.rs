@@ -9,7 +9,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::when::{Period, asks_when, named_period, says_when};
+use super::when::{Period, asks_when, choose_reading, readings, says_when};
 use crate::index::{NO_AGENT, Snapshot};
 
 /// Factor on the score of a message that asks rather than answers, and of one the query rules out (see
@@ -132,8 +132,12 @@ pub struct QueryIntent {
     /// own transcript, not in the main conversation that mentions it.
     pub names_an_agent: bool,
     /// The time it names ("on 9 November, 2022", "in March", "yesterday"): the answer was most likely written
-    /// then.
+    /// then. A month or day without a year is read in the latest year the candidates speak from
+    /// ([`QueryIntent::date_from_the_candidates`]).
     pub period: Option<Period>,
+    /// Every reading of the time it names, latest first ([`super::when::readings`]): more than one when it
+    /// names a month or day without its year.
+    pub period_readings: Vec<Period>,
     /// It asks when something happened: the answer most likely says when.
     pub asks_when: bool,
     /// It asks what the asker said ("what did I tell you about the naming?", "the rule I gave you"): the
@@ -192,7 +196,8 @@ impl QueryIntent {
                 matches!(w, "subagent" | "subagents")
                     || (matches!(w, "agent" | "agents") && (k == 0 || words[k - 1] != "user"))
             }),
-            period: named_period(query, now),
+            period: None,
+            period_readings: readings(query, now),
             asks_when: asks_when(query),
             asks_for_the_users_words: asks_for_the_users_words(&words),
             names: names_in(query),
@@ -200,6 +205,26 @@ impl QueryIntent {
             other_side: None,
             parties: Vec::new(),
         }
+        .with_latest_reading()
+    }
+
+    /// The period read the usual way — against today — until the candidates are read.
+    fn with_latest_reading(mut self) -> Self {
+        self.period = self.period_readings.first().copied();
+        self
+    }
+
+    /// Reads a month or day named without a year ("in June") in the latest year at least one candidate was
+    /// written in (`candidates`: the search's lexical and semantic candidates), not after today; with one
+    /// reading, or when no candidate was written in any, the time stays as read against today. Asked in
+    /// November, "in June" is this June in a history that speaks from it, and last year's in one left before.
+    pub fn date_from_the_candidates(
+        &mut self,
+        snap: &Snapshot,
+        candidates: impl Iterator<Item = u32> + Clone,
+    ) {
+        let times = candidates.filter_map(|m| snap.messages[m as usize].timestamp_ms);
+        self.period = choose_reading(&self.period_readings, times);
     }
 
     /// Reads, once per search, which candidates address the people the query names ("Thanks, Ana!") and from

@@ -268,6 +268,57 @@ fn months_from(y: i32, m: u32, months: u32) -> Option<Period> {
 /// without a year (the latest one not after today); `None` when it names none. Several named times give the
 /// span holding them all ("between 11 August and 15 August 2023").
 pub fn named_period(query: &str, now: DateTime<Utc>) -> Option<Period> {
+    named_period_years_back(query, now, 0)
+}
+
+/// How many years before the latest one a month or day named without a year is looked for among the
+/// candidates ([`readings`]).
+pub const YEARS_BACK: i32 = 10;
+
+/// The ways to read the time `query` names, latest first: [`named_period`], then — only when the query names a
+/// month or day without a year ("in June", "on 9 November") — the same with that month or day one, two, …
+/// [`YEARS_BACK`] years earlier. Empty when the query names no time; one reading when it gives its year or
+/// names a time relative to today. "In June" asked in November 2026 means June 2026 when the history speaks
+/// from then; when nothing in it was written that June (a project left in the spring, another machine's or an
+/// imported history), the June it does speak from is the one meant (see [`choose_reading`]).
+pub fn readings(query: &str, now: DateTime<Utc>) -> Vec<Period> {
+    let Some(latest) = named_period(query, now) else {
+        return Vec::new();
+    };
+    let mut out = vec![latest];
+    for back in 1..=YEARS_BACK {
+        match named_period_years_back(query, now, back) {
+            Some(p) if p != latest => out.push(p),
+            // The same span a year earlier: nothing in the query was read without its year.
+            _ => break,
+        }
+    }
+    out
+}
+
+/// The reading of a named time ([`readings`], latest first) that holds at least one of `times` (the
+/// candidates' timestamps, in milliseconds), or the latest when none does — then every candidate is outside
+/// the time named, and the rule changes no order.
+pub fn choose_reading(
+    readings: &[Period],
+    times: impl Iterator<Item = i64> + Clone,
+) -> Option<Period> {
+    let first = *readings.first()?;
+    if readings.len() == 1 {
+        return Some(first);
+    }
+    Some(
+        readings
+            .iter()
+            .copied()
+            .find(|p| times.clone().any(|t| p.holds(t)))
+            .unwrap_or(first),
+    )
+}
+
+/// [`named_period`] with a month or day given without a year read `back` years before the latest one not after
+/// today.
+fn named_period_years_back(query: &str, now: DateTime<Utc>, back: i32) -> Option<Period> {
     let today = now.with_timezone(&Local).date_naive();
     let lower = query.to_lowercase();
     let words: Vec<&str> = lower
@@ -287,10 +338,11 @@ pub fn named_period(query: &str, now: DateTime<Utc>) -> Option<Period> {
     // The latest `m`/`d` (day 1 for a month) not after today, for a date given without a year.
     let latest_year = |m: u32, d: u32| {
         let this = today.year();
-        match NaiveDate::from_ymd_opt(this, m, d) {
+        let latest = match NaiveDate::from_ymd_opt(this, m, d) {
             Some(date) if date <= today => this,
             _ => this - 1,
-        }
+        };
+        latest - back
     };
     let mut found: Option<Period> = None;
     let mut add = |p: Option<Period>| {
@@ -543,6 +595,51 @@ mod tests {
             span("2025-12-01", "2026-01-01")
         );
         assert_eq!(days("on 30 November"), span("2025-11-30", "2025-12-01"));
+    }
+
+    #[test]
+    fn a_date_without_a_year_is_read_in_the_latest_year_the_candidates_speak_from() {
+        let ms = |d: &str| {
+            Period::one_day(NaiveDate::parse_from_str(d, "%Y-%m-%d").unwrap())
+                .unwrap()
+                .start_ms
+        };
+        let spans = |q: &str| -> Vec<(String, String)> {
+            readings(q, now())
+                .iter()
+                .map(|p| (p.start_ms, p.end_ms))
+                .map(|(a, b)| {
+                    let d = |t: i64| {
+                        Local
+                            .timestamp_millis_opt(t)
+                            .unwrap()
+                            .date_naive()
+                            .to_string()
+                    };
+                    (d(a), d(b))
+                })
+                .collect()
+        };
+        // Now is 25 November 2026: June 2026 first, then each June before it.
+        let june = spans("When did Melanie go camping in June?");
+        assert_eq!(june.len(), 1 + YEARS_BACK as usize);
+        assert_eq!(june[0], span("2026-06-01", "2026-07-01").unwrap());
+        assert_eq!(june[3], span("2023-06-01", "2023-07-01").unwrap());
+        // A year given, or a time relative to today, has one reading; no time, none.
+        assert_eq!(spans("camping in June 2023").len(), 1);
+        assert_eq!(spans("the failing test from yesterday").len(), 1);
+        assert!(spans("camping with the kids").is_empty());
+        // The latest June a candidate was written in is the one meant; with none, the latest June.
+        let r = readings("When did Melanie go camping in June?", now());
+        let chosen = |times: &[&str]| {
+            let t: Vec<i64> = times.iter().map(|d| ms(d)).collect();
+            choose_reading(&r, t.iter().copied()).unwrap()
+        };
+        assert_eq!(chosen(&["2023-06-27", "2022-06-10", "2023-08-01"]), r[3]);
+        assert_eq!(chosen(&["2026-06-02", "2023-06-27"]), r[0]);
+        assert_eq!(chosen(&["2023-08-01", "2024-01-05"]), r[0]);
+        assert_eq!(chosen(&[]), r[0]);
+        assert_eq!(choose_reading(&[], std::iter::empty()), None);
     }
 
     #[test]
