@@ -965,6 +965,11 @@ fn a_time_named_in_the_query_ranks_what_was_said_then_first() {
         ("BRAMBLE deploy status on June 10th, 2025", "s-june-1"),
         ("BRAMBLE deploy status 2025-03-04", "s-march-1"),
         ("BRAMBLE deploy status in June 2025", "s-june-1"),
+        // Without its year, a month is the latest one the history speaks from: nothing here was written in this
+        // year's June or March (the sessions are from 2025), so those are not the ones meant.
+        ("BRAMBLE deploy status in June", "s-june-1"),
+        ("BRAMBLE deploy status in March", "s-march-1"),
+        ("BRAMBLE deploy status on 4 March", "s-march-1"),
     ] {
         let r = first(&[q]);
         assert_eq!(r.first().map(String::as_str), Some(want), "{q}: {r:?}");
