@@ -183,6 +183,7 @@ impl QueryIntent {
     /// Reads the intent from the query's words; `now` is what "yesterday" and a date without a year are read
     /// against.
     pub fn of(query: &str, now: DateTime<Utc>) -> Self {
+        let period_readings = readings(query, now);
         let q = query.to_lowercase();
         let words: Vec<&str> = q
             .split(|c: char| !c.is_alphanumeric() && c != '\'')
@@ -196,8 +197,9 @@ impl QueryIntent {
                 matches!(w, "subagent" | "subagents")
                     || (matches!(w, "agent" | "agents") && (k == 0 || words[k - 1] != "user"))
             }),
-            period: None,
-            period_readings: readings(query, now),
+            // Read against today until the candidates are read.
+            period: period_readings.first().copied(),
+            period_readings,
             asks_when: asks_when(query),
             asks_for_the_users_words: asks_for_the_users_words(&words),
             names: names_in(query),
@@ -205,13 +207,6 @@ impl QueryIntent {
             other_side: None,
             parties: Vec::new(),
         }
-        .with_latest_reading()
-    }
-
-    /// The period read the usual way — against today — until the candidates are read.
-    fn with_latest_reading(mut self) -> Self {
-        self.period = self.period_readings.first().copied();
-        self
     }
 
     /// Reads a month or day named without a year ("in June") in the latest year at least one candidate was
