@@ -56,9 +56,9 @@ DEFAULT_CONFIGS = (
        "neighbour weight 1.0||GHOLA_NEIGHBOUR_WEIGHT=1.0"]
 )
 configs = []
+parse_env = lambda text: dict(kv.split("=", 1) for kv in shlex.split(text))
 for c in a.config or DEFAULT_CONFIGS:
     name, flags, env, search_env = (c.split("|") + ["", "", ""])[:4]
-    parse_env = lambda text: dict(kv.split("=", 1) for kv in shlex.split(text))
     configs.append((name, shlex.split(flags), parse_env(env), parse_env(search_env)))
 work = Path(a.work)
 work.mkdir(parents=True, exist_ok=True)
