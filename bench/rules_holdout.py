@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What each ranking rule of `search/prior.rs` is worth on questions it was not chosen on.
+"""What each ranking rule of `search/prior/` is worth on questions it was not chosen on.
 
 For every rule, `ghola search` runs with that rule turned off (`--without-rule NAME`), and the ranking is scored
 against all rules on, on two frozen splits of each dev set:

@@ -21,7 +21,7 @@ pub(super) struct Evidence {
     pub(super) sem_rank: FxHashMap<u32, usize>,
     /// Rank fusion only: every lexical match's rank.
     pub(super) lex_rank: FxHashMap<u32, usize>,
-    /// Weighted fusion only: every candidate's prior (see [`prior::prior`]), read once per search though the
+    /// Weighted fusion only: every candidate's prior (see [`super::prior::prior`]), read once per search though the
     /// ranking is fused twice (before and after the exact re-scoring).
     pub(super) priors: FxHashMap<u32, f32>,
     /// The side of a dialogue that speaks to the person the query names, if one was found

@@ -1,13 +1,9 @@
 //! The time a query names ("on 9 November, 2022", "in January 2024", "2026-03-02", "yesterday"), read as a
 //! span of time, so that the ranking can prefer what was said then (see `prior::Rule::OutsideNamedTime`).
-//!
-//! A question about the past often says when: "what did we decide about the cache in March", "what did Nate
-//! cook on 9 November, 2022". The words of the date match nothing useful (a month's name, a year), while the
-//! messages written in that span are where the answer most likely is. A named time is a preference, not a
-//! filter (the `after`/`before` arguments are the filter): a date in a query can also be part of what is
-//! searched for ("the certificate that expires in March 2027").
 
 use chrono::{DateTime, Datelike, Duration, Local, NaiveDate, TimeZone, Utc};
+
+use super::words::{MONTHS, day, month, season, year};
 
 /// A span of time a query names, in milliseconds since the epoch: `start` inclusive, `end` exclusive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,189 +64,12 @@ impl Period {
     }
 }
 
-const MONTHS: [&str; 12] = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-];
-
-/// Days of the week, which a message uses to say when ("on Friday", "last Sunday").
-const WEEKDAYS: [&str; 7] = [
-    "monday",
-    "tuesday",
-    "wednesday",
-    "thursday",
-    "friday",
-    "saturday",
-    "sunday",
-];
-
-/// Whether a query asks when something happened: "When did Ana repaint the fence?", "when was the cache
-/// added", "what year did …", "which week …", "how long (ago) …", "how many weeks passed …", and a question
-/// that opens with "when" and asks nothing else ("When Jon lost his job?") — not a clause that opens another
-/// question ("when the tests disagreed, which one …").
-pub fn asks_when(query: &str) -> bool {
-    let q = query.to_lowercase();
-    let words: Vec<&str> = q
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .collect();
-    const AUX: &[&str] = &[
-        "did", "was", "were", "is", "are", "do", "does", "will", "would", "has", "have", "had",
-        "can", "could", "should",
-    ];
-    // Words that make a query ask something other than when.
-    const OTHER_QUESTIONS: &[&str] = &[
-        "what", "which", "who", "whom", "whose", "where", "why", "how",
-    ];
-    let opens_with_when =
-        words.first() == Some(&"when") && !words[1..].iter().any(|w| OTHER_QUESTIONS.contains(w));
-    opens_with_when
-        || words.windows(2).any(|w| match (w[0], w[1]) {
-            ("when", aux) => AUX.contains(&aux),
-            ("what" | "which", "year" | "month" | "week" | "weekend" | "date" | "day") => true,
-            ("long", "ago") => true,
-            // "How long has Ana been painting?": answered by a duration ("for seven years") or a time ("since 2016").
-            ("how", "long") => true,
-            _ => false,
-        })
-        // "How many weeks passed between …": answered the same ways.
-        || words
-            .windows(3)
-            .any(|w| w[0] == "how" && w[1] == "many" && DURATION_UNITS.contains(&w[2]))
-}
-
-/// Whether a message's text says when something happened, in the words people use: "yesterday", "two weeks
-/// ago", "last summer", "next month", "on Friday", "last Fri", "two weekends later", "in March", "2022" (not
-/// "may", which is mostly a verb). In LoCoMo's dialogues 83% of the turns that answer a when-question say so,
-/// against 13% of all turns (docs/search.md).
-pub fn says_when(text: &[u8]) -> bool {
-    // Asked of every candidate of a when-question (up to 2,500): the head only, lowered as ASCII (the words
-    // looked for are English), split at every other byte — no decoding, one copy.
-    let lower = text[..text.len().min(2 * 1024)].to_ascii_lowercase();
-    let words: Vec<&str> = lower
-        .split(|b| !b.is_ascii_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .filter_map(|w| std::str::from_utf8(w).ok())
-        .collect();
-    words.iter().enumerate().any(|(k, w)| {
-        let next = words.get(k + 1).copied().unwrap_or("");
-        match *w {
-            "yesterday" | "today" | "tonight" | "tomorrow" | "ago" | "recently" | "lately" => true,
-            "last" | "next" | "this" | "past" | "coming" => {
-                matches!(
-                    next,
-                    "week"
-                        | "weekend"
-                        | "month"
-                        | "year"
-                        | "night"
-                        | "morning"
-                        | "evening"
-                        | "summer"
-                        | "winter"
-                        | "spring"
-                        | "fall"
-                        | "autumn"
-                ) || WEEKDAYS.contains(&next)
-                    || WEEKDAY_ABBREVIATIONS.contains(&next)
-            }
-            // "on Fri", not "the sun" or "she sat": a short day name only where a day is named.
-            "on" => WEEKDAY_ABBREVIATIONS.contains(&next),
-            "other" => next == "day" && k > 0 && words[k - 1] == "the",
-            w if WEEKDAYS.contains(&w) => true,
-            "may" => false,
-            w if MONTHS.contains(&w) => true,
-            w if is_count(w) && DURATION_UNITS.contains(&next) => true,
-            w => year(w).is_some(),
-        }
-    })
-}
-
-/// Units of a duration ("for 3 years", "seven months now", "a few weeks"): what answers "how long …".
-const DURATION_UNITS: &[&str] = &[
-    "minute", "minutes", "hour", "hours", "day", "days", "week", "weeks", "month", "months",
-    "year", "years", "decade", "decades", "weekend", "weekends",
-];
-
-/// Short names of the days of the week ("last Fri", "on Tues"), read only after a word that names a day: alone,
-/// "sun", "sat" and "wed" are mostly other words.
-const WEEKDAY_ABBREVIATIONS: &[&str] = &[
-    "mon", "tue", "tues", "wed", "thu", "thur", "thurs", "fri", "sat", "sun",
-];
-
-/// Whether a word counts the unit after it: a number in digits or in words up to twelve, "few", "couple",
-/// "several" ("a" and "an" are left out: "twice a day" says how often, not how long).
-fn is_count(word: &str) -> bool {
-    const WORDS: &[&str] = &[
-        "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
-        "twelve", "few", "couple", "several",
-    ];
-    WORDS.contains(&word) || (word.len() <= 3 && word.bytes().all(|b| b.is_ascii_digit()))
-}
-
-/// A month by its name or its usual three-letter (or `sept`) abbreviation: 1 to 12.
-fn month(word: &str) -> Option<u32> {
-    if let Some(k) = MONTHS.iter().position(|m| *m == word) {
-        return Some(k as u32 + 1);
-    }
-    if word == "sept" {
-        return Some(9);
-    }
-    (word.len() == 3 && word != "may")
-        .then(|| MONTHS.iter().position(|m| m.starts_with(word)))
-        .flatten()
-        .map(|k| k as u32 + 1)
-}
-
-/// A day of the month written as a number, with or without its ordinal ending (`9`, `1st`, `23rd`).
-fn day(word: &str) -> Option<u32> {
-    let digits = word
-        .strip_suffix("st")
-        .or_else(|| word.strip_suffix("nd"))
-        .or_else(|| word.strip_suffix("rd"))
-        .or_else(|| word.strip_suffix("th"))
-        .unwrap_or(word);
-    (digits.len() <= 2)
-        .then(|| digits.parse::<u32>().ok())
-        .flatten()
-        .filter(|d| (1..=31).contains(d))
-}
-
-/// A four-digit year from 1970 to 2199.
-fn year(word: &str) -> Option<i32> {
-    (word.len() == 4)
-        .then(|| word.parse::<i32>().ok())
-        .flatten()
-        .filter(|y| (1970..2200).contains(y))
-}
-
 /// The first day of the month after `y`-`m`.
 fn next_month(y: i32, m: u32) -> Option<NaiveDate> {
     if m == 12 {
         NaiveDate::from_ymd_opt(y + 1, 1, 1)
     } else {
         NaiveDate::from_ymd_opt(y, m + 1, 1)
-    }
-}
-
-/// The months of a season in the northern hemisphere, as (first month, months): winter starts in December.
-fn season(word: &str) -> Option<(u32, u32)> {
-    match word {
-        "spring" => Some((3, 3)),
-        "summer" => Some((6, 3)),
-        "autumn" | "fall" => Some((9, 3)),
-        "winter" => Some((12, 3)),
-        _ => None,
     }
 }
 
@@ -452,64 +271,6 @@ fn iso_date(word: &str) -> Option<(i32, u32, Option<u32>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn questions_about_when_are_told_from_clauses() {
-        for q in [
-            "When did Ana repaint the fence?",
-            "when was the retry limit raised",
-            "What year did they move to Lisbon?",
-            "how long ago did we drop Python 2",
-            "How long has Ana been painting?",
-            "When Ana lost her job at the bakery?",
-            "which week did they ship the parser",
-            "How many months passed between the two releases?",
-        ] {
-            assert!(asks_when(q), "{q}");
-        }
-        for q in [
-            "when the build broke, which test failed first?",
-            "when the build broke which test failed first",
-            "what did we decide about retries",
-            "whenever the cache misses",
-            "how many tests failed",
-        ] {
-            assert!(!asks_when(q), "{q}");
-        }
-    }
-
-    #[test]
-    fn a_message_says_when_in_the_words_people_use() {
-        for t in [
-            "We went hiking yesterday!",
-            "I finished it two weeks ago.",
-            "last summer we drove to the coast",
-            "see you next Friday",
-            "It opened in March 2023.",
-            "the other day I met her",
-            "back in 2019",
-            "I've had them for 3 years now",
-            "Seven years now, and I love it",
-            "it took a few weeks",
-            "Last Fri I took the kids to a pottery class",
-            "we meet on Tues",
-            "a party two weekends later",
-        ] {
-            assert!(says_when(t.as_bytes()), "{t}");
-        }
-        for t in [
-            "That sounds lovely, enjoy it!",
-            "You may want to restart the server.",
-            "this function returns 404 after 3 retries",
-            "the day after the release",
-            "I walk the dog twice a day",
-            "one of the days I will",
-            "we sat in the sun and talked",
-            "the wed dress is ready",
-        ] {
-            assert!(!says_when(t.as_bytes()), "{t}");
-        }
-    }
 
     fn now() -> DateTime<Utc> {
         DateTime::parse_from_rfc3339("2026-11-25T12:00:00Z")

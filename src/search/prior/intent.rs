@@ -1,129 +1,12 @@
-//! Where the answer is unlikely to be: factors on a candidate's fused score for messages that ask rather than
-//! answer, and for messages the query itself rules out.
-//!
-//! In Claude Code's history the words of a query are most often found where something was asked — the user's
-//! request, a question, an announcement of what comes next, the call that hands a task to a subagent — while
-//! what was found comes after it (a tool's output, a report, the next explanation), worded differently. A
-//! bi-encoder and BM25 both rank the asking message first; these priors move it below the answer, which also
-//! inherits a share of its score (see `search::NEXT_SHARE`).
+//! What a query says about where its answer is ([`QueryIntent`]): an agent it names, the time it names, whether
+//! it asks when or what the user said, the people it names — and, read from the search's candidates, which of
+//! them address those people and which side of the conversation speaks to them.
 
 use chrono::{DateTime, Utc};
 
-use super::when::{Period, asks_when, choose_reading, readings, says_when};
-use crate::index::{NO_AGENT, Snapshot};
-
-/// Factor on the score of a message that asks rather than answers, and of one the query rules out (see
-/// [`prior`]): a question restated in the history matches a query best and answers it least (chosen on both dev
-/// benchmarks; see the README).
-pub const QUESTION_PRIOR: f32 = 0.75;
-
-/// Factor on the score of a message written outside the time the query names (see [`super::when`]): a
-/// preference, not a filter, since a date in a query can also be what is searched for. Chosen on the LoCoMo dev
-/// tuning part (0.9, 0.75, 0.6, 0.5, 0.35), then checked once on the held-back part (docs/search.md).
-pub const OUTSIDE_NAMED_TIME: f32 = 0.6;
-
-/// Factor on the score of a message that does not say when anything happened, for a query that asks when
-/// ([`super::when::asks_when`], [`super::when::says_when`]): the turn that answers "When did Ana repaint the
-/// fence?" says "last spring" or "yesterday", and the session's date places it. Chosen with one LoCoMo dev
-/// conversation held out at a time among 0.9, 0.8, 0.7, 0.6 and 0.5 (0.6 on four folds of five; docs/search.md).
-pub const UNTIMED_FOR_WHEN: f32 = 0.6;
-
-/// Openings of a message that announces what it is about to do ("I'll run the suite", "Let me read the
-/// README"): in Claude Code's history the words of such a message echo the request, while what was found comes
-/// after it (a tool's output, a report, the next explanation).
-const ANNOUNCEMENTS: &[&str] = &[
-    "i'll ",
-    "i will ",
-    "let me ",
-    "let's ",
-    "i'm going to ",
-    "i am going to ",
-];
-
-/// How many messages after a user's message are looked at for a tool call (see [`is_request`]): the
-/// assistant's reply opens with at most a thinking block and a sentence before its first call.
-const REQUEST_REPLY_MESSAGES: usize = 3;
-
-/// One of the rules below, by name, so that a benchmark can turn it off and measure what it is worth on
-/// questions it was not chosen on (`ghola search --without-rule NAME`; docs/search.md has the table).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Rule {
-    /// A message ending with `?` ([`is_question`]).
-    Question,
-    /// "I'll …", "Let me …" ([`announces_action`]).
-    Announcement,
-    /// A tool repeating an edit ([`echoes_an_edit`]).
-    EditEcho,
-    /// Tool calls and nothing else ([`is_bare_tool_call`]).
-    BareToolCall,
-    /// The user's request that the assistant answers with a tool call ([`is_request`]).
-    Request,
-    /// The main conversation when the query names an agent.
-    AgentNotMainThread,
-    /// A message written outside the time the query names ([`super::when`]).
-    OutsideNamedTime,
-    /// A message that does not say when, for a query that asks when.
-    UntimedForWhen,
-    /// A message that addresses someone the query names.
-    AddressesTheNamed,
-    /// A message from the side of the conversation that speaks to the person the query names.
-    SaidByTheOther,
-    /// The query's meaning without the names of the dialogue's parties ([`QueryIntent::parties`]).
-    PartiesUnnamed,
-    /// A hit's share of the best other hit of its session ([`super::SESSION_SHARE`]).
-    SessionEvidence,
-    /// The user's own words are not weighed as asking when the query asks what the user said
-    /// ([`QueryIntent::asks_for_the_users_words`]).
-    UsersWordsAsked,
-}
-
-impl Rule {
-    /// Every rule, in the order of the table in docs/search.md.
-    pub const ALL: [Rule; 13] = [
-        Rule::Question,
-        Rule::Announcement,
-        Rule::EditEcho,
-        Rule::BareToolCall,
-        Rule::Request,
-        Rule::AgentNotMainThread,
-        Rule::OutsideNamedTime,
-        Rule::UntimedForWhen,
-        Rule::AddressesTheNamed,
-        Rule::SaidByTheOther,
-        Rule::PartiesUnnamed,
-        Rule::SessionEvidence,
-        Rule::UsersWordsAsked,
-    ];
-
-    /// The rule's name on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Rule::Question => "question",
-            Rule::Announcement => "announcement",
-            Rule::EditEcho => "edit-echo",
-            Rule::BareToolCall => "bare-tool-call",
-            Rule::Request => "request",
-            Rule::AgentNotMainThread => "agent-not-main-thread",
-            Rule::OutsideNamedTime => "outside-named-time",
-            Rule::UntimedForWhen => "untimed-for-when",
-            Rule::AddressesTheNamed => "addresses-the-named",
-            Rule::SaidByTheOther => "said-by-the-other",
-            Rule::PartiesUnnamed => "parties-unnamed",
-            Rule::SessionEvidence => "session-evidence",
-            Rule::UsersWordsAsked => "users-words-asked",
-        }
-    }
-}
-
-impl std::str::FromStr for Rule {
-    type Err = crate::config::UnknownName;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Rule::ALL
-            .into_iter()
-            .find(|r| r.name() == s.trim())
-            .ok_or_else(|| crate::config::UnknownName::new("rule", s, &Rule::ALL.map(Rule::name)))
-    }
-}
+use super::kinds::{is_bare_tool_call, is_tool_output};
+use crate::index::Snapshot;
+use crate::search::when::{Period, asks_when, choose_reading, readings};
 
 /// What the query says about where its answer is, read once per search.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -135,7 +18,7 @@ pub struct QueryIntent {
     /// then. A month or day without a year is read in the latest year the candidates speak from
     /// ([`QueryIntent::date_from_the_candidates`]).
     pub period: Option<Period>,
-    /// Every reading of the time it names, latest first ([`super::when::readings`]): more than one when it
+    /// Every reading of the time it names, latest first ([`crate::search::when::readings`]): more than one when it
     /// names a month or day without its year.
     pub period_readings: Vec<Period>,
     /// It asks when something happened: the answer most likely says when.
@@ -303,59 +186,6 @@ impl QueryIntent {
     }
 }
 
-/// The factor on live message `i`'s fused score: [`QUESTION_PRIOR`] for each way it is unlikely to hold the
-/// answer — it asks ([`is_ask`]), it is in the main conversation and the query names an agent — and
-/// [`OUTSIDE_NAMED_TIME`] when it was written outside the time the query names (a message without a time is not
-/// judged), [`UNTIMED_FOR_WHEN`] when the query asks when and the message says no time, [`ADDRESSES_THE_NAMED`]
-/// when the message addresses someone the query names, [`SAID_BY_THE_OTHER`] when it is on the side that speaks
-/// to them (both known once [`QueryIntent::read_the_candidates`] has read the candidates), multiplied together; 1
-/// for a message that may well be the answer. Rules in `off` are not applied (benchmarks only; see [`Rule`]).
-/// Two earlier rules — a hand-off to a subagent, and tool outputs under a why-question — gained nothing on
-/// held-back questions and were removed (docs/search.md).
-pub fn prior(snap: &Snapshot, i: usize, intent: &QueryIntent, off: &[Rule]) -> f32 {
-    let text = snap.text_bytes(i);
-    let on = |r: Rule| !off.contains(&r);
-    let mut f = 1.0;
-    let asked_for = on(Rule::UsersWordsAsked)
-        && intent.asks_for_the_users_words
-        && is_users_own_words(snap, i, text);
-    if !asked_for && is_ask(snap, i, text, &on) {
-        f *= QUESTION_PRIOR;
-    }
-    if on(Rule::AgentNotMainThread) && intent.names_an_agent && snap.messages[i].agent == NO_AGENT {
-        f *= QUESTION_PRIOR;
-    }
-    if on(Rule::OutsideNamedTime)
-        && let Some(p) = intent.period
-        && snap.messages[i].timestamp_ms.is_some_and(|t| !p.holds(t))
-    {
-        f *= OUTSIDE_NAMED_TIME;
-    }
-    if on(Rule::UntimedForWhen) && intent.asks_when && !says_when(text) {
-        f *= UNTIMED_FOR_WHEN;
-    }
-    if on(Rule::AddressesTheNamed) && intent.addressing.contains(&(i as u32)) {
-        f *= ADDRESSES_THE_NAMED;
-    }
-    if on(Rule::SaidByTheOther) && intent.other_side == Some(Side::of(snap, i)) {
-        f *= SAID_BY_THE_OTHER;
-    }
-    f
-}
-
-/// Factor on the score of a message from the other side of a dialogue than the person the query names (see
-/// [`QueryIntent::read_the_candidates`]): "What does Ana paint?" is answered by Ana's words, not by what is said
-/// to her. In LoCoMo's dialogues 96% of the gold turns of a question naming one speaker are that speaker's, and
-/// 40% of the wrong hits in the top ten were the other's. Chosen with one conversation held out at a time among
-/// 0.8, 0.6 and 0.4 (0.6 on all five folds; docs/search.md).
-pub const SAID_BY_THE_OTHER: f32 = 0.6;
-
-/// Factor on the score of a message that addresses someone the query names ("Thanks, Ana!" for "what does Ana
-/// paint"): its words are said to that person, not by them, though the name matches. In LoCoMo's dialogues 47%
-/// of the wrong hits in the top ten addressed the person the question names, 3% of the right ones. Chosen with
-/// one conversation held out at a time among 0.8, 0.6 and 0.4 (0.6 on three folds of five; docs/search.md).
-pub const ADDRESSES_THE_NAMED: f32 = 0.6;
-
 /// A word of a query as a name: without a possessive `'s` or quotes ("Ben's" → "Ben"), so that [`names_in`] and
 /// [`QueryIntent::without_parties`] read a name alike.
 fn bare_name(word: &str) -> &str {
@@ -440,69 +270,6 @@ fn addresses(text: &[u8], name: &str) -> bool {
     })
 }
 
-/// Whether live message `i` (whose text is `text`) asks or announces rather than answers: a question, an
-/// announcement of what comes next, the echo of an edit, a bare tool call, the user's request to the agent.
-fn is_ask(snap: &Snapshot, i: usize, text: &[u8], on: &dyn Fn(Rule) -> bool) -> bool {
-    (on(Rule::Question) && is_question(text))
-        || (on(Rule::Announcement) && announces_action(text))
-        || (on(Rule::EditEcho) && echoes_an_edit(text))
-        || (on(Rule::BareToolCall) && is_bare_tool_call(text))
-        || (on(Rule::Request) && is_request(snap, i, text))
-}
-
-/// Whether a message is tool calls and nothing else (`[tool] Bash: pnpm add lucide-react — Install …`): it
-/// asks the tool, whose output answers; its words are the query's (the package, the file, the test) without
-/// what came of them. A call after words of the assistant's own stays unweighted: those words may be the
-/// answer ("All 49 tests pass. Let me close the bead.").
-pub fn is_bare_tool_call(text: &[u8]) -> bool {
-    text.starts_with(b"[tool] ")
-}
-
-/// Whether a message's text is a question: it ends with `?` (trailing whitespace aside).
-pub fn is_question(text: &[u8]) -> bool {
-    text.iter()
-        .rev()
-        .find(|b| !b.is_ascii_whitespace())
-        .is_some_and(|&b| b == b'?')
-}
-
-/// Whether a message opens by announcing an action (see [`ANNOUNCEMENTS`]); a leading `[thinking] ` marker and
-/// one interjection ("Now,", "OK.", "Good!", "Perfect!") are skipped.
-pub fn announces_action(text: &[u8]) -> bool {
-    let head = String::from_utf8_lossy(&text[..text.len().min(160)]).to_lowercase();
-    let mut t = head
-        .strip_prefix("[thinking] ")
-        .unwrap_or(&head)
-        .trim_start();
-    if let Some((word, rest)) = t.split_once(' ')
-        && word.len() > 1
-        && word.ends_with([',', '!', '.'])
-        && word[..word.len() - 1].chars().all(|c| c.is_alphabetic())
-    {
-        t = rest.trim_start();
-    }
-    let t = t.strip_prefix("now ").unwrap_or(t);
-    ANNOUNCEMENTS.iter().any(|a| t.starts_with(a))
-}
-
-/// Whether a message is the echo of a file edit ("The file … has been updated. Here's the result of running
-/// `cat -n` …", "File created successfully at: …"): the tool repeating what the edit call said, whose meaning is
-/// in the call and the explanation around it.
-pub fn echoes_an_edit(text: &[u8]) -> bool {
-    let head = &text[..text.len().min(400)];
-    let Some(rest) = head.strip_prefix(b"[tool result] ") else {
-        return false;
-    };
-    rest.starts_with(b"File created successfully at: ")
-        || (rest.starts_with(b"The file ")
-            && memchr::memmem::find(rest, b" has been updated").is_some())
-}
-
-/// Whether a message is a tool's output (`[tool result] …`, `[tool error] …`).
-pub fn is_tool_output(text: &[u8]) -> bool {
-    text.starts_with(b"[tool result]") || text.starts_with(b"[tool error]")
-}
-
 /// What a user says they did with words ("I told you", "did I ask", "have I written"), as (past, base,
 /// participle): the past after "I"; any of the three after "did I" / "have I" / "had I".
 const SAYING_VERBS: &[(&str, &str, &str)] = &[
@@ -537,86 +304,9 @@ fn asks_for_the_users_words(words: &[&str]) -> bool {
     })
 }
 
-/// Whether live message `i` is the user's own words: a user's message that is not a tool's output nor a
-/// notification Claude Code wrote in the user's name (`<task-notification>`, `<command-name>`).
-fn is_users_own_words(snap: &Snapshot, i: usize, text: &[u8]) -> bool {
-    snap.role(i) == "user"
-        && !text.starts_with(b"[tool")
-        && !text.trim_ascii_start().starts_with(b"<")
-}
-
-/// Whether live message `i` is the user's request to the agent: a user's own words (not a tool's output, not a
-/// notification Claude Code wrote in the user's name, `<task-notification>` and the like) that the assistant
-/// answers with a tool call within [`REQUEST_REPLY_MESSAGES`] messages. Between people (LoCoMo's dialogues, a
-/// chat without tools) the user's messages are the evidence itself, and stay unweighted.
-fn is_request(snap: &Snapshot, i: usize, text: &[u8]) -> bool {
-    if !is_users_own_words(snap, i, text) {
-        return false;
-    }
-    let m = &snap.messages[i];
-    (i + 1..snap.messages.len())
-        .take(REQUEST_REPLY_MESSAGES)
-        .take_while(|&n| super::same_window(m, &snap.messages[n]))
-        .any(|n| {
-            let t = snap.text_bytes(n);
-            t.starts_with(b"[tool] ") || memchr::memmem::find(t, b"\n[tool] ").is_some()
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn announcements_are_recognised_at_the_opening_only() {
-        for t in [
-            "I'll have an agent list the files first.\n[tool] Agent: list files",
-            "Let me run the full suite:",
-            "[thinking] Good! Now let me update the documentation (README and CLAUDE.md)",
-            "Now, let me read the README.",
-            "OK. I'm going to check the migration.",
-        ] {
-            assert!(announces_action(t.as_bytes()), "{t}");
-        }
-        for t in [
-            "Fixed. `check()` compared `expires_at` with the server clock. Let me know if it works.",
-            "All 72 tests pass. Let me run the full suite to make sure nothing else broke:",
-            "Perfect! Now I have all the information needed. Let me create a comprehensive report.",
-            "Letters from the users are in the inbox.",
-            "",
-        ] {
-            assert!(!announces_action(t.as_bytes()), "{t}");
-        }
-    }
-
-    #[test]
-    fn edit_echoes_are_recognised() {
-        assert!(echoes_an_edit(
-            b"[tool result] The file /src/shapes.rb has been updated. Here's the result of running `cat -n`"
-        ));
-        assert!(echoes_an_edit(
-            b"[tool result] File created successfully at: /tmp/notes.md"
-        ));
-        assert!(!echoes_an_edit(
-            b"[tool result] 3 suites, 87 examples, 0 failures"
-        ));
-        assert!(!echoes_an_edit(b"The file /src/a.py has been updated."));
-    }
-
-    #[test]
-    fn bare_calls_and_tool_outputs_are_recognised() {
-        assert!(is_bare_tool_call(
-            b"[tool] Bash: npm install left-pad \xe2\x80\x94 Add the helper"
-        ));
-        assert!(!is_bare_tool_call(
-            b"All clear - 12 specs pass. Let me commit.\n[tool] Bash: git commit"
-        ));
-        assert!(!is_bare_tool_call(b"[tool result] ok"));
-        assert!(is_tool_output(b"[tool result] 3 suites, 87 examples"));
-        assert!(is_tool_output(b"[tool error] Exit code 1"));
-        assert!(!is_tool_output(b"[tool] Bash: rspec"));
-        assert!(!is_tool_output(b"The tool result was empty"));
-    }
 
     #[test]
     fn the_people_a_query_names_and_the_messages_that_address_them() {

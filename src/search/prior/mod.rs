@@ -1,0 +1,178 @@
+//! Where the answer is unlikely to be: factors on a candidate's fused score for messages that ask rather than
+//! answer, and for messages the query itself rules out.
+//!
+//! In Claude Code's history the words of a query are most often found where something was asked — the user's
+//! request, a question, an announcement of what comes next, the call that hands a task to a subagent — while
+//! what was found comes after it (a tool's output, a report, the next explanation), worded differently. A
+//! bi-encoder and BM25 both rank the asking message first; these priors move it below the answer, which also
+//! inherits a share of its score (see `search::NEXT_SHARE`).
+
+mod intent;
+mod kinds;
+
+pub use intent::{QueryIntent, Side};
+pub use kinds::{announces_action, echoes_an_edit, is_bare_tool_call, is_question, is_tool_output};
+
+use super::when::says_when;
+use crate::index::{NO_AGENT, Snapshot};
+use kinds::{is_request, is_users_own_words};
+
+/// Factor on the score of a message that asks rather than answers, and of one the query rules out (see
+/// [`prior`]): a question restated in the history matches a query best and answers it least (chosen on both dev
+/// benchmarks; see the README).
+pub const QUESTION_PRIOR: f32 = 0.75;
+
+/// Factor on the score of a message written outside the time the query names (see [`super::when`]): a
+/// preference, not a filter, since a date in a query can also be what is searched for. Chosen on the LoCoMo dev
+/// tuning part (0.9, 0.75, 0.6, 0.5, 0.35), then checked once on the held-back part (docs/search.md).
+pub const OUTSIDE_NAMED_TIME: f32 = 0.6;
+
+/// Factor on the score of a message that does not say when anything happened, for a query that asks when
+/// ([`super::when::asks_when`], [`super::when::says_when`]): the turn that answers "When did Ana repaint the
+/// fence?" says "last spring" or "yesterday", and the session's date places it. Chosen with one LoCoMo dev
+/// conversation held out at a time among 0.9, 0.8, 0.7, 0.6 and 0.5 (0.6 on four folds of five; docs/search.md).
+pub const UNTIMED_FOR_WHEN: f32 = 0.6;
+
+/// One of the rules below, by name, so that a benchmark can turn it off and measure what it is worth on
+/// questions it was not chosen on (`ghola search --without-rule NAME`; docs/search.md has the table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Rule {
+    /// A message ending with `?` ([`is_question`]).
+    Question,
+    /// "I'll …", "Let me …" ([`announces_action`]).
+    Announcement,
+    /// A tool repeating an edit ([`echoes_an_edit`]).
+    EditEcho,
+    /// Tool calls and nothing else ([`is_bare_tool_call`]).
+    BareToolCall,
+    /// The user's request that the assistant answers with a tool call ([`is_request`]).
+    Request,
+    /// The main conversation when the query names an agent.
+    AgentNotMainThread,
+    /// A message written outside the time the query names ([`super::when`]).
+    OutsideNamedTime,
+    /// A message that does not say when, for a query that asks when.
+    UntimedForWhen,
+    /// A message that addresses someone the query names.
+    AddressesTheNamed,
+    /// A message from the side of the conversation that speaks to the person the query names.
+    SaidByTheOther,
+    /// The query's meaning without the names of the dialogue's parties ([`QueryIntent::parties`]).
+    PartiesUnnamed,
+    /// A hit's share of the best other hit of its session ([`super::SESSION_SHARE`]).
+    SessionEvidence,
+    /// The user's own words are not weighed as asking when the query asks what the user said
+    /// ([`QueryIntent::asks_for_the_users_words`]).
+    UsersWordsAsked,
+}
+
+impl Rule {
+    /// Every rule, in the order of the table in docs/search.md.
+    pub const ALL: [Rule; 13] = [
+        Rule::Question,
+        Rule::Announcement,
+        Rule::EditEcho,
+        Rule::BareToolCall,
+        Rule::Request,
+        Rule::AgentNotMainThread,
+        Rule::OutsideNamedTime,
+        Rule::UntimedForWhen,
+        Rule::AddressesTheNamed,
+        Rule::SaidByTheOther,
+        Rule::PartiesUnnamed,
+        Rule::SessionEvidence,
+        Rule::UsersWordsAsked,
+    ];
+
+    /// The rule's name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::Question => "question",
+            Rule::Announcement => "announcement",
+            Rule::EditEcho => "edit-echo",
+            Rule::BareToolCall => "bare-tool-call",
+            Rule::Request => "request",
+            Rule::AgentNotMainThread => "agent-not-main-thread",
+            Rule::OutsideNamedTime => "outside-named-time",
+            Rule::UntimedForWhen => "untimed-for-when",
+            Rule::AddressesTheNamed => "addresses-the-named",
+            Rule::SaidByTheOther => "said-by-the-other",
+            Rule::PartiesUnnamed => "parties-unnamed",
+            Rule::SessionEvidence => "session-evidence",
+            Rule::UsersWordsAsked => "users-words-asked",
+        }
+    }
+}
+
+impl std::str::FromStr for Rule {
+    type Err = crate::config::UnknownName;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Rule::ALL
+            .into_iter()
+            .find(|r| r.name() == s.trim())
+            .ok_or_else(|| crate::config::UnknownName::new("rule", s, &Rule::ALL.map(Rule::name)))
+    }
+}
+
+/// The factor on live message `i`'s fused score: [`QUESTION_PRIOR`] for each way it is unlikely to hold the
+/// answer — it asks ([`is_ask`]), it is in the main conversation and the query names an agent — and
+/// [`OUTSIDE_NAMED_TIME`] when it was written outside the time the query names (a message without a time is not
+/// judged), [`UNTIMED_FOR_WHEN`] when the query asks when and the message says no time, [`ADDRESSES_THE_NAMED`]
+/// when the message addresses someone the query names, [`SAID_BY_THE_OTHER`] when it is on the side that speaks
+/// to them (both known once [`QueryIntent::read_the_candidates`] has read the candidates), multiplied together; 1
+/// for a message that may well be the answer. Rules in `off` are not applied (benchmarks only; see [`Rule`]).
+/// Two earlier rules — a hand-off to a subagent, and tool outputs under a why-question — gained nothing on
+/// held-back questions and were removed (docs/search.md).
+pub fn prior(snap: &Snapshot, i: usize, intent: &QueryIntent, off: &[Rule]) -> f32 {
+    let text = snap.text_bytes(i);
+    let on = |r: Rule| !off.contains(&r);
+    let mut f = 1.0;
+    let asked_for = on(Rule::UsersWordsAsked)
+        && intent.asks_for_the_users_words
+        && is_users_own_words(snap, i, text);
+    if !asked_for && is_ask(snap, i, text, &on) {
+        f *= QUESTION_PRIOR;
+    }
+    if on(Rule::AgentNotMainThread) && intent.names_an_agent && snap.messages[i].agent == NO_AGENT {
+        f *= QUESTION_PRIOR;
+    }
+    if on(Rule::OutsideNamedTime)
+        && let Some(p) = intent.period
+        && snap.messages[i].timestamp_ms.is_some_and(|t| !p.holds(t))
+    {
+        f *= OUTSIDE_NAMED_TIME;
+    }
+    if on(Rule::UntimedForWhen) && intent.asks_when && !says_when(text) {
+        f *= UNTIMED_FOR_WHEN;
+    }
+    if on(Rule::AddressesTheNamed) && intent.addressing.contains(&(i as u32)) {
+        f *= ADDRESSES_THE_NAMED;
+    }
+    if on(Rule::SaidByTheOther) && intent.other_side == Some(Side::of(snap, i)) {
+        f *= SAID_BY_THE_OTHER;
+    }
+    f
+}
+
+/// Factor on the score of a message from the other side of a dialogue than the person the query names (see
+/// [`QueryIntent::read_the_candidates`]): "What does Ana paint?" is answered by Ana's words, not by what is said
+/// to her. In LoCoMo's dialogues 96% of the gold turns of a question naming one speaker are that speaker's, and
+/// 40% of the wrong hits in the top ten were the other's. Chosen with one conversation held out at a time among
+/// 0.8, 0.6 and 0.4 (0.6 on all five folds; docs/search.md).
+pub const SAID_BY_THE_OTHER: f32 = 0.6;
+
+/// Factor on the score of a message that addresses someone the query names ("Thanks, Ana!" for "what does Ana
+/// paint"): its words are said to that person, not by them, though the name matches. In LoCoMo's dialogues 47%
+/// of the wrong hits in the top ten addressed the person the question names, 3% of the right ones. Chosen with
+/// one conversation held out at a time among 0.8, 0.6 and 0.4 (0.6 on three folds of five; docs/search.md).
+pub const ADDRESSES_THE_NAMED: f32 = 0.6;
+
+/// Whether live message `i` (whose text is `text`) asks or announces rather than answers: a question, an
+/// announcement of what comes next, the echo of an edit, a bare tool call, the user's request to the agent.
+fn is_ask(snap: &Snapshot, i: usize, text: &[u8], on: &dyn Fn(Rule) -> bool) -> bool {
+    (on(Rule::Question) && is_question(text))
+        || (on(Rule::Announcement) && announces_action(text))
+        || (on(Rule::EditEcho) && echoes_an_edit(text))
+        || (on(Rule::BareToolCall) && is_bare_tool_call(text))
+        || (on(Rule::Request) && is_request(snap, i, text))
+}
