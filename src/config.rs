@@ -9,30 +9,44 @@ use std::path::{Path, PathBuf};
 
 /// The Claude Code configuration directory: `--claude-dir`, else `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
 ///
-/// Claude Code itself honours `CLAUDE_CONFIG_DIR`, so ghola must look where Claude Code writes.
+/// Claude Code itself honours `CLAUDE_CONFIG_DIR`, so ghola must look where Claude Code writes. A relative
+/// path is made absolute against the current directory (see [`absolute`]).
 pub fn claude_dir(flag: Option<&Path>) -> PathBuf {
     if let Some(p) = flag {
-        return p.to_path_buf();
+        return absolute(p);
     }
     if let Some(p) = non_empty_env("CLAUDE_CONFIG_DIR") {
-        return PathBuf::from(p);
+        return absolute(Path::new(&p));
     }
-    home_dir().join(".claude")
+    absolute(&home_dir().join(".claude"))
+}
+
+/// `path` made absolute against the current directory, without touching the file system (no symlink is
+/// resolved): the index names every transcript by its path under the Claude dir, so the same history given
+/// once as `../corpus` and once as `/work/corpus` must not read as two (every file indexed again, the first
+/// copies marked deleted, the stored data doubled), and a relative index dir must not move with the
+/// directory a server happens to be started in. An absolute path is left exactly as given (an index built under
+/// it keeps its names), and so is a relative one when the current directory cannot be read.
+pub fn absolute(path: &Path) -> PathBuf {
+    if path.is_absolute() {
+        return path.to_path_buf();
+    }
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// The directory holding ghola's index: `--index-dir`, else `$GHOLA_HOME`, else `$XDG_CACHE_HOME/ghola`,
 /// else `~/.cache/ghola`.
 pub fn index_dir(flag: Option<&Path>) -> PathBuf {
     if let Some(p) = flag {
-        return p.to_path_buf();
+        return absolute(p);
     }
     if let Some(p) = non_empty_env("GHOLA_HOME") {
-        return PathBuf::from(p);
+        return absolute(Path::new(&p));
     }
     if let Some(p) = non_empty_env("XDG_CACHE_HOME") {
-        return PathBuf::from(p).join("ghola");
+        return absolute(&PathBuf::from(p).join("ghola"));
     }
-    home_dir().join(".cache").join("ghola")
+    absolute(&home_dir().join(".cache").join("ghola"))
 }
 
 /// The user's home directory (`$HOME`), falling back to the current directory when it is unset so that

@@ -831,3 +831,24 @@ fn a_held_reader_survives_publishes_merges_and_forgets_by_other_processes() {
     assert!(!verified.to_lowercase().contains("damage"), "{verified}");
     assert_eq!(status(&claude, &idx)["messages"], 290);
 }
+
+#[test]
+fn the_same_history_by_a_relative_path_is_not_indexed_again() {
+    let (tmp, claude, idx) = scratch();
+    many_sessions(&claude, 3, 4);
+    run_ok(ghola(&claude, &idx).arg("index"));
+    let first = status(&claude, &idx);
+    assert_eq!(first["messages"], 12);
+    // The same folders given relative to the current directory, as `--claude-dir claude --index-dir idx`.
+    let again = run_ok(
+        ghola(Path::new("claude"), Path::new("idx"))
+            .current_dir(tmp.path())
+            .arg("index"),
+    );
+    let st = status(&claude, &idx);
+    assert_eq!(st["messages"], 12, "{}", String::from_utf8_lossy(&again));
+    assert_eq!(st["archive"]["files"], first["archive"]["files"]);
+    assert_eq!(st["vectors_bytes"], first["vectors_bytes"]);
+    assert_eq!(st["source_deleted_files"], 0);
+    assert_eq!(st["pending_files"], 0);
+}
