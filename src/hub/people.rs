@@ -1,4 +1,4 @@
-//! Who is on the team: `ghola hub invite PERSON` makes their role (a login in [`TEAM_ROLE`](super::TEAM_ROLE),
+//! Who is on the team: `ghola hub invite PERSON` makes their role (a login in [`super::TEAM_ROLE`],
 //! no other right) with a fresh password and hands out their URL once; `ghola hub revoke PERSON` drops the role,
 //! so they cannot log in again, and with `purge` deletes what they pushed. Both run with the admin's credential.
 

@@ -6,7 +6,7 @@
 //! - `<id>.vec`: a raw little-endian f32 matrix, one row per chunk (memory-mapped; touched only to re-score the
 //!   best candidates of a search);
 //! - `<id>.q8`: the same rows as int8 with a per-row scale (memory-mapped; what a search scans, see
-//!   [`super::compact`]);
+//!   [`super::int8`]);
 //! - `<id>.hash`: (text hash, first row, rows) records sorted by hash, so a writer finds a stored vector for an
 //!   identical text by binary search instead of loading every segment's metadata.
 //!

@@ -1,5 +1,5 @@
 //! A whole session: its messages (split assistant entries merged), compaction windows, subagents, title,
-//! and project, assembled from the files [`discover`](super::discover) found.
+//! and project, assembled from the files [`discover`](super::discover::discover) found.
 
 use super::discover::{SessionFiles, SubagentFile, SubagentLayout};
 use super::entry::RawEntry;

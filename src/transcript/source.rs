@@ -1,7 +1,7 @@
 //! Where transcript bytes come from: the file Claude Code wrote, or — once Claude Code has deleted it — the
 //! archived copy the index kept (see `index::archive`). Every reader of transcripts opens files through
-//! [`open`] and finds sessions through [`discover_all`], so what they print is the same before and after the
-//! deletion, apart from [`SessionFiles::archived`].
+//! [`Sources::open`] and finds sessions through [`Sources::discover_all`], so what they print is the same
+//! before and after the deletion, apart from [`SessionFiles::archived`].
 //!
 //! The transcript layer knows nothing of the index: callers hand every reader a [`Sources`] value, made by
 //! `index::archive::sources` for an index dir (or [`Sources::disk`]: only files on disk exist). Nothing about it
