@@ -4,7 +4,11 @@ over the matched messages, and how often the evidence is anywhere in the respons
 overall and per slice. Each corpus folder is indexed once into its own index under --work.
 
     python3 bench/coding/eval.py [--ghola target/release/ghola] [--corpus ../shared/corpus] [--work /tmp/ghola-coding]
-        [--scope project|global] [--jobs 2] [-- EXTRA SEARCH ARGS, e.g. --context 0 --lexical-weight 0.5]
+        [--scope project|global] [--jobs 2] [--misses OUT] [-- EXTRA SEARCH ARGS, e.g. --context 0 --lexical-weight 0.5]
+
+--misses writes, for every question whose gold is not the first hit, the first hit (role, kind, whether it is in
+the gold's session, its scores and the head of its text) beside each gold message as the transcript holds it: what
+to read before guessing why the ranking misses (docs/search.md, "Words that lead into a call").
 """
 import argparse, json, statistics, subprocess, sys, time
 from concurrent.futures import ThreadPoolExecutor
@@ -17,6 +21,7 @@ ap.add_argument("--questions", default=str(here / "questions.json"), help="the q
 ap.add_argument("--corpus", default=str(here.parent.parent.parent / "shared/corpus"))
 ap.add_argument("--work", default="/tmp/ghola-coding")
 ap.add_argument("--scope", choices=["project", "global"], default="project")
+ap.add_argument("--misses", help="write the first hit and the gold of every question not answered first here")
 ap.add_argument("--jobs", type=int, default=2)
 ap.add_argument("--json", help="write per-question results here")
 ap.add_argument("extra", nargs=argparse.REMAINDER)
@@ -45,7 +50,28 @@ def run(q):
 with ThreadPoolExecutor(a.jobs) as pool:
     done = list(pool.map(run, questions))
 
-rows = []
+def gold_entry(folder, uuid):
+    """A gold message as its transcript holds it: (type, content kinds, text length, head of the text)."""
+    for f in sorted(Path(a.corpus, folder).rglob("*.jsonl")):
+        with open(f, errors="replace") as fh:
+            for line in fh:
+                if uuid not in line:
+                    continue
+                try:
+                    e = json.loads(line)
+                except ValueError:
+                    continue
+                if e.get("uuid") != uuid:
+                    continue
+                c = (e.get("message") or {}).get("content")
+                parts = c if isinstance(c, list) else [{"type": "text", "text": str(c)}]
+                text = " ".join(str(x.get("text") or x.get("content") or x.get("thinking") or x.get("input") or "")
+                                for x in parts if isinstance(x, dict))
+                return {"type": e.get("type"), "kinds": [x.get("type") for x in parts if isinstance(x, dict)],
+                        "chars": len(text), "head": text[:200]}
+    return None
+
+rows, missed = [], []
 for q, resp, took, err in done:
     gold = set(q["gold"])
     ranked = [h["matched_message"]["uuid"] for h in (resp or {}).get("results", [])]
@@ -56,6 +82,13 @@ for q, resp, took, err in done:
         shown.update(c["uuid"] for c in h.get("context", []))
     rows.append({"id": q["id"], "slice": q["slice"], "rank": rank, "in_response": bool(gold & shown),
                  "chars": len(json.dumps(resp)) if resp else 0, "seconds": took, "error": err})
+    if a.misses and rank != 1 and resp and resp.get("results"):
+        top = resp["results"][0]
+        m = top["matched_message"]
+        missed.append({"id": q["id"], "slice": q["slice"], "question": q["question"], "rank": rank,
+                       "first": {"role": m["role"], "kind": m["kind"], "same_session": m["session_id"] == q["session"],
+                                 "scores": top.get("scores"), "chars": len(m["content"]), "head": m["content"][:200]},
+                       "gold": [gold_entry(q["corpus"], g) for g in q["gold"]]})
 
 def score(rs):
     n = len(rs)
@@ -78,3 +111,7 @@ misses = [r["id"] for r in rows if not r["rank"]]
 print(f"not in the top 10: {' '.join(misses) or 'none'}")
 if a.json:
     json.dump(rows, open(a.json, "w"), indent=1)
+if a.misses:
+    json.dump(missed, open(a.misses, "w"), indent=1, ensure_ascii=False)
+    same = sum(1 for x in missed if x["first"]["same_session"])
+    print(f"first hit not gold: {len(missed)} questions, the first hit in the gold's session for {same}; see {a.misses}")
