@@ -7,7 +7,7 @@ overall and per slice. Each corpus folder is indexed once into its own index und
         [--scope project|global] [--jobs 2] [--misses OUT] [-- EXTRA SEARCH ARGS, e.g. --context 0 --lexical-weight 0.5]
 
 --misses writes, for every question whose gold is not the first hit, the first hit (role, kind, whether it is in
-the gold's session, its scores and the head of its text) beside each gold message as the transcript holds it: what
+the gold's session, its scores and the head of its text) beside each gold message as `ghola show` reads it: what
 to read before guessing why the ranking misses (docs/search.md, "Words that lead into a call").
 """
 import argparse, json, statistics, subprocess, sys, time
@@ -50,26 +50,21 @@ def run(q):
 with ThreadPoolExecutor(a.jobs) as pool:
     done = list(pool.map(run, questions))
 
-def gold_entry(folder, uuid):
-    """A gold message as its transcript holds it: (type, content kinds, text length, head of the text)."""
-    for f in sorted(Path(a.corpus, folder).rglob("*.jsonl")):
-        with open(f, errors="replace") as fh:
-            for line in fh:
-                if uuid not in line:
-                    continue
-                try:
-                    e = json.loads(line)
-                except ValueError:
-                    continue
-                if e.get("uuid") != uuid:
-                    continue
-                c = (e.get("message") or {}).get("content")
-                parts = c if isinstance(c, list) else [{"type": "text", "text": str(c)}]
-                text = " ".join(str(x.get("text") or x.get("content") or x.get("thinking") or x.get("input") or "")
-                                for x in parts if isinstance(x, dict))
-                return {"type": e.get("type"), "kinds": [x.get("type") for x in parts if isinstance(x, dict)],
-                        "chars": len(text), "head": text[:200]}
-    return None
+sessions = {}
+
+def gold_entry(q, uuid):
+    """A gold message as `ghola show --json --subagents` reads it (as check.py does: merged assistant replies and
+    subagent messages count), each session read once: role, kinds of its parts, text length, head of the text."""
+    key = (q["corpus"], q["session"])
+    if key not in sessions:
+        r = subprocess.run(base(q["corpus"]) + ["show", q["session"], "--json", "--subagents"],
+                           capture_output=True, text=True)
+        sessions[key] = {m["uuid"]: m for m in json.loads(r.stdout)["messages"]} if r.returncode == 0 else {}
+    m = sessions[key].get(uuid)
+    if m is None:
+        return None
+    text = " ".join(p.get("text") or p.get("summary") or "" for p in m["parts"])
+    return {"role": m["role"], "kinds": [p["kind"] for p in m["parts"]], "chars": len(text), "head": text[:200]}
 
 rows, missed = [], []
 for q, resp, took, err in done:
@@ -88,7 +83,7 @@ for q, resp, took, err in done:
         missed.append({"id": q["id"], "slice": q["slice"], "question": q["question"], "rank": rank,
                        "first": {"role": m["role"], "kind": m["kind"], "same_session": m["session_id"] == q["session"],
                                  "scores": top.get("scores"), "chars": len(m["content"]), "head": m["content"][:200]},
-                       "gold": [gold_entry(q["corpus"], g) for g in q["gold"]]})
+                       "gold": [gold_entry(q, g) for g in q["gold"]]})
 
 def score(rs):
     n = len(rs)
