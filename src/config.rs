@@ -10,15 +10,15 @@ use std::path::{Path, PathBuf};
 /// The Claude Code configuration directory: `--claude-dir`, else `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
 ///
 /// Claude Code itself honours `CLAUDE_CONFIG_DIR`, so ghola must look where Claude Code writes. A relative
-/// path is made absolute against the current directory (see [`absolute`]).
+/// path is made absolute against the current directory (see `absolute`).
 pub fn claude_dir(flag: Option<&Path>) -> PathBuf {
-    if let Some(p) = flag {
-        return absolute(p);
-    }
-    if let Some(p) = non_empty_env("CLAUDE_CONFIG_DIR") {
-        return absolute(Path::new(&p));
-    }
-    absolute(&home_dir().join(".claude"))
+    let chosen = match flag {
+        Some(p) => p.to_path_buf(),
+        None => non_empty_env("CLAUDE_CONFIG_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| home_dir().join(".claude")),
+    };
+    absolute(&chosen)
 }
 
 /// `path` made absolute against the current directory, without touching the file system (no symlink is
@@ -27,7 +27,7 @@ pub fn claude_dir(flag: Option<&Path>) -> PathBuf {
 /// copies marked deleted, the stored data doubled), and a relative index dir must not move with the
 /// directory a server happens to be started in. An absolute path is left exactly as given (an index built under
 /// it keeps its names), and so is a relative one when the current directory cannot be read.
-pub fn absolute(path: &Path) -> PathBuf {
+fn absolute(path: &Path) -> PathBuf {
     if path.is_absolute() {
         return path.to_path_buf();
     }
@@ -35,18 +35,16 @@ pub fn absolute(path: &Path) -> PathBuf {
 }
 
 /// The directory holding ghola's index: `--index-dir`, else `$GHOLA_HOME`, else `$XDG_CACHE_HOME/ghola`,
-/// else `~/.cache/ghola`.
+/// else `~/.cache/ghola`; a relative one made absolute, as the Claude dir is.
 pub fn index_dir(flag: Option<&Path>) -> PathBuf {
-    if let Some(p) = flag {
-        return absolute(p);
-    }
-    if let Some(p) = non_empty_env("GHOLA_HOME") {
-        return absolute(Path::new(&p));
-    }
-    if let Some(p) = non_empty_env("XDG_CACHE_HOME") {
-        return absolute(&PathBuf::from(p).join("ghola"));
-    }
-    absolute(&home_dir().join(".cache").join("ghola"))
+    let chosen = match flag {
+        Some(p) => p.to_path_buf(),
+        None => non_empty_env("GHOLA_HOME")
+            .map(PathBuf::from)
+            .or_else(|| non_empty_env("XDG_CACHE_HOME").map(|p| PathBuf::from(p).join("ghola")))
+            .unwrap_or_else(|| home_dir().join(".cache").join("ghola")),
+    };
+    absolute(&chosen)
 }
 
 /// The user's home directory (`$HOME`), falling back to the current directory when it is unset so that
