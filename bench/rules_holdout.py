@@ -22,7 +22,7 @@ ap.add_argument("--ghola", default=str(here.parent / "target/release/ghola"))
 ap.add_argument("--corpus", default=str(here.parent.parent / "shared/corpus"))
 ap.add_argument("--work", default="/tmp/ghola-coding")
 ap.add_argument("--rules", default="question,announcement,edit-echo,bare-tool-call,request,agent-not-main-thread,"
-                "outside-named-time,untimed-for-when,addresses-the-named,said-by-the-other,parties-unnamed,"
+                "outside-named-time,untimed-for-when,uncounted-for-how-many,addresses-the-named,said-by-the-other,parties-unnamed,"
                 "session-evidence")
 ap.add_argument("--config", action="append", default=[],
                 help="instead of the rules: compare the defaults with these search flags, e.g. "

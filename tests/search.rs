@@ -1221,14 +1221,51 @@ fn a_tool_output_is_found_by_the_words_of_its_call() {
     assert_eq!(uuids(&v), vec!["tc-1".to_string()], "{v:#}");
 }
 
+/// The answer-type rules (`untimed-for-when`, `uncounted-for-how-many`) over a chat of `texts` in `cwd`, whose
+/// second message (`{prefix}-1`) says what `asked` asks for and whose first says the same words without it: the
+/// second ranks first, the first is moved down (by more than a third against `--without-rule rule`), and a query
+/// that does not ask (`not_asked`) scores both as they are with or without the rule.
+fn an_answer_type_rule_moves_down_what_does_not_say_it(
+    cwd: &str,
+    prefix: &str,
+    texts: &[&str],
+    asked: &str,
+    not_asked: &str,
+    rule: &str,
+) {
+    let tmp = tempfile::tempdir().unwrap();
+    chat(&tmp.path().join("claude"), cwd, prefix, texts);
+    let e = indexed(tmp);
+    let (plain, answer) = (format!("{prefix}-0"), format!("{prefix}-1"));
+    let scores = |q: &str, extra: &[&str]| {
+        // Without the session's share, which adds to both messages and would blur the prior's factor.
+        let mut args = vec![q, "--project", cwd, "--context", "0"];
+        args.extend_from_slice(extra);
+        args.extend(["--without-rule", "session-evidence"]);
+        let v = search(&e, "UTC", &args).unwrap();
+        (uuids(&v), score_of(&v, &plain) / score_of(&v, &answer))
+    };
+    let (ranked, with_rule) = scores(asked, &[]);
+    assert_eq!(ranked[0], answer, "{ranked:?}");
+    let (_, without) = scores(asked, &["--without-rule", rule]);
+    assert!(
+        with_rule < 0.7 * without,
+        "{rule}: the message that does not say it is moved down: {with_rule} vs {without}"
+    );
+    let (_, as_is) = scores(not_asked, &[]);
+    let (_, as_is_without) = scores(not_asked, &["--without-rule", rule]);
+    assert!(
+        (as_is - as_is_without).abs() < 1e-6,
+        "{rule} applies only to a query that asks: {as_is} vs {as_is_without}"
+    );
+}
+
 /// A question about when (issue #51) prefers the message that says when: "last spring" answers "When did Ana
 /// repaint the fence?", a message with the same words and no time does not; the factor applies only to a
 /// question that asks when, and `--without-rule untimed-for-when` takes it away.
 #[test]
 fn a_question_about_when_prefers_the_message_that_says_when() {
-    let tmp = tempfile::tempdir().unwrap();
-    chat(
-        &tmp.path().join("claude"),
+    an_answer_type_rule_moves_down_what_does_not_say_it(
         "/w/chat",
         "sw",
         &[
@@ -1236,33 +1273,28 @@ fn a_question_about_when_prefers_the_message_that_says_when() {
             "Ana repainted the fence last spring",
             "unrelated: the kettle is broken",
         ],
-    );
-    let e = indexed(tmp);
-    let scores = |q: &str, extra: &[&str]| {
-        // Without the session's share, which adds to both messages and would blur the prior's factor.
-        let mut args = vec![q, "--project", "/w/chat", "--context", "0"];
-        args.extend_from_slice(extra);
-        args.extend(["--without-rule", "session-evidence"]);
-        let v = search(&e, "UTC", &args).unwrap();
-        (uuids(&v), score_of(&v, "sw-0") / score_of(&v, "sw-1"))
-    };
-    let when = "When did Ana repaint the fence?";
-    let (ranked, with_rule) = scores(when, &[]);
-    assert_eq!(ranked[0], "sw-1", "{ranked:?}");
-    let (_, without) = scores(when, &["--without-rule", "untimed-for-when"]);
-    assert!(
-        with_rule < 0.7 * without,
-        "the untimed message is moved down: {with_rule} vs {without}"
-    );
-    // Not a question about when: both as they are.
-    let (_, plain) = scores("Ana repainted the fence", &[]);
-    let (_, plain_without) = scores(
+        "When did Ana repaint the fence?",
         "Ana repainted the fence",
-        &["--without-rule", "untimed-for-when"],
+        "untimed-for-when",
     );
-    assert!(
-        (plain - plain_without).abs() < 1e-6,
-        "{plain} vs {plain_without}"
+}
+
+/// A question about how many (issue #47) prefers the message that says a number: "All 49 tests pass" answers
+/// "how many tests pass now?", a message with the same words and no number does not; the factor applies only to
+/// a question that asks how many, and `--without-rule uncounted-for-how-many` takes it away.
+#[test]
+fn a_question_about_how_many_prefers_the_message_that_says_a_number() {
+    an_answer_type_rule_moves_down_what_does_not_say_it(
+        "/w/count",
+        "hm",
+        &[
+            "the tests pass now after the parser fix",
+            "all 49 tests pass now after the parser fix",
+            "unrelated: the kettle is broken",
+        ],
+        "how many tests pass after the parser fix?",
+        "do the tests pass after the parser fix?",
+        "uncounted-for-how-many",
     );
 }
 

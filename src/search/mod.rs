@@ -2,6 +2,7 @@
 //! message, filters, context windows merged per session window, pagination, a bounded response.
 
 pub mod compact;
+pub mod count;
 mod fusion;
 pub mod grouped;
 pub mod params;

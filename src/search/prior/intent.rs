@@ -23,6 +23,9 @@ pub struct QueryIntent {
     pub period_readings: Vec<Period>,
     /// It asks when something happened: the answer most likely says when.
     pub asks_when: bool,
+    /// It asks how many (how much, which version, which port): the answer most likely says a number
+    /// ([`crate::search::count`]).
+    pub asks_how_many: bool,
     /// It asks what the asker said ("what did I tell you about the naming?", "the rule I gave you"): the
     /// answer is the user's own message — the very request or question the ask rules weigh down.
     pub asks_for_the_users_words: bool,
@@ -84,6 +87,7 @@ impl QueryIntent {
             period: period_readings.first().copied(),
             period_readings,
             asks_when: asks_when(query),
+            asks_how_many: crate::search::count::asks_how_many(query),
             asks_for_the_users_words: asks_for_the_users_words(&words),
             names: names_in(query),
             addressing: Default::default(),
