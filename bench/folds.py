@@ -43,8 +43,8 @@ ap.add_argument("--only-new", action="store_true", help="coding: only the questi
 a = ap.parse_args()
 
 RULES = ["question", "announcement", "edit-echo", "bare-tool-call", "request", "agent-not-main-thread",
-         "outside-named-time", "untimed-for-when", "uncounted-for-how-many", "addresses-the-named", "said-by-the-other",
-         "parties-unnamed", "session-evidence"]
+         "outside-named-time", "untimed-for-when", "uncounted-for-how-many", "reasonless-for-failure",
+         "addresses-the-named", "said-by-the-other", "parties-unnamed", "session-evidence"]
 DEFAULT_CONFIGS = (
     ["defaults||"]
     + [f"without {r}|--without-rule {r}|" for r in RULES]

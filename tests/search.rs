@@ -1221,7 +1221,7 @@ fn a_tool_output_is_found_by_the_words_of_its_call() {
     assert_eq!(uuids(&v), vec!["tc-1".to_string()], "{v:#}");
 }
 
-/// The answer-type rules (`untimed-for-when`, `uncounted-for-how-many`) over a chat of `texts` in `cwd`, whose
+/// The answer-type rules (`untimed-for-when`, `uncounted-for-how-many`, `reasonless-for-failure`) over a chat of `texts` in `cwd`, whose
 /// second message (`{prefix}-1`) says what `asked` asks for and whose first says the same words without it: the
 /// second ranks first, the first is moved down (by more than a third against `--without-rule rule`), and a query
 /// that does not ask (`not_asked`) scores both as they are with or without the rule.
@@ -1295,6 +1295,26 @@ fn a_question_about_how_many_prefers_the_message_that_says_a_number() {
         "how many tests pass after the parser fix?",
         "do the tests pass after the parser fix?",
         "uncounted-for-how-many",
+    );
+}
+
+/// A question about why something went wrong (issue #47) prefers the message that gives a reason: "it was
+/// rejected because the code is not formatted" answers "why was the commit rejected?", a message with the same
+/// words and no reason does not; the factor applies only to such a question, and `--without-rule
+/// reasonless-for-failure` takes it away.
+#[test]
+fn a_question_about_why_something_failed_prefers_the_message_that_gives_a_reason() {
+    an_answer_type_rule_moves_down_what_does_not_say_it(
+        "/w/why",
+        "wy",
+        &[
+            "the commit for the tail adapter went to the pre-commit hook",
+            "the commit for the tail adapter was rejected by the pre-commit hook because the code is unformatted",
+            "unrelated: the kettle is broken",
+        ],
+        "why was the commit for the tail adapter rejected?",
+        "the commit for the tail adapter",
+        "reasonless-for-failure",
     );
 }
 

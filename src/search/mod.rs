@@ -7,6 +7,7 @@ mod fusion;
 pub mod grouped;
 pub mod params;
 pub mod prior;
+pub mod reason;
 pub mod response;
 pub mod scan;
 pub mod when;

@@ -26,6 +26,9 @@ pub struct QueryIntent {
     /// It asks how many (how much, which version, which port): the answer most likely says a number
     /// ([`crate::search::count`]).
     pub asks_how_many: bool,
+    /// It asks why something went wrong: the answer most likely gives a reason or says what failed
+    /// ([`crate::search::reason`]).
+    pub asks_why_it_failed: bool,
     /// It asks what the asker said ("what did I tell you about the naming?", "the rule I gave you"): the
     /// answer is the user's own message — the very request or question the ask rules weigh down.
     pub asks_for_the_users_words: bool,
@@ -88,6 +91,7 @@ impl QueryIntent {
             period_readings,
             asks_when: asks_when(query),
             asks_how_many: crate::search::count::asks_how_many(query),
+            asks_why_it_failed: crate::search::reason::asks_why_it_failed(query),
             asks_for_the_users_words: asks_for_the_users_words(&words),
             names: names_in(query),
             addressing: Default::default(),
