@@ -1221,10 +1221,11 @@ fn a_tool_output_is_found_by_the_words_of_its_call() {
     assert_eq!(uuids(&v), vec!["tc-1".to_string()], "{v:#}");
 }
 
-/// The answer-type rules (`untimed-for-when`, `uncounted-for-how-many`, `reasonless-for-failure`) over a chat of `texts` in `cwd`, whose
-/// second message (`{prefix}-1`) says what `asked` asks for and whose first says the same words without it: the
-/// second ranks first, the first is moved down (by more than a third against `--without-rule rule`), and a query
-/// that does not ask (`not_asked`) scores both as they are with or without the rule.
+/// The answer-type rules (`untimed-for-when`, `uncounted-for-how-many`, `reasonless-for-failure`) over a chat of
+/// `texts` in `cwd`, whose second message (`{prefix}-1`) says what `asked` asks for and whose first says the same
+/// words without it: the second ranks first, the first is moved down (by more than a third against
+/// `--without-rule rule`), and a query that does not ask (`not_asked`) scores both as they are with or without
+/// the rule.
 fn an_answer_type_rule_moves_down_what_does_not_say_it(
     cwd: &str,
     prefix: &str,

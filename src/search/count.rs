@@ -81,8 +81,8 @@ const NUMBER_WORDS: &[&str] = &[
 ];
 
 /// Whether a message's text says a number: a word with a digit in it (`49`, `v2.1.38`, `3001`, `12%`) or a
-/// number word ("two", "dozen", "twice", "none") in its first 4 KB. Loose on purpose: a message that says none is only moved
-/// down for a question that asks how many, and a log or a listing nearly always has one.
+/// number word ("two", "dozen", "twice", "none") in its first 4 KB. Loose on purpose: a message that says none is
+/// only moved down for a question that asks how many, and a log or a listing nearly always has one.
 pub fn says_a_number(text: &[u8]) -> bool {
     let head = &text[..text.len().min(4 * 1024)];
     if head.iter().any(u8::is_ascii_digit) {

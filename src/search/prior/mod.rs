@@ -36,7 +36,7 @@ pub const OUTSIDE_NAMED_TIME: f32 = 0.6;
 pub const UNTIMED_FOR_WHEN: f32 = 0.6;
 
 /// Factor on the score of a message that says no number, for a query that asks how many, how much, which
-/// version or which port ([`super::count`]): "how many tests passed?" is answered by "49 passed", not by "Let me
+/// version, port or commit ([`super::count`]): "how many tests passed?" is answered by "49 passed", not by "Let me
 /// run the suite". On the coding questions that ask one, every gold message says a number, against three in four
 /// of the other hits. Not for a query that names a party of a dialogue ([`QueryIntent::parties`]): "How many
 /// children does Ana have?" is told across turns that each mention one, and none says the count. Chosen with one
@@ -147,10 +147,10 @@ impl std::str::FromStr for Rule {
 /// [`UNCOUNTED_FOR_HOW_MANY`] when it asks how many (naming no party) and the message says no number,
 /// [`REASONLESS_FOR_FAILURE`] when it asks why something went wrong and the message gives no reason,
 /// [`ADDRESSES_THE_NAMED`] when the message addresses someone the query names, [`SAID_BY_THE_OTHER`] when it is on
-/// the side that speaks to them (both known once [`QueryIntent::read_the_candidates`] has read the candidates), multiplied together; 1
-/// for a message that may well be the answer. Rules in `off` are not applied (benchmarks only; see [`Rule`]).
-/// Two earlier rules — a hand-off to a subagent, and tool outputs under a why-question — gained nothing on
-/// held-back questions and were removed (docs/search.md).
+/// the side that speaks to them (both known once [`QueryIntent::read_the_candidates`] has read the candidates),
+/// multiplied together; 1 for a message that may well be the answer. Rules in `off` are not applied (benchmarks
+/// only; see [`Rule`]). Two earlier rules — a hand-off to a subagent, and tool outputs under a why-question —
+/// gained nothing on held-back questions and were removed (docs/search.md).
 pub fn prior(snap: &Snapshot, i: usize, intent: &QueryIntent, off: &[Rule]) -> f32 {
     let text = snap.text_bytes(i);
     let on = |r: Rule| !off.contains(&r);
