@@ -40,8 +40,8 @@ pub fn asks_why_it_failed(query: &str) -> bool {
 }
 
 /// Words that give a cause, or tell what went wrong — the two ways an answer to "why" is written: "because",
-/// "due to", "the reason", "so that", "which means"; "failed", "error", "not found", "refused", a negated verb
-/// ("doesn't", "couldn't", "wasn't").
+/// "due to", "the reason", "which means"; "failed", "error", "refused", a negated verb ("doesn't", "couldn't",
+/// "wasn't"). ("not found" and the like are read by [`gives_a_reason`] itself: "not" before a word.)
 const REASON_WORDS: &[&str] = &[
     "because",
     "since",
