@@ -1319,6 +1319,67 @@ fn a_question_about_why_something_failed_prefers_the_message_that_gives_a_reason
     );
 }
 
+/// A question about how something works or why (issue #47) prefers the explanation to the file it was read
+/// from: the listing of `pick_pull_request` shares the question's words with the assistant's explanation after
+/// it, and is moved down (by more than a third against `--without-rule listing-for-how-or-why`); a query that
+/// does not ask how or why scores both as they are.
+#[test]
+fn a_question_about_how_prefers_the_explanation_to_the_file_listing() {
+    let (cwd, s) = ("/w/how", "hw");
+    let at = |i: usize| format!("2025-05-02T09:{i:02}:00Z");
+    let listing = "     1\u{2192}def pick_pull_request(args):\n     2\u{2192}    # the extractor picks the pull request: \
+                   the argument, else gh pr view for the current branch\n     3\u{2192}    if args.pr:\n     4\u{2192}  \
+                   return args.pr\n     5\u{2192}    return gh_pr_view()";
+    let lines = vec![
+        entry(s, cwd, 0, &at(0), "read the extractor's pull request code"),
+        json!({"type": "assistant", "uuid": format!("{s}-1"), "sessionId": s, "cwd": cwd, "timestamp": at(1),
+            "message": {"id": "m-hw-1", "role": "assistant", "content": [{"type": "tool_use", "id": "r1",
+                "name": "Read", "input": {"file_path": "/w/how/extract.py"}}]}}),
+        json!({"type": "user", "uuid": format!("{s}-2"), "sessionId": s, "cwd": cwd, "timestamp": at(2),
+            "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "r1",
+                "content": listing}]}}),
+        json!({"type": "assistant", "uuid": format!("{s}-3"), "sessionId": s, "cwd": cwd, "timestamp": at(3),
+            "message": {"id": "m-hw-3", "role": "assistant", "content": [{"type": "text", "text":
+                "The extractor picks the pull request from its argument; without one it asks gh pr view for the \
+                 current branch."}]}}),
+        entry(s, cwd, 4, &at(4), "unrelated: the kettle is broken"),
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    write(&tmp.path().join("claude"), cwd, s, &lines);
+    let e = indexed(tmp);
+    let (listed, explained) = (format!("{s}-2"), format!("{s}-3"));
+    let scores = |q: &str, extra: &[&str]| {
+        let mut args = vec![
+            q,
+            "--project",
+            cwd,
+            "--context",
+            "0",
+            "--relative-floor",
+            "0",
+        ];
+        args.extend_from_slice(extra);
+        args.extend(["--without-rule", "session-evidence"]);
+        let v = search(&e, "UTC", &args).unwrap();
+        (uuids(&v), score_of(&v, &listed) / score_of(&v, &explained))
+    };
+    let asked = "how does the extractor pick the pull request for the current branch?";
+    let (ranked, with_rule) = scores(asked, &[]);
+    assert_eq!(ranked[0], explained, "{ranked:?}");
+    let (_, without) = scores(asked, &["--without-rule", "listing-for-how-or-why"]);
+    assert!(
+        with_rule < 0.7 * without,
+        "the listing is moved down: {with_rule} vs {without}"
+    );
+    let not_asked = "the extractor's pull request for the current branch";
+    let (_, as_is) = scores(not_asked, &[]);
+    let (_, as_is_without) = scores(not_asked, &["--without-rule", "listing-for-how-or-why"]);
+    assert!(
+        (as_is - as_is_without).abs() < 1e-6,
+        "only a question that asks how: {as_is} vs {as_is_without}"
+    );
+}
+
 /// Between people, a message that addresses the person a question names is said to them, not by them (issue
 /// #51): "Thanks, Ana!" matches "what does Ana paint" by the name, Ana's own words ("I paint seascapes") are the
 /// answer; `--without-rule addresses-the-named` takes the factor away, and a question naming nobody is as before.

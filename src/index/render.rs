@@ -180,32 +180,40 @@ pub fn without_calls(content: &[u8]) -> &[u8] {
     &content[..end]
 }
 
+/// Whether a text is a file as Claude Code's Read tool returns it: its first lines (up to three) all numbered in
+/// sequence (`     1→text`, or `     1\ttext` in older versions). Search reads it too: a listing is the raw
+/// material of an explanation, not the explanation (`search::explain`).
+pub fn is_numbered_listing(text: &str) -> bool {
+    let mut first = text.lines().take(3).map(split_line_number);
+    match first.next() {
+        Some(Some((start, _))) => first
+            .enumerate()
+            .all(|(i, l)| l.is_some_and(|(n, _)| n == start + 1 + i as u64)),
+        _ => false,
+    }
+}
+
+/// A listing's line as its number and its text, or `None` for a line without a number.
+fn split_line_number(line: &str) -> Option<(u64, &str)> {
+    let t = line.trim_start_matches(' ');
+    let digits = t.len() - t.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    let n = t[..digits].parse().ok()?;
+    let rest = &t[digits..];
+    let body = rest.strip_prefix('→').or_else(|| rest.strip_prefix('\t'))?;
+    Some((n, body))
+}
+
 /// A file as Claude Code's Read tool returns it (`cat -n` style: `     1→text`, or `     1\ttext` in older
 /// versions) without its line numbers: they are a quarter of the word pieces of a code listing and say nothing a
 /// question asks about. Other text is returned as it is (a listing is recognised by its first lines all being
 /// numbered in sequence).
 pub fn without_line_numbers(text: &str) -> std::borrow::Cow<'_, str> {
-    fn split(line: &str) -> Option<(u64, &str)> {
-        let t = line.trim_start_matches(' ');
-        let digits = t.len() - t.trim_start_matches(|c: char| c.is_ascii_digit()).len();
-        let n = t[..digits].parse().ok()?;
-        let rest = &t[digits..];
-        let body = rest.strip_prefix('→').or_else(|| rest.strip_prefix('\t'))?;
-        Some((n, body))
-    }
-    let mut first = text.lines().take(3).map(split);
-    let in_sequence = match first.next() {
-        Some(Some((start, _))) => first
-            .enumerate()
-            .all(|(i, l)| l.is_some_and(|(n, _)| n == start + 1 + i as u64)),
-        _ => false,
-    };
-    if !in_sequence {
+    if !is_numbered_listing(text) {
         return std::borrow::Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len());
     for line in text.lines() {
-        out.push_str(split(line).map_or(line, |(_, body)| body));
+        out.push_str(split_line_number(line).map_or(line, |(_, body)| body));
         out.push('\n');
     }
     std::borrow::Cow::Owned(out)

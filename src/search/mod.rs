@@ -3,6 +3,7 @@
 
 pub mod compact;
 pub mod count;
+pub mod explain;
 mod fusion;
 pub mod grouped;
 pub mod params;

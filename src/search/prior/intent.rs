@@ -29,6 +29,9 @@ pub struct QueryIntent {
     /// It asks why something went wrong: the answer most likely gives a reason or says what failed
     /// ([`crate::search::reason`]).
     pub asks_why_it_failed: bool,
+    /// It asks how something works or why ("how does …", "why …"): the answer is an explanation, not the file
+    /// it was read from ([`crate::search::explain`]).
+    pub asks_how_or_why: bool,
     /// It asks what the asker said ("what did I tell you about the naming?", "the rule I gave you"): the
     /// answer is the user's own message — the very request or question the ask rules weigh down.
     pub asks_for_the_users_words: bool,
@@ -92,6 +95,7 @@ impl QueryIntent {
             asks_when: asks_when(query),
             asks_how_many: crate::search::count::asks_how_many(query),
             asks_why_it_failed: crate::search::reason::asks_why_it_failed(query),
+            asks_how_or_why: crate::search::explain::asks_how_or_why(query),
             asks_for_the_users_words: asks_for_the_users_words(&words),
             names: names_in(query),
             addressing: Default::default(),

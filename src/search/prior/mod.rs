@@ -14,6 +14,7 @@ pub use intent::{QueryIntent, Side};
 pub use kinds::{announces_action, echoes_an_edit, is_bare_tool_call, is_question, is_tool_output};
 
 use super::count::says_a_number;
+use super::explain::is_file_listing;
 use super::reason::gives_a_reason;
 use super::when::says_when;
 use crate::index::{NO_AGENT, Snapshot};
@@ -50,6 +51,13 @@ pub const UNCOUNTED_FOR_HOW_MANY: f32 = 0.6;
 /// 0.8, 0.6 and 0.45 (0.6 on five coding folds of six; LoCoMo ranks alike at all; docs/search.md).
 pub const REASONLESS_FOR_FAILURE: f32 = 0.6;
 
+/// Factor on the score of a file as the Read tool listed it, for a query that asks how something works or why
+/// ([`super::explain`]): "how does the extractor pick the pull request?" is answered by the explanation of
+/// `main()`, not by its listing, whose names match as well. On the coding questions that ask how or why, none of
+/// the 69 gold messages of their top twenty is a listing, against 12% of the other hits. The coding folds rank
+/// alike at 0.75, 0.6 and 0.45; 0.6 is the factor of the other answer-type rules (docs/search.md).
+pub const LISTING_FOR_HOW_OR_WHY: f32 = 0.6;
+
 /// One of the rules below, by name, so that a benchmark can turn it off and measure what it is worth on
 /// questions it was not chosen on (`ghola search --without-rule NAME`; docs/search.md has the table).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -75,6 +83,8 @@ pub enum Rule {
     /// A message that gives no reason, for a query that asks why something went wrong
     /// ([`crate::search::reason`]).
     ReasonlessForFailure,
+    /// A file listing, for a query that asks how something works or why ([`crate::search::explain`]).
+    ListingForHowOrWhy,
     /// A message that addresses someone the query names.
     AddressesTheNamed,
     /// A message from the side of the conversation that speaks to the person the query names.
@@ -90,7 +100,7 @@ pub enum Rule {
 
 impl Rule {
     /// Every rule, in the order of the table in docs/search.md.
-    pub const ALL: [Rule; 15] = [
+    pub const ALL: [Rule; 16] = [
         Rule::Question,
         Rule::Announcement,
         Rule::EditEcho,
@@ -101,6 +111,7 @@ impl Rule {
         Rule::UntimedForWhen,
         Rule::UncountedForHowMany,
         Rule::ReasonlessForFailure,
+        Rule::ListingForHowOrWhy,
         Rule::AddressesTheNamed,
         Rule::SaidByTheOther,
         Rule::PartiesUnnamed,
@@ -121,6 +132,7 @@ impl Rule {
             Rule::UntimedForWhen => "untimed-for-when",
             Rule::UncountedForHowMany => "uncounted-for-how-many",
             Rule::ReasonlessForFailure => "reasonless-for-failure",
+            Rule::ListingForHowOrWhy => "listing-for-how-or-why",
             Rule::AddressesTheNamed => "addresses-the-named",
             Rule::SaidByTheOther => "said-by-the-other",
             Rule::PartiesUnnamed => "parties-unnamed",
@@ -146,6 +158,7 @@ impl std::str::FromStr for Rule {
 /// judged), [`UNTIMED_FOR_WHEN`] when the query asks when and the message says no time,
 /// [`UNCOUNTED_FOR_HOW_MANY`] when it asks how many (naming no party) and the message says no number,
 /// [`REASONLESS_FOR_FAILURE`] when it asks why something went wrong and the message gives no reason,
+/// [`LISTING_FOR_HOW_OR_WHY`] when it asks how something works or why and the message is a file listing,
 /// [`ADDRESSES_THE_NAMED`] when the message addresses someone the query names, [`SAID_BY_THE_OTHER`] when it is on
 /// the side that speaks to them (both known once [`QueryIntent::read_the_candidates`] has read the candidates),
 /// multiplied together; 1 for a message that may well be the answer. Rules in `off` are not applied (benchmarks
@@ -182,6 +195,9 @@ pub fn prior(snap: &Snapshot, i: usize, intent: &QueryIntent, off: &[Rule]) -> f
     }
     if on(Rule::ReasonlessForFailure) && intent.asks_why_it_failed && !gives_a_reason(text) {
         f *= REASONLESS_FOR_FAILURE;
+    }
+    if on(Rule::ListingForHowOrWhy) && intent.asks_how_or_why && is_file_listing(text) {
+        f *= LISTING_FOR_HOW_OR_WHY;
     }
     if on(Rule::AddressesTheNamed) && intent.addressing.contains(&(i as u32)) {
         f *= ADDRESSES_THE_NAMED;
