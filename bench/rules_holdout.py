@@ -22,9 +22,8 @@ ap.add_argument("--ghola", default=str(here.parent / "target/release/ghola"))
 ap.add_argument("--corpus", default=str(here.parent.parent / "shared/corpus"))
 ap.add_argument("--work", default="/tmp/ghola-coding")
 ap.add_argument("--rules", default="question,announcement,edit-echo,bare-tool-call,request,agent-not-main-thread,"
-                "outside-named-time,untimed-for-when,uncounted-for-how-many,reasonless-for-failure,listing-for-how-or-why,"
-                "addresses-the-named,"
-                "said-by-the-other,parties-unnamed,session-evidence")
+                "outside-named-time,untimed-for-when,uncounted-for-how-many,reasonless-for-failure,"
+                "listing-for-how-or-why,addresses-the-named,said-by-the-other,parties-unnamed,session-evidence")
 ap.add_argument("--config", action="append", default=[],
                 help="instead of the rules: compare the defaults with these search flags, e.g. "
                      "--config='--relative-floor 0.4' (a default is kept when no other setting beats it on the "

@@ -1223,9 +1223,7 @@ fn a_tool_output_is_found_by_the_words_of_its_call() {
 
 /// The answer-type rules (`untimed-for-when`, `uncounted-for-how-many`, `reasonless-for-failure`) over a chat of
 /// `texts` in `cwd`, whose second message (`{prefix}-1`) says what `asked` asks for and whose first says the same
-/// words without it: the second ranks first, the first is moved down (by more than a third against
-/// `--without-rule rule`), and a query that does not ask (`not_asked`) scores both as they are with or without
-/// the rule.
+/// words without it (see [`an_answer_type_rule_moves_down`]).
 fn an_answer_type_rule_moves_down_what_does_not_say_it(
     cwd: &str,
     prefix: &str,
@@ -1238,13 +1236,38 @@ fn an_answer_type_rule_moves_down_what_does_not_say_it(
     chat(&tmp.path().join("claude"), cwd, prefix, texts);
     let e = indexed(tmp);
     let (plain, answer) = (format!("{prefix}-0"), format!("{prefix}-1"));
+    an_answer_type_rule_moves_down(&e, cwd, &plain, &answer, asked, not_asked, rule);
+}
+
+/// What an answer-type rule does in the history `e` of `cwd`, where message `answer` is of the type `asked` asks
+/// for and message `plain` shares its words without being so: `answer` ranks first, `plain` is moved down (by
+/// more than a third against `--without-rule rule`), and a query that does not ask (`not_asked`) scores both as
+/// they are with or without the rule. No hit is left out by the relative floor, so a message moved down is
+/// scored, not missing.
+fn an_answer_type_rule_moves_down(
+    e: &Env,
+    cwd: &str,
+    plain: &str,
+    answer: &str,
+    asked: &str,
+    not_asked: &str,
+    rule: &str,
+) {
     let scores = |q: &str, extra: &[&str]| {
         // Without the session's share, which adds to both messages and would blur the prior's factor.
-        let mut args = vec![q, "--project", cwd, "--context", "0"];
+        let mut args = vec![
+            q,
+            "--project",
+            cwd,
+            "--context",
+            "0",
+            "--relative-floor",
+            "0",
+        ];
         args.extend_from_slice(extra);
         args.extend(["--without-rule", "session-evidence"]);
-        let v = search(&e, "UTC", &args).unwrap();
-        (uuids(&v), score_of(&v, &plain) / score_of(&v, &answer))
+        let v = search(e, "UTC", &args).unwrap();
+        (uuids(&v), score_of(&v, plain) / score_of(&v, answer))
     };
     let (ranked, with_rule) = scores(asked, &[]);
     assert_eq!(ranked[0], answer, "{ranked:?}");
@@ -1321,8 +1344,8 @@ fn a_question_about_why_something_failed_prefers_the_message_that_gives_a_reason
 
 /// A question about how something works or why (issue #47) prefers the explanation to the file it was read
 /// from: the listing of `pick_pull_request` shares the question's words with the assistant's explanation after
-/// it, and is moved down (by more than a third against `--without-rule listing-for-how-or-why`); a query that
-/// does not ask how or why scores both as they are.
+/// it, and is moved down; the factor applies only to such a question, and `--without-rule
+/// listing-for-how-or-why` takes it away.
 #[test]
 fn a_question_about_how_prefers_the_explanation_to_the_file_listing() {
     let (cwd, s) = ("/w/how", "hw");
@@ -1347,36 +1370,14 @@ fn a_question_about_how_prefers_the_explanation_to_the_file_listing() {
     let tmp = tempfile::tempdir().unwrap();
     write(&tmp.path().join("claude"), cwd, s, &lines);
     let e = indexed(tmp);
-    let (listed, explained) = (format!("{s}-2"), format!("{s}-3"));
-    let scores = |q: &str, extra: &[&str]| {
-        let mut args = vec![
-            q,
-            "--project",
-            cwd,
-            "--context",
-            "0",
-            "--relative-floor",
-            "0",
-        ];
-        args.extend_from_slice(extra);
-        args.extend(["--without-rule", "session-evidence"]);
-        let v = search(&e, "UTC", &args).unwrap();
-        (uuids(&v), score_of(&v, &listed) / score_of(&v, &explained))
-    };
-    let asked = "how does the extractor pick the pull request for the current branch?";
-    let (ranked, with_rule) = scores(asked, &[]);
-    assert_eq!(ranked[0], explained, "{ranked:?}");
-    let (_, without) = scores(asked, &["--without-rule", "listing-for-how-or-why"]);
-    assert!(
-        with_rule < 0.7 * without,
-        "the listing is moved down: {with_rule} vs {without}"
-    );
-    let not_asked = "the extractor's pull request for the current branch";
-    let (_, as_is) = scores(not_asked, &[]);
-    let (_, as_is_without) = scores(not_asked, &["--without-rule", "listing-for-how-or-why"]);
-    assert!(
-        (as_is - as_is_without).abs() < 1e-6,
-        "only a question that asks how: {as_is} vs {as_is_without}"
+    an_answer_type_rule_moves_down(
+        &e,
+        cwd,
+        &format!("{s}-2"),
+        &format!("{s}-3"),
+        "how does the extractor pick the pull request for the current branch?",
+        "the extractor's pull request for the current branch",
+        "listing-for-how-or-why",
     );
 }
 
