@@ -20,6 +20,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from plain_fusion import bm25, embedded, fused_order, words  # noqa: E402
+from entries import entry_text  # noqa: E402
 
 here = Path(__file__).resolve().parent
 root = here.parent.parent
@@ -34,29 +35,6 @@ ap.add_argument("--out", help="write the floor's rank of each question here ({id
 a = ap.parse_args()
 questions = json.load(open(a.questions))["questions"]
 ghola_rank = {r["id"]: r["rank"] for r in json.load(open(a.ghola_ranks))}
-
-
-def entry_text(e):
-    c = (e.get("message") or {}).get("content")
-    if isinstance(c, str):
-        return c
-    out = []
-    for b in c or []:
-        if not isinstance(b, dict):
-            continue
-        t = b.get("type")
-        if t == "text":
-            out.append(b.get("text") or "")
-        elif t == "thinking":
-            out.append(b.get("thinking") or "")
-        elif t == "tool_use":
-            out.append(f"[{b.get('name')}] {json.dumps(b.get('input'))[:1000]}")
-        elif t == "tool_result":
-            r = b.get("content")
-            if isinstance(r, list):
-                r = " ".join(x.get("text", "") for x in r if isinstance(x, dict))
-            out.append(str(r or ""))
-    return "\n".join(out)
 
 
 entries = []  # (folder, cwd, message uuid, text)

@@ -16,24 +16,14 @@ from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from entries import entry_text
+
 here = Path(__file__).resolve().parent
 ap = argparse.ArgumentParser()
 ap.add_argument("--ghola", default=str(here.parent.parent / "target/release/ghola"))
 ap.add_argument("--corpus", default=str(here.parent.parent.parent / "shared/corpus"))
 ap.add_argument("--work", default="/tmp/ghola-coding")
 a = ap.parse_args()
-
-
-def entry_text(e):
-    c = (e.get("message") or {}).get("content")
-    if isinstance(c, str):
-        return c
-    out = []
-    for b in c or []:
-        if isinstance(b, dict):
-            out.append(str(b.get("text") or b.get("thinking") or json.dumps(b.get("input")) if b.get("type") != "tool_result"
-                           else b.get("content")))
-    return "\n".join(out)
 
 
 text, reply_of, entries_of = {}, {}, defaultdict(list)
