@@ -494,6 +494,85 @@ fn plugin_and_cargo_agree_on_version_and_repository() {
     );
 }
 
+/// CI does not run cargo-dist (see `release_artifact`): what it would build is checked here instead, against
+/// what the launchers download — the targets, `.tar.gz` / `.zip` archives holding `ghola-<target>/ghola`, and a
+/// sha256 file beside each.
+#[test]
+fn the_release_contract_is_what_cargo_dist_is_told_to_build() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |rel: &str| std::fs::read_to_string(root.join(rel)).unwrap();
+    let config: toml_edit::DocumentMut = read("dist-workspace.toml").parse().unwrap();
+    let dist = &config["dist"];
+    let text = |key: &str| dist[key].as_str().unwrap_or_default().to_string();
+    assert_eq!(
+        text("unix-archive"),
+        ".tar.gz",
+        "bin/ghola-mcp downloads .tar.gz"
+    );
+    assert_eq!(
+        text("windows-archive"),
+        ".zip",
+        "bin/ghola-mcp.cmd downloads .zip"
+    );
+    assert_eq!(text("checksum"), "sha256", "the launchers check a .sha256");
+    assert_eq!(
+        dist["auto-includes"].as_bool(),
+        Some(false),
+        "the archive holds the binary only"
+    );
+    let mut targets: Vec<String> = dist["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap().to_string())
+        .collect();
+    targets.sort();
+    let launcher = read("bin/ghola-mcp");
+    let line = launcher
+        .lines()
+        .find(|l| l.trim_start().starts_with("x86_64-unknown-linux-gnu |"))
+        .expect("bin/ghola-mcp lists the targets it downloads");
+    let mut downloads: Vec<String> = line
+        .trim()
+        .trim_end_matches(";;")
+        .trim_end()
+        .trim_end_matches(')')
+        .split('|')
+        .map(|t| t.trim().to_string())
+        .collect();
+    downloads.sort();
+    assert_eq!(
+        targets, downloads,
+        "dist-workspace.toml builds what bin/ghola-mcp downloads"
+    );
+    assert!(
+        read("bin/ghola-mcp.cmd").contains("'ghola-x86_64-pc-windows-msvc.zip'")
+            && targets.iter().any(|t| t == "x86_64-pc-windows-msvc"),
+        "bin/ghola-mcp.cmd downloads the Windows target dist builds"
+    );
+    let cargo: toml_edit::DocumentMut = read("Cargo.toml").parse().unwrap();
+    assert!(
+        cargo["profile"]["dist"].is_table(),
+        "cargo-dist builds the `dist` profile"
+    );
+    let bins = cargo["bin"]
+        .as_array_of_tables()
+        .expect("Cargo.toml names its binary");
+    assert!(
+        bins.iter().any(|b| b["name"].as_str() == Some("ghola")),
+        "the archive's binary is ghola"
+    );
+    let workflow = read(".github/workflows/release.yml");
+    let pinned = format!(
+        "cargo-dist/releases/download/v{}/",
+        text("cargo-dist-version")
+    );
+    assert!(
+        workflow.contains(&pinned),
+        "the release workflow installs the cargo-dist dist-workspace.toml names ({pinned})"
+    );
+}
+
 #[test]
 fn first_start_without_rust_downloads_the_release_and_the_model_and_answers_the_first_question() {
     let Some(bin) = claude_bin() else { return };
