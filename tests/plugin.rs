@@ -555,13 +555,7 @@ fn the_release_contract_is_what_cargo_dist_is_told_to_build() {
         cargo["profile"]["dist"].is_table(),
         "cargo-dist builds the `dist` profile"
     );
-    let bins = cargo["bin"]
-        .as_array_of_tables()
-        .expect("Cargo.toml names its binary");
-    assert!(
-        bins.iter().any(|b| b["name"].as_str() == Some("ghola")),
-        "the archive's binary is ghola"
-    );
+    // The archive's binary is `ghola`: `release_artifact` packs `CARGO_BIN_EXE_ghola`, which exists only if so.
     let workflow = read(".github/workflows/release.yml");
     let pinned = format!(
         "cargo-dist/releases/download/v{}/",
