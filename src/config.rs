@@ -61,22 +61,25 @@ pub fn non_empty_env(name: &str) -> Option<String> {
 }
 
 /// Where project notes live: `$GHOLA_NOTES_DIR`, else `$XDG_DATA_HOME/ghola/notes`, else
-/// `~/.local/share/ghola/notes`.
+/// `~/.local/share/ghola/notes`; a relative one made absolute, as the index dir is (hooks, the MCP server and
+/// the detached worker each start in another directory, and must all find the same notes).
 ///
 /// Deliberately not under the index dir: the index is a cache that can be rebuilt from transcripts (and is
 /// set aside when damaged), notes are the user's own files and cannot be rebuilt.
 pub fn notes_dir() -> PathBuf {
-    if let Some(p) = non_empty_env("GHOLA_NOTES_DIR") {
-        return PathBuf::from(p);
-    }
-    if let Some(p) = non_empty_env("XDG_DATA_HOME") {
-        return PathBuf::from(p).join("ghola").join("notes");
-    }
-    home_dir()
-        .join(".local")
-        .join("share")
-        .join("ghola")
-        .join("notes")
+    let chosen = non_empty_env("GHOLA_NOTES_DIR")
+        .map(PathBuf::from)
+        .or_else(|| {
+            non_empty_env("XDG_DATA_HOME").map(|p| PathBuf::from(p).join("ghola").join("notes"))
+        })
+        .unwrap_or_else(|| {
+            home_dir()
+                .join(".local")
+                .join("share")
+                .join("ghola")
+                .join("notes")
+        });
+    absolute(&chosen)
 }
 
 /// The variable set on every `claude` ghola starts: hooks that see it do nothing.

@@ -1,8 +1,9 @@
 //! The machine code of the embedding kernels, read back from the built `ghola` with `objdump`.
 //!
-//! Most kernels cannot run on this project's machines (AVX-512 and AVX-512 BF16 are chosen on AMD Zen 4 and
-//! recent Intel Xeons; these machines have AVX2 only), so their speed cannot be measured here and their
-//! emulated tests say nothing about how they were compiled. Their shape can be checked: each kernel's step
+//! Many kernels cannot run on the machine a test runs on (AVX-512 and AVX-512 BF16 are chosen on AMD Zen 4 and
+//! recent Intel Xeons; some of this project's machines have AVX2 only), so their speed cannot always be
+//! measured and their emulated tests say nothing about how they were compiled. Their shape can be checked on
+//! any x86-64 machine: each kernel's step
 //! must be one function compiled for its instructions, with those instructions inline. The AVX-512 kernels
 //! once shipped with every `vdpbf16ps` and every FMA in a function of its own, called once per instruction
 //! (the step sat in a closure of a function without the target feature, where nothing could inline): correct

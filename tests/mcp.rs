@@ -12,6 +12,8 @@ fn fixture(claude: &std::path::Path) {
     let lines = [
         json!({"type":"user","uuid":"u1","sessionId":"aaaa1111-0000-0000-0000-000000000000","cwd":"/w/app","timestamp":"2025-05-01T10:00:00Z","message":{"role":"user","content":"Why does the build fail with ERR_LINKER_MISSING?"}}),
         json!({"type":"assistant","uuid":"a1","sessionId":"aaaa1111-0000-0000-0000-000000000000","cwd":"/w/app","timestamp":"2025-05-01T10:00:05Z","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"Install the lld linker; ERR_LINKER_MISSING means cc cannot find it."}]}}),
+        // The same response's second piece (Claude Code writes a reply block by block): one message with a1.
+        json!({"type":"assistant","uuid":"a2","parentUuid":"a1","sessionId":"aaaa1111-0000-0000-0000-000000000000","cwd":"/w/app","timestamp":"2025-05-01T10:00:06Z","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"Then run the build again."}]}}),
     ];
     let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
     std::fs::write(dir.join("aaaa1111-0000-0000-0000-000000000000.jsonl"), body).unwrap();
@@ -153,6 +155,20 @@ fn serves_tools_over_stdio() {
     let detail: Value =
         serde_json::from_str(r["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
     assert_eq!(detail["total_messages"], 2);
+    // A piece's own id (read from the file, or a tool result's parentUuid) finds the message it was merged into.
+    send(
+        json!({"jsonrpc":"2.0","id":95,"method":"tools/call","params":{"name":"get_session_detail","arguments":{"session_id":"aaaa","around":"a2"}}}),
+    );
+    let r = recv();
+    assert_ne!(r["result"]["isError"], true, "{r}");
+    let page = r["result"]["content"][0]["text"].as_str().unwrap();
+    let marked: Vec<&str> = page.lines().filter(|l| l.starts_with('>')).collect();
+    assert!(
+        marked.len() == 1
+            && marked[0].contains("lld linker")
+            && page.contains("Then run the build again"),
+        "{page}"
+    );
     drop(stdin);
     let _ = child.kill();
     let _ = child.wait();

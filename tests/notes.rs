@@ -751,3 +751,19 @@ fn extraction_through_headless_claude_code_writes_no_transcript() {
         .count();
     assert_eq!(files, 1);
 }
+
+#[test]
+fn a_relative_notes_dir_is_made_absolute_where_ghola_starts() {
+    let m = Machine::new();
+    let root = m.notes.parent().unwrap().to_path_buf();
+    let out = run_ok(
+        m.ghola(None)
+            .env("GHOLA_NOTES_DIR", "my-notes")
+            .current_dir(&root)
+            .args(["notes", "status"]),
+    );
+    let first = String::from_utf8(out).unwrap();
+    let first = first.lines().next().unwrap_or_default().to_string();
+    let want = format!("notes dir {};", root.join("my-notes").display());
+    assert!(first.starts_with(&want), "{first}");
+}

@@ -152,6 +152,8 @@ fn layouts_windows_merging_and_stripping() {
     assert_eq!(ids, ["u1", "a1", "u2", "u3", "c1", "u4", "a3"]);
     let merged = &s.messages[1];
     assert_eq!(merged.parts.len(), 2);
+    assert_eq!(merged.merged_uuids, ["a2"]);
+    assert!(merged.is_named_by("a1") && merged.is_named_by("a2") && !merged.is_named_by(""));
     assert!(matches!(&merged.parts[0], Part::Thinking { .. }));
     assert!(
         matches!(&merged.parts[1], Part::ToolUse { name, summary, .. } if name == "Bash" && summary == "cargo test — Run tests")

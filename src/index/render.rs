@@ -307,6 +307,7 @@ mod tests {
     fn message(role: Role, parts: Vec<Part>) -> Message {
         Message {
             uuid: "u".into(),
+            merged_uuids: Vec::new(),
             parent_uuid: None,
             session_id: "s".into(),
             agent_id: None,

@@ -99,8 +99,9 @@ pub struct SessionArgs {
     pub offset: Option<i64>,
     #[schemars(description = format!("Messages to return (default {SESSION_PAGE}, at most {MAX_SESSION_PAGE})."))]
     pub limit: Option<i64>,
-    /// A message id (or unique prefix), e.g. a search result's `hit`: returns the messages around it in its
-    /// window (see before/after), as text, the hit marked with ">".
+    /// A message id (or unique prefix), e.g. a search result's `hit` or any transcript entry's uuid of a reply
+    /// written in pieces: returns the messages around it in its window (see before/after), as text, the hit
+    /// marked with ">".
     pub around: Option<String>,
     #[schemars(description = format!("With around: messages before it (default {AROUND}, at most {MAX_AROUND})."))]
     pub before: Option<i64>,

@@ -180,7 +180,7 @@ impl GholaServer {
                 let matching: Vec<&transcript::Message> = s
                     .messages
                     .iter()
-                    .filter(|m| !around.is_empty() && m.uuid.starts_with(around))
+                    .filter(|m| m.is_named_by(around))
                     .collect();
                 let m = match matching.as_slice() {
                     [m] => *m,

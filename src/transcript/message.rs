@@ -103,6 +103,10 @@ impl Part {
 pub struct Message {
     /// The uuid of the (first) entry.
     pub uuid: String,
+    /// The uuids of the later entries of a response Claude Code wrote in pieces, merged into this message: an id
+    /// read from the file or from a tool result's `parentUuid` names the piece, and finds the message through it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged_uuids: Vec<String>,
     pub parent_uuid: Option<String>,
     /// The session this message belongs to (for a subagent: its parent session).
     pub session_id: String,
@@ -127,6 +131,14 @@ pub struct Message {
 }
 
 impl Message {
+    /// Whether `prefix` begins the id of this message or of one of the entries merged into it (a caller's way to
+    /// name a message: a search hit's id, or any entry's id read from the transcript).
+    pub fn is_named_by(&self, prefix: &str) -> bool {
+        !prefix.is_empty()
+            && (self.uuid.starts_with(prefix)
+                || self.merged_uuids.iter().any(|u| u.starts_with(prefix)))
+    }
+
     /// The whole message as readable text, parts separated by blank lines.
     pub fn text(&self) -> String {
         self.parts

@@ -382,7 +382,13 @@ impl Builder {
         if let Some(id) = &api_id
             && let Some(&i) = self.by_message_id.get(id)
         {
-            self.messages[i].parts.append(&mut parts);
+            let merged = &mut self.messages[i];
+            merged.parts.append(&mut parts);
+            if let Some(u) = &entry.uuid
+                && *u != merged.uuid
+            {
+                merged.merged_uuids.push(u.clone());
+            }
             return;
         }
         let uuid = entry
@@ -394,6 +400,7 @@ impl Builder {
         }
         self.messages.push(Message {
             uuid,
+            merged_uuids: Vec::new(),
             parent_uuid: entry.parent_uuid.clone(),
             session_id: ctx.session_id.to_string(),
             agent_id: agent_id.map(str::to_owned),
