@@ -178,11 +178,10 @@ fn a_newcomers_tour_of_the_browser_over_a_real_history() {
     let claude = common::corpus().join("daaain-claude-code-log");
     let ghola = || {
         let mut c = common::ghola_at(&claude, idx.path());
-        c.env("HF_HUB_OFFLINE", "1")
-            .env("HF_HUB_CACHE", idx.path().join("no-model"));
+        common::without_model(&mut c, idx.path());
         c
     };
-    run_ok(ghola().arg("index"));
+    common::index_by_words(&mut ghola());
     let ui = common::browser::Ui::start(ghola());
     let at = |path: &str| {
         let sep = if path.contains('?') { '&' } else { '?' };

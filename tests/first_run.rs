@@ -362,3 +362,48 @@ fn a_damaged_embedding_list_does_not_stop_the_second_pass() {
         snap.chunks.iter().map(|c| c.message).collect();
     assert_eq!(with_vectors.len(), snap.messages.len());
 }
+
+#[test]
+fn an_update_without_the_model_fails_only_while_messages_wait_for_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
+    history(&claude, 2, 6);
+    // Indexed whole with the model (beside the checkout's binary), then updated offline without it.
+    common::run_ok(common::ghola_at(&claude, &idx).arg("index"));
+    let offline = || {
+        let mut c = common::ghola_at(&claude, &idx);
+        common::without_model(&mut c, tmp.path());
+        c
+    };
+    let out = offline().args(["index", "--verify"]).output().unwrap();
+    let (said, printed) = (
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout),
+    );
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("the model was not needed"), "{said}");
+    assert!(printed.contains("archive verified"), "{printed}");
+    // A new session is indexed by its words, and the command says how many messages wait.
+    let dir = claude.join("projects/-work-proj");
+    let line = json!({"type": "user", "uuid": "n-1", "sessionId": "0000000n-aaaa-4aaa-8aaa-aaaaaaaaaaaa",
+        "cwd": "/work/proj", "timestamp": "2025-04-01T10:00:00Z",
+        "message": {"role": "user", "content": "the OKAPI-RELAY timeout"}});
+    std::fs::write(
+        dir.join("0000000n-aaaa-4aaa-8aaa-aaaaaaaaaaaa.jsonl"),
+        format!("{line}\n"),
+    )
+    .unwrap();
+    let out = offline().arg("index").output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains("1 messages are indexed by their words only"),
+        "{said}"
+    );
+    let found =
+        run_json(offline().args(["search", "OKAPI-RELAY", "--global", "--json", "--no-update"]));
+    assert_eq!(
+        found["results"][0]["matched_message"]["uuid"], "n-1",
+        "{found}"
+    );
+}

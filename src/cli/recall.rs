@@ -153,6 +153,17 @@ pub fn run_update(
     Ok(summary)
 }
 
+/// What `ghola index --verify` found in the archive.
+fn print_verified(s: &UpdateSummary) {
+    match &s.archive_damage {
+        None => println!(
+            "archive verified: {} files read back and checked",
+            s.archive_files_verified
+        ),
+        Some(d) => println!("archive DAMAGED (kept as it is; it may be the only copy): {d}"),
+    }
+}
+
 /// `ghola index`.
 pub fn index_cmd(
     index_dir: &Path,
@@ -174,22 +185,25 @@ pub fn index_cmd(
         Err(e) => {
             // The history is still made searchable by its words; the error says what to do about the model.
             let s = run_update(index_dir, claude_dir, None, opts, json)?;
+            if verify && !json {
+                print_verified(&s);
+            }
+            let waiting = index::messages_waiting(index_dir);
+            if waiting == 0 {
+                // Nothing new needed the model: the index is whole, and an offline update is not a failure.
+                eprintln!("ghola: every message has its vectors; the model was not needed ({e:#})");
+                return Ok(());
+            }
             return Err(e.context(format!(
-                "{} messages were indexed by their words only; run `ghola index` again once the model can be had",
-                s.messages_added
+                "{waiting} messages are indexed by their words only; run `ghola index` again once the model can be \
+                 had"
             )));
         }
     };
     let s = run_update(index_dir, claude_dir, Some(&embedder), opts, json)?;
     let e = run_embedding(index_dir, &embedder, knobs.update.neighbour, None, json)?;
     if verify && !json {
-        match &s.archive_damage {
-            None => println!(
-                "archive verified: {} files read back and checked",
-                s.archive_files_verified
-            ),
-            Some(d) => println!("archive DAMAGED (kept as it is; it may be the only copy): {d}"),
-        }
+        print_verified(&s);
     }
     if json {
         let mut v = serde_json::to_value(&s)?;

@@ -34,9 +34,29 @@ pub fn ghola_at(claude: &Path, idx: &Path) -> Command {
 /// model (the history is searched by words): what the listing and file tests need, fast.
 pub fn ghola_over_corpus(name: &str, idx: &Path) -> Command {
     let mut c = ghola_at(&corpus().join(name), idx);
-    c.env("HF_HUB_OFFLINE", "1")
-        .env("HF_HUB_CACHE", idx.join("no-model"));
+    without_model(&mut c, idx);
     c
+}
+
+/// Makes `cmd` run without the embedding model whatever is installed — the model that `models/fetch` put beside
+/// a checkout's binary included, which an empty Hugging Face cache alone does not hide — by naming a folder
+/// under `scratch` that holds none. The history is then indexed and searched by its words: all that listings,
+/// the file map and the browser's pages read, without embedding a corpus folder (a minute for the largest).
+pub fn without_model<'c>(cmd: &'c mut Command, scratch: &Path) -> &'c mut Command {
+    cmd.env("GHOLA_MODEL_DIR", scratch.join("no-model"))
+        .env("HF_HUB_OFFLINE", "1")
+        .env("HF_HUB_CACHE", scratch.join("no-model"))
+}
+
+/// Runs `ghola index` on a [`without_model`] command: everything is indexed by its words, and ghola says so
+/// and exits non-zero (the index is not complete until the model can be had).
+pub fn index_by_words(cmd: &mut Command) {
+    let out = cmd.arg("index").output().expect("the command starts");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && said.contains("indexed by their words only"),
+        "ghola index without the model: {said}"
+    );
 }
 
 /// Runs a command that must succeed (its stderr in the failure message otherwise) and returns its stdout.
