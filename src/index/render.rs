@@ -19,7 +19,7 @@ pub fn chunk_cap(kind: ChunkKind) -> usize {
 /// Stored content is cut here (display cuts at 2,000 characters; the rest only feeds the lexical index).
 const MAX_CONTENT_BYTES: usize = 32 * 1024;
 
-/// Cuts `content` to what a stored message keeps, [`MAX_CONTENT_BYTES`], at a character boundary: the index's
+/// Cuts `content` to what a stored message keeps, `MAX_CONTENT_BYTES`, at a character boundary: the index's
 /// rows and the team hub's keep the same.
 pub fn cut_content(content: &mut String) {
     cut_to(content, MAX_CONTENT_BYTES);

@@ -354,7 +354,7 @@ impl Default for RebuildOptions {
 }
 
 /// Rebuilds window `window` (the latest when `None`) of a transcript: the window's chain of entries, its
-/// messages ([`raw_messages`]), their alternation with every tool call answered ([`alternate`]), then the head
+/// messages (`raw_messages`), their alternation with every tool call answered (`alternate`), then the head
 /// trimmed to the budget.
 pub fn rebuild(
     source: &Source,

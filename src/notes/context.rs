@@ -87,7 +87,7 @@ pub fn recent_sessions(
         .collect()
 }
 
-/// The compiled context of `notes` with its parent project's notes and the [`RECENT`] most recent sessions of
+/// The compiled context of `notes` with its parent project's notes and the `RECENT` most recent sessions of
 /// `project` in `snap` (leaving out `exclude`): what the SessionStart hook, `ghola notes context` and each task
 /// of `ghola start` put in front of a session.
 pub fn compile_for(

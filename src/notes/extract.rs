@@ -58,7 +58,7 @@ pub fn schema() -> Value {
     })
 }
 
-/// Checks the tool input: every list a list of strings, at most [`MAX_NEW`] items each.
+/// Checks the tool input: every list a list of strings, at most `MAX_NEW` items each.
 pub fn validate(v: &Value) -> Result<(), crate::model::InvalidInput> {
     let obj = v
         .as_object()

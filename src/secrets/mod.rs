@@ -8,7 +8,7 @@
 //! (duncan's conversation rebuild) redact what they send. It sits at the bottom of the module order, needing
 //! nothing, so that every layer (and later other machines and a team hub) uses the same rules.
 //!
-//! The rules and where they come from: [`rules`]. What they miss and what they take that is not a secret, measured
+//! The rules and where they come from: `rules`. What they miss and what they take that is not a secret, measured
 //! over `../shared/corpus` and a planted set: docs/secrets.md.
 
 mod rules;

@@ -223,7 +223,7 @@ impl HistoryService {
     }
 
     /// The history's listing: the one held while no change was seen since it was read (and it is younger than
-    /// [`watch::SAFETY_POLL`], in case an event was lost); else read again, reusing every session whose files
+    /// `watch::SAFETY_POLL`, in case an event was lost); else read again, reusing every session whose files
     /// are unchanged (a `stat` per transcript) and keeping the cache file in the index folder for the next
     /// process. Forgotten sessions are not in it.
     pub fn listing(&self) -> Arc<Listing> {

@@ -8,7 +8,7 @@
 //! and sessions forgotten through the same functions as `ghola notes` and `ghola forget`.
 //!
 //! - [`guard`] who may ask (loopback, token, Host, CSRF); [`entry`] the way in, to this server's own host
-//!   name; [`routes`] what each address answers;
+//!   name; `routes` what each address answers;
 //! - [`html`] the page around every body; [`markdown`] a message's text as HTML;
 //! - [`results`], [`conversation`], [`sessions`], [`manage`] the bodies of the pages.
 

@@ -239,7 +239,7 @@ pub struct ArchiveWriter {
 impl ArchiveWriter {
     /// Opens the archive of `index_dir` for appending; bytes past the committed length (a writer killed
     /// mid-append) are cut off. A damaged `STATE` is set aside (`STATE.bad`) and rebuilt from the frames of
-    /// the packs, which name their file and offset (see [`recover`]).
+    /// the packs, which name their file and offset (see `recover`).
     pub fn open(index_dir: &Path) -> std::io::Result<Self> {
         let dir = index_dir.join(ARCHIVE_DIR);
         fs_err::create_dir_all(&dir)?;

@@ -61,7 +61,7 @@ pub struct TouchRecord {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Record {
     Touch(Box<TouchRecord>),
-    /// Something the user asked (a user message with text), cut to [`REQUEST_CHARS`].
+    /// Something the user asked (a user message with text), cut to `REQUEST_CHARS`.
     Ask {
         session: String,
         agent: Option<String>,

@@ -43,7 +43,7 @@ pub struct QueryIntent {
     /// The side of the conversation that speaks to the people the query names (see
     /// [`QueryIntent::read_the_candidates`]): what that side says is not what the named person said or did.
     pub other_side: Option<Side>,
-    /// The named people who are parties of the conversation: at least [`MIN_ADDRESSING`] candidates address
+    /// The named people who are parties of the conversation: at least `MIN_ADDRESSING` candidates address
     /// each by name (see [`QueryIntent::read_the_candidates`]). A party's own words never name them, so their
     /// name in the query says nothing of what the answer means (see [`QueryIntent::without_parties`]).
     pub parties: Vec<String>,
@@ -119,7 +119,7 @@ impl QueryIntent {
 
     /// Reads, once per search, which candidates address the people the query names ("Thanks, Ana!") and from
     /// them which side of the conversation speaks *to* those people: in a dialogue each side addresses the other
-    /// by name, so when at least [`MIN_ADDRESSING`] candidates address the named people and four in five of them
+    /// by name, so when at least `MIN_ADDRESSING` candidates address the named people and four in five of them
     /// are on one side, that side is the other party, and its messages are what was said to the named person,
     /// not by them. No side is learned when the query names no one, when no one is addressed, or when the sides
     /// are mixed (two named people on two sides, a name that is a word).

@@ -36,7 +36,7 @@ pub fn is_question(text: &[u8]) -> bool {
         .is_some_and(|&b| b == b'?')
 }
 
-/// Whether a message opens by announcing an action (see [`ANNOUNCEMENTS`]); a leading `[thinking] ` marker and
+/// Whether a message opens by announcing an action (see `ANNOUNCEMENTS`); a leading `[thinking] ` marker and
 /// one interjection ("Now,", "OK.", "Good!", "Perfect!") are skipped.
 pub fn announces_action(text: &[u8]) -> bool {
     let head = String::from_utf8_lossy(&text[..text.len().min(160)]).to_lowercase();

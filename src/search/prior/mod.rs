@@ -70,7 +70,7 @@ pub enum Rule {
     EditEcho,
     /// Tool calls and nothing else ([`is_bare_tool_call`]).
     BareToolCall,
-    /// The user's request that the assistant answers with a tool call ([`is_request`]).
+    /// The user's request that the assistant answers with a tool call (`is_request`).
     Request,
     /// The main conversation when the query names an agent.
     AgentNotMainThread,
@@ -153,7 +153,7 @@ impl std::str::FromStr for Rule {
 }
 
 /// The factor on live message `i`'s fused score: [`QUESTION_PRIOR`] for each way it is unlikely to hold the
-/// answer — it asks ([`is_ask`]), it is in the main conversation and the query names an agent — and
+/// answer — it asks (`is_ask`), it is in the main conversation and the query names an agent — and
 /// [`OUTSIDE_NAMED_TIME`] when it was written outside the time the query names (a message without a time is not
 /// judged), [`UNTIMED_FOR_WHEN`] when the query asks when and the message says no time,
 /// [`UNCOUNTED_FOR_HOW_MANY`] when it asks how many (naming no party) and the message says no number,
