@@ -77,15 +77,9 @@ fn record(claude: &Path, idx: &Path, api: &StandIn) -> Vec<(String, Value)> {
         let shown = run_json(words_only(claude, idx).args(["show", id, "--subagents", "--json"]));
         out.push((format!("show {id}"), shown));
     }
-    let no_model = idx.parent().unwrap().join("no-model");
-    let mut mcp = Client::start(
-        claude,
-        idx,
-        &[
-            ("GHOLA_MODEL_DIR", no_model.to_str().unwrap()),
-            ("HF_HUB_OFFLINE", "1"),
-        ],
-    );
+    let no_model = common::no_model_env(idx.parent().unwrap());
+    let env: Vec<(&str, &str)> = no_model.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let mut mcp = Client::start(claude, idx, &env);
     let (err, text) = mcp.call(
         10,
         "duncan_list_sessions",

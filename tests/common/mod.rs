@@ -43,9 +43,17 @@ pub fn ghola_over_corpus(name: &str, idx: &Path) -> Command {
 /// under `scratch` that holds none. The history is then indexed and searched by its words: all that listings,
 /// the file map and the browser's pages read, without embedding a corpus folder (a minute for the largest).
 pub fn without_model<'c>(cmd: &'c mut Command, scratch: &Path) -> &'c mut Command {
-    cmd.env("GHOLA_MODEL_DIR", scratch.join("no-model"))
-        .env("HF_HUB_OFFLINE", "1")
-        .env("HF_HUB_CACHE", scratch.join("no-model"))
+    cmd.envs(no_model_env(scratch))
+}
+
+/// The environment [`without_model`] sets, for what takes variables rather than a command (`Client::start`).
+pub fn no_model_env(scratch: &Path) -> [(&'static str, String); 3] {
+    let none = scratch.join("no-model").display().to_string();
+    [
+        ("GHOLA_MODEL_DIR", none.clone()),
+        ("HF_HUB_OFFLINE", "1".to_string()),
+        ("HF_HUB_CACHE", none),
+    ]
 }
 
 /// Runs `ghola index` on a [`without_model`] command: everything is indexed by its words, and ghola says so
