@@ -122,6 +122,24 @@ fn a_word(claude: &Path, index: &Path) -> (String, String) {
     );
 }
 
+/// A session with an assistant reply merged from several entries: (session, the message's uuid, its second
+/// entry's uuid).
+fn a_split_reply(claude: &Path, index: &Path) -> (String, String, String) {
+    let run = |args: &[&str]| -> serde_json::Value { run_json(ghola_at(claude, index).args(args)) };
+    let list = run(&["sessions", "--global", "--json"]);
+    for s in list["sessions"].as_array().unwrap() {
+        let id = s["session_id"].as_str().unwrap().to_string();
+        let v = run(&["show", &id, "--json"]);
+        for m in v["messages"].as_array().cloned().unwrap_or_default() {
+            if let Some(second) = m["merged_uuids"].as_array().and_then(|u| u.first()) {
+                let first = m["uuid"].as_str().unwrap().to_string();
+                return (id, first, second.as_str().unwrap().to_string());
+            }
+        }
+    }
+    panic!("no reply written in pieces in {}", claude.display());
+}
+
 #[test]
 fn the_browser_finds_a_hit_reads_its_session_and_strangers_are_refused() {
     let Some(claude) = common::shared("corpus/cc-2.1.330") else {
@@ -303,6 +321,13 @@ fn the_browser_finds_a_hit_reads_its_session_and_strangers_are_refused() {
     assert!(
         page.contains(&format!("id=\"m-{anchor}\" class=\"")) && page.contains(" at\">"),
         "the hit's message is not marked"
+    );
+    // A reply Claude Code wrote in pieces is one message; a link naming its second entry opens at it too.
+    let (split, first, second) = a_split_reply(&claude, index.path());
+    let page = session_page(&format!("{split}?at={second}"));
+    assert!(
+        page.contains(&format!("id=\"m-{first}\" class=\"assistant at\"")),
+        "the reply whose second entry the link names is not marked"
     );
 
     // Changes are POSTs with the page's CSRF token, from this origin, with the cookie: each check refuses

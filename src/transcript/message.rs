@@ -139,6 +139,12 @@ impl Message {
                 || self.merged_uuids.iter().any(|u| u.starts_with(prefix)))
     }
 
+    /// Whether `uuid` is this message's id or the id of one of the entries merged into it: a link into the
+    /// browser may name any entry of a reply Claude Code wrote in pieces.
+    pub fn is_entry(&self, uuid: &str) -> bool {
+        self.uuid == uuid || self.merged_uuids.iter().any(|u| u == uuid)
+    }
+
     /// The whole message as readable text, parts separated by blank lines.
     pub fn text(&self) -> String {
         self.parts

@@ -94,7 +94,7 @@ pub fn page(s: &Session, at: Option<&str>, csrf: &str) -> String {
         message(&mut body, m, at);
     }
     for a in &s.subagents {
-        let holds_at = at.is_some_and(|at| a.messages.iter().any(|m| m.uuid == at));
+        let holds_at = at.is_some_and(|at| a.messages.iter().any(|m| m.is_entry(at)));
         let _ = write!(
             body,
             "<details class=agent id=\"agent-{}\"{}><summary>subagent {} {} ({} messages)</summary>",
@@ -149,7 +149,7 @@ pub fn session_href(id: &str) -> String {
 }
 
 fn message(body: &mut String, m: &Message, at: Option<&str>) {
-    let is_at = at == Some(m.uuid.as_str());
+    let is_at = at.is_some_and(|at| m.is_entry(at));
     let class = if m.is_compact_summary {
         "summary"
     } else {
