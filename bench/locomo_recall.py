@@ -58,7 +58,8 @@ def ghola_ranked(q):
                    "--json", "--no-update", *extra]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
-        return []
+        # A failed search is not an empty answer: scoring it as one would report ghola at 0.
+        raise SystemExit(f"ghola search failed for {q['qid']}: {r.stderr.strip()}")
     return [h["matched_message"]["uuid"] for h in json.loads(r.stdout).get("results", [])]
 
 

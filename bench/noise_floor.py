@@ -10,7 +10,7 @@ the cosines of the hits it returns without a lexical match when the question is 
 Run bench/locomo_recall.py first (it copies the corpus and builds the index under --work). With --coding, the
 coding set instead: its questions in their project, and each asked globally of another corpus folder.
 """
-import argparse, json, subprocess
+import argparse, json, subprocess, sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -40,7 +40,9 @@ def table(gold_cos, noise_best, n):
 def found(argv):
     r = subprocess.run(argv + ["--context", "0", "--limit", "10", "--json", "--no-update", "--threshold", "0"],
                        capture_output=True, text=True)
-    return json.loads(r.stdout)["results"] if r.returncode == 0 else []
+    if r.returncode != 0:
+        sys.exit(f"ghola search failed: {' '.join(argv)}: {r.stderr.strip()}")
+    return json.loads(r.stdout)["results"]
 
 
 if a.coding:
@@ -78,7 +80,9 @@ projects = sorted({q["cwd"] for q in questions})
 def hits(question, project):
     r = subprocess.run(ghola + ["search", question, "--project", project, "--context", "0", "--limit", "10",
                                 "--json", "--no-update", "--threshold", "0"], capture_output=True, text=True)
-    return json.loads(r.stdout)["results"] if r.returncode == 0 else []
+    if r.returncode != 0:
+        sys.exit(f"ghola search failed for {question!r}: {r.stderr.strip()}")
+    return json.loads(r.stdout)["results"]
 
 
 def both(q):

@@ -43,7 +43,7 @@ for folder in sorted({q["corpus"] for q in cq}):
 def ranked(cmd, e=None):
     r = subprocess.run(cmd, capture_output=True, text=True, env=e)
     if r.returncode != 0:
-        return []
+        sys.exit(f"ghola search failed: {r.stderr.strip()}")
     return [h["matched_message"]["uuid"] for h in json.loads(r.stdout)["results"]]
 
 
