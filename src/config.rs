@@ -128,6 +128,19 @@ pub struct Environment {
 }
 
 impl Environment {
+    /// Where the model may be, with `flag` (`--model-dir`) before `GHOLA_MODEL_DIR`: the embedding crate reads no
+    /// variable, so its places are built here.
+    pub fn model_places(&self, flag: Option<&Path>) -> ghola_embed::ModelPlaces {
+        ghola_embed::ModelPlaces {
+            dir: flag
+                .map(Path::to_path_buf)
+                .or_else(|| self.model_dir.clone()),
+            hub_cache: self.hf_hub_cache.clone(),
+            offline: self.hf_offline,
+            endpoint: self.hf_endpoint.clone(),
+        }
+    }
+
     /// Reads this process's environment.
     pub fn read() -> Self {
         let mut env = Self::from_vars(&non_empty_env);

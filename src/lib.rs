@@ -5,7 +5,6 @@
 
 pub mod atomic_file;
 pub mod config;
-pub mod embed;
 pub mod hub;
 pub mod index;
 pub mod mcp;
@@ -21,3 +20,7 @@ pub mod settings;
 pub mod transcript;
 pub mod ui;
 pub mod work;
+
+/// The sentence embedding (all-MiniLM-L6-v2 with candle), its own crate (`crates/embed`) below every module here:
+/// the ARM run builds and tests it alone.
+pub use ghola_embed as embed;

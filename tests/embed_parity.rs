@@ -16,11 +16,8 @@ fn reference() -> Option<PathBuf> {
 }
 
 fn embedder() -> Embedder {
-    Embedder::from_places(&ghola::embed::ModelPlaces::new(
-        None,
-        &ghola::config::Environment::read(),
-    ))
-    .expect("model files: run models/fetch")
+    Embedder::from_places(&ghola::config::Environment::read().model_places(None))
+        .expect("model files: run models/fetch")
 }
 
 /// The worst cosine between the reference vectors and this kernel's, with the text it was found on: over every

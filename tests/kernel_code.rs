@@ -91,7 +91,7 @@ fn count(fns: &[(&str, Vec<(u64, &str)>)], names: &str, mnemonic: &str, register
 fn each_kernel_step_is_compiled_whole_for_its_instructions() {
     let fns = functions(disassembly());
     assert!(
-        fns.iter().any(|(n, _)| n.contains("ghola::embed::")),
+        fns.iter().any(|(n, _)| n.contains("ghola_embed::")),
         "no symbols in the binary: this test needs them (the release and dist profiles keep them)"
     );
 
@@ -126,51 +126,46 @@ fn each_kernel_step_is_compiled_whole_for_its_instructions() {
     let rows = |r: usize| 2 * r * (r + 1) / 2;
     for (function, mnemonic, register, at_least) in [
         (
-            "bf16_step_avx512|dense::x86::bf16_avx512|Avx512Bf16 as ghola::embed::dense::Bf16Lanes>::tile",
+            "bf16_step_avx512|dense::x86::bf16_avx512|Avx512Bf16 as ghola_embed::dense::Bf16Lanes>::tile",
             "vdpbf16ps",
             "zmm",
             rows(12),
         ),
         (
-            "f32_step_avx512|dense::x86::f32_avx512|Avx512F32 as ghola::embed::dense::F32Lanes>::tile",
+            "f32_step_avx512|dense::x86::f32_avx512|Avx512F32 as ghola_embed::dense::F32Lanes>::tile",
             "vfmadd",
             "zmm",
             rows(12),
         ),
         (
-            "f32_step_avx2|dense::x86::f32_avx2|Avx2F32 as ghola::embed::dense::F32Lanes>::tile",
+            "f32_step_avx2|dense::x86::f32_avx2|Avx2F32 as ghola_embed::dense::F32Lanes>::tile",
             "vfmadd",
             "ymm",
             rows(6),
         ),
         // The 16-bit step is a function with the feature itself, inlined or not into its caller.
         (
-            "ghola::embed::dense::x86::tile_i16|ghola::embed::dense::x86::i16_avx2",
+            "ghola_embed::dense::x86::tile_i16|ghola_embed::dense::x86::i16_avx2",
             "vpmaddwd",
             "ymm",
             rows(6),
         ),
         (
-            "Bf16Lanes>::to_pairs|ghola::embed::dense::x86::bf16_avx512",
+            "Bf16Lanes>::to_pairs|ghola_embed::dense::x86::bf16_avx512",
             "vcvtne2ps2bf16",
             "zmm",
             1,
         ),
-        (
-            "ghola::embed::attention::attend_avx512",
-            "vfmadd",
-            "zmm",
-            16,
-        ),
-        ("ghola::embed::attention::attend_avx2", "vfmadd", "ymm", 16),
+        ("ghola_embed::attention::attend_avx512", "vfmadd", "zmm", 16),
+        ("ghola_embed::attention::attend_avx2", "vfmadd", "ymm", 16),
         // Scores (4 queries × 2 + 1 key blocks) and weighted sums (4 queries × 2 or 4 registers), D = 32 and 64.
         (
-            "ghola::embed::attention::attend_bf16_avx512",
+            "ghola_embed::attention::attend_bf16_avx512",
             "vdpbf16ps",
             "zmm",
             2 * 12 + 8 + 16,
         ),
-        ("ghola::embed::amx::imp::product", "tdpbf16ps", "tmm", 1),
+        ("ghola_embed::amx::imp::product", "tdpbf16ps", "tmm", 1),
     ] {
         let found = count(&fns, function, mnemonic, register);
         assert!(
@@ -232,8 +227,7 @@ fn the_softmax_and_gelu_convert_lane_wide() {
     let fns = functions(disassembly());
     let mut looked = 0;
     for (name, body) in fns.iter().filter(|(n, _)| {
-        n.contains("ghola::embed::attention::attend")
-            || n.contains("ghola::embed::gelu::gelu_slice")
+        n.contains("ghola_embed::attention::attend") || n.contains("ghola_embed::gelu::gelu_slice")
     }) {
         looked += 1;
         let scalar: Vec<&str> = body

@@ -94,10 +94,8 @@ pub fn embed(
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let rounds = rounds.max(1);
     let start = Instant::now();
-    let mut embedder = Embedder::from_places(&ghola::embed::ModelPlaces::new(
-        model_dir,
-        &ghola::config::Environment::read(),
-    ))?;
+    let mut embedder =
+        Embedder::from_places(&ghola::config::Environment::read().model_places(model_dir))?;
     let load = start.elapsed().as_secs_f64();
     let default_kernel = embedder.kernel();
     let here: Vec<Kernel> = kernel::ALL.into_iter().filter(|k| k.runs_here()).collect();
@@ -262,10 +260,7 @@ fn sentence_transformers(
     texts_path: &Path,
 ) -> Result<(f64, serde_json::Value, Vec<u8>)> {
     let out = tempfile::NamedTempFile::new()?;
-    let model = ghola::embed::resolve(&ghola::embed::ModelPlaces::new(
-        model_dir,
-        &ghola::config::Environment::read(),
-    ))?;
+    let model = ghola::embed::resolve(&ghola::config::Environment::read().model_places(model_dir))?;
     let model_dir = model
         .weights
         .parent()

@@ -52,10 +52,9 @@ pub fn hub_bench(
     let a = hub::block(long, hub::people::invite(&admin, "bench_a"))?;
     let b = hub::block(long, hub::people::invite(&admin, "bench_b"))?;
     let (a, b) = (HubUrl::parse(&a.url)?, HubUrl::parse(&b.url)?);
-    let embedder = ghola::embed::Embedder::from_places(&ghola::embed::ModelPlaces::new(
-        model_dir,
-        &ghola::config::Environment::read(),
-    ))
+    let embedder = ghola::embed::Embedder::from_places(
+        &ghola::config::Environment::read().model_places(model_dir),
+    )
     .context("the bench embeds its vector pool and queries with the real model")?;
     let mut rng = Rng(0x5EED_4B1B);
     // Real Claude Code texts (the embedding bench's), so that the words' spread is a real history's.

@@ -326,10 +326,9 @@ pub fn history_bench(
     let (embedder, label): (&dyn ChunkEmbedder, &str) = if hash {
         (&HashEmbedder, "hash vectors")
     } else {
-        real = ghola::embed::Embedder::from_places(&ghola::embed::ModelPlaces::new(
-            model_dir,
-            &ghola::config::Environment::read(),
-        ))?;
+        real = ghola::embed::Embedder::from_places(
+            &ghola::config::Environment::read().model_places(model_dir),
+        )?;
         (&real, "real model")
     };
     let f = first_pass(claude, &work.join("index-history"), embedder)?;
@@ -440,10 +439,9 @@ pub fn search_bench(work: &Path, messages: usize, model_dir: Option<&Path>) -> R
         "command: ghola bench search --messages {messages} --work {}",
         work.display()
     );
-    let embedder = ghola::embed::Embedder::from_places(&ghola::embed::ModelPlaces::new(
-        model_dir,
-        &ghola::config::Environment::read(),
-    ))?;
+    let embedder = ghola::embed::Embedder::from_places(
+        &ghola::config::Environment::read().model_places(model_dir),
+    )?;
     let mut rng = Rng(42);
     let queries: Vec<String> = (0..40)
         .map(|_| {

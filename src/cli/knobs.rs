@@ -82,7 +82,7 @@ impl Knobs {
 
     /// Where the model is for this run: `flag` (`--model-dir`), else the environment's places.
     pub fn model(&self, flag: Option<&std::path::Path>) -> ghola::embed::ModelPlaces {
-        ghola::embed::ModelPlaces::new(flag, &self.env)
+        self.env.model_places(flag)
     }
 
     /// The knobs from `settings` and the variables `var` gives (tests pass their own).

@@ -176,11 +176,8 @@ pub fn shared(rel: &str) -> Option<PathBuf> {
 pub fn embedder() -> &'static ghola::embed::Embedder {
     static E: std::sync::OnceLock<ghola::embed::Embedder> = std::sync::OnceLock::new();
     E.get_or_init(|| {
-        ghola::embed::Embedder::from_places(&ghola::embed::ModelPlaces::new(
-            None,
-            &ghola::config::Environment::read(),
-        ))
-        .expect("run models/fetch")
+        ghola::embed::Embedder::from_places(&ghola::config::Environment::read().model_places(None))
+            .expect("run models/fetch")
     })
 }
 

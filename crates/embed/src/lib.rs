@@ -37,6 +37,7 @@ pub const CHUNK_OVERLAP: usize = 32;
 
 /// The cosine of two vectors (0 when either is zero): how notes find near-duplicates and how the embedding
 /// bench and parity test compare vectors with sentence-transformers'.
+#[inline]
 pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
     let na: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();

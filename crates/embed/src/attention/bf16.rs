@@ -14,7 +14,7 @@
 //! sums four queries at a time over all `D` dimensions.
 
 use super::{Batch, QB, softmax_unnormalised, transpose};
-use crate::embed::dense::{Bf16Lanes, bf16};
+use crate::dense::{Bf16Lanes, bf16};
 
 /// Keys per register (16 f32 lanes).
 const KB: usize = 16;

@@ -34,7 +34,8 @@ impl ModelFiles {
 
 /// Where the model may be and where it may come from: a folder named by the caller (a flag or
 /// `GHOLA_MODEL_DIR`), the Hugging Face cache, and whether and from where it may be downloaded. Built at the top
-/// from [`crate::config::Environment`] and handed down.
+/// from ghola's environment (`ghola::config::Environment::model_places`) and handed down: this crate reads no
+/// variable.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelPlaces {
     /// A folder holding the three files; when named, nothing else is tried and nothing downloaded.
@@ -48,18 +49,6 @@ pub struct ModelPlaces {
 }
 
 impl ModelPlaces {
-    /// The places of `env`, with `flag` (`--model-dir`) before its `GHOLA_MODEL_DIR`.
-    pub fn new(flag: Option<&Path>, env: &crate::config::Environment) -> Self {
-        Self {
-            dir: flag
-                .map(Path::to_path_buf)
-                .or_else(|| env.model_dir.clone()),
-            hub_cache: env.hf_hub_cache.clone(),
-            offline: env.hf_offline,
-            endpoint: env.hf_endpoint.clone(),
-        }
-    }
-
     /// Only `dir` (a test's or a benchmark's model folder): nothing else is tried, nothing downloaded.
     pub fn only(dir: &Path) -> Self {
         Self {

@@ -132,7 +132,7 @@ fn lane_sum(xs: &[f32], f: impl Fn(f32) -> f32) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::embed::dense::tests::lcg;
+    use crate::dense::tests::lcg;
     use candle_core::{Device, Tensor};
 
     /// Against LayerNorm of the sum computed in f64, rows of 384 and of 20 (a remainder past the lanes), and

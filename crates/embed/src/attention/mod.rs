@@ -153,7 +153,7 @@ unsafe fn attend_avx512<const D: usize>(batch: &Batch, out: &mut [f32]) {
 #[target_feature(enable = "avx512f,avx512bf16")]
 unsafe fn attend_bf16_avx512<const D: usize>(batch: &Batch, out: &mut [f32]) {
     // SAFETY: the caller checked the features.
-    unsafe { bf16::attend::<crate::embed::dense::x86::Avx512Bf16, D>(batch, out) }
+    unsafe { bf16::attend::<crate::dense::x86::Avx512Bf16, D>(batch, out) }
 }
 
 /// The kernel with 8 keys to a register.
@@ -339,7 +339,7 @@ fn exp(x: f32) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::embed::dense::tests::lcg;
+    use crate::dense::tests::lcg;
 
     #[test]
     fn exp_matches_libm_below_zero() {
@@ -388,7 +388,7 @@ mod tests {
             attend_portable::<D, 8>(&batch, &mut want);
             let mut got = vec![f32::NAN; want.len()];
             // SAFETY: the emulation needs no instructions.
-            unsafe { bf16::attend::<crate::embed::dense::tests::Emulated, D>(&batch, &mut got) };
+            unsafe { bf16::attend::<crate::dense::tests::Emulated, D>(&batch, &mut got) };
             let worst = got.iter().zip(&want).fold(0f32, |m, (g, w)| {
                 if g.is_nan() {
                     f32::INFINITY
