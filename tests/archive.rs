@@ -2,7 +2,7 @@
 //! from the `archived` fields), duncan replays archived sessions, `ghola forget` removes sessions for good, and
 //! the archive can be turned off.
 
-mod common;
+use crate::common;
 
 use common::mcp_client::Client;
 use common::standin::{Reply, StandIn};

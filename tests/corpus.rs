@@ -1,7 +1,7 @@
 //! Reads every real transcript under `../shared/corpus` in place and checks facts established by reading the
 //! files by hand. Fails (does not skip) when `CI=true` and the corpus is missing.
 
-mod common;
+use crate::common;
 
 use ghola::transcript::{self, Part, Role, Session, SubagentLayout};
 use std::path::{Path, PathBuf};

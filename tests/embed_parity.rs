@@ -8,7 +8,7 @@
 use ghola::embed::{DIM, Embedder, Kernel, KernelChoice, MAX_TOKENS, cosine, kernel};
 use std::path::{Path, PathBuf};
 
-mod common;
+use crate::common;
 
 /// `../shared/reference`, with the texts and the vectors.
 fn reference() -> Option<PathBuf> {

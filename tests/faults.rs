@@ -4,7 +4,7 @@
 //! flipped) ends in a clear message and a rebuild, never a panic or a lost session.
 //! Uses the real model (run `models/fetch` first) and the CLI as a user runs it.
 
-mod common;
+use crate::common;
 
 use common::standin::{Reply, StandIn};
 use common::{copy_dir, corpus, run_json, run_ok};

@@ -2,7 +2,7 @@
 //! browser's file page, over real transcripts of `../shared/corpus` and over a project written here whose file
 //! is on disk (lines traced to the change that wrote them).
 
-mod common;
+use crate::common;
 
 use common::browser::{Ui, http_get};
 use common::mcp_client::Client;

@@ -2,7 +2,7 @@
 //! point it elsewhere; the listings show real sessions, titled, and count the empty transcripts; a person's
 //! search pages, in the terminal and the browser, without the model's budget or tool names.
 
-mod common;
+use crate::common;
 
 use common::home::Home;
 use common::run_ok;

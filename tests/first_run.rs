@@ -3,7 +3,7 @@
 //! (the real `hf-hub` client), verified against their pinned sha256, kept in the Hugging Face cache, and refused
 //! when tampered with. Uses the real model (`models/fetch` first).
 
-mod common;
+use crate::common;
 
 use common::files::{FileServer, hub_files};
 use common::mcp_client::Client;

@@ -5,7 +5,7 @@
 
 #![cfg(unix)]
 
-mod common;
+use crate::common;
 
 use common::home::Home;
 use common::postgres::{ADMIN_PASSWORD, Postgres};

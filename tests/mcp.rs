@@ -174,7 +174,7 @@ fn serves_tools_over_stdio() {
     let _ = child.wait();
 }
 
-mod common;
+use crate::common;
 
 use common::mcp_client::Client;
 use common::standin::{Reply, StandIn};

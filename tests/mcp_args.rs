@@ -2,7 +2,7 @@
 //! one — `ghola serve` answers with a result or a clear error, within the output bound, as valid JSON where the tool
 //! answers JSON, and stays up for the next call. One server serves every case.
 
-mod common;
+use crate::common;
 
 use common::mcp_client::{Client, TOOLS};
 use common::standin::{Reply, StandIn};

@@ -2,7 +2,7 @@
 //! shape, redaction, idempotence, re-extraction of new messages only, bad tool input, provider errors, the
 //! budget), the hooks (context bound, consent, the guard), the detached worker, and the CLI around the store.
 
-mod common;
+use crate::common;
 
 use common::home::Home;
 use common::standin::{Reply, StandIn};

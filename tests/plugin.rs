@@ -6,7 +6,7 @@
 // The plugin's POSIX launcher and the Claude Code CLI from npm: Unix only (Windows: .ci/windows/run).
 #![cfg(unix)]
 
-mod common;
+use crate::common;
 
 use common::claude_bin;
 use common::files::{FileServer, host_target, hub_files, release_artifact};

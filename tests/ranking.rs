@@ -3,7 +3,7 @@
 //! stand-in's query vector, so that what each fusion, rule and collapse does is known in advance and runs in
 //! milliseconds.
 
-mod common;
+use crate::common;
 
 use common::transcript::Transcript;
 use ghola::index::standin::WordsEmbedder;

@@ -2,7 +2,7 @@
 //! the caller's budget, one expansion around a hit by its ids, sessions grouped, `since`, and a search inside the
 //! calling session's own compacted windows.
 
-mod common;
+use crate::common;
 
 use common::mcp_client::Client;
 use serde_json::{Value, json};

@@ -3,7 +3,7 @@
 //! concurrency cap, cancellation), routing modes, the query log, `ghola query`, and the headless backend
 //! with the real Claude Code CLI.
 
-mod common;
+use crate::common;
 
 use common::standin::{Reply, StandIn, last_user_text};
 use common::{claude_bin, run_fails, run_json};

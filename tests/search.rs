@@ -1,7 +1,7 @@
 //! Search over a fixture history written by the test: filters, date rules in two time zones, exclusion of the
 //! calling session's latest window, window merging, pagination, exact identifiers, the output bound.
 
-mod common;
+use crate::common;
 
 use serde_json::{Value, json};
 use std::fs;

@@ -5,7 +5,7 @@
 //! file under the index (the archive's frames read back, not only raw bytes), and a kill -9 during it loses no
 //! message.
 
-mod common;
+use crate::common;
 
 use common::home::Home;
 use common::mcp_client::Client;

@@ -2,7 +2,7 @@
 //! failure is), the answer shaped for its reader, sessions folded with the listing's facts, the listing kept
 //! until the watcher sees a change, and the open index followed across updates.
 
-mod common;
+use crate::common;
 
 use common::transcript::Transcript;
 use ghola::index::UpdateOptions;

@@ -5,7 +5,7 @@
 // The work loop is driven through Unix signals (SIGINT to the process group): Unix only.
 #![cfg(unix)]
 
-mod common;
+use crate::common;
 
 use common::claude_bin;
 use common::standin::{Reply, StandIn};

@@ -9,7 +9,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 
-mod common;
+use crate::common;
 
 use common::browser::{
     Ui, appears, attribute, chromium, dump_dom, skipped, start_driver, webdriver, which,
