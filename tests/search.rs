@@ -1221,6 +1221,101 @@ fn a_tool_output_is_found_by_the_words_of_its_call() {
     assert_eq!(uuids(&v), vec!["tc-1".to_string()], "{v:#}");
 }
 
+/// What a call wrote or asked (issue #47): `ghola show --json` gives a plan's words past its summary line as the
+/// call's `input`; the index keeps the call to its summary line — the words in its keyword document cost the
+/// coding sets (docs/search.md, "What a call wrote"), so a keyword search for them finds nothing.
+#[test]
+fn what_a_call_wrote_is_read_not_searched() {
+    let plan = "# Plan: rework the login flow\n\n## Context\n".to_string()
+        + &"The login page posts the form, the server checks the password, then renders the dashboard. ".repeat(4)
+        + "\n\n## Sessions\nSessions are stored in Redis and expire after thirty minutes of inactivity.";
+    let lines = vec![
+        entry(
+            "cw",
+            "/w/c",
+            0,
+            "2025-03-01T10:00:00Z",
+            "plan the login rework, please",
+        ),
+        json!({"type": "assistant", "uuid": "cw-1", "sessionId": "cw", "cwd": "/w/c",
+            "timestamp": "2025-03-01T10:01:00Z",
+            "message": {"id": "m-cw-1", "role": "assistant",
+                "content": [{"type": "tool_use", "id": "p1", "name": "ExitPlanMode", "input": {"plan": plan}}]}}),
+        entry(
+            "cw",
+            "/w/c",
+            2,
+            "2025-03-01T10:02:00Z",
+            "looks good, go ahead",
+        ),
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    let claude = tmp.path().join("claude");
+    write(&claude, "/w/c", "cw", &lines);
+    let e = indexed(tmp);
+    let out = Command::new(env!("CARGO_BIN_EXE_ghola"))
+        .args([
+            "--claude-dir",
+            &e.claude,
+            "--index-dir",
+            &e.idx,
+            "show",
+            "cw",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let call = &shown["messages"][1]["parts"][0];
+    assert!(
+        call["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("# Plan: rework the login flow"),
+        "{call:#}"
+    );
+    assert!(
+        !call["summary"].as_str().unwrap().contains("thirty minutes"),
+        "{call:#}"
+    );
+    assert!(
+        call["input"]
+            .as_str()
+            .unwrap()
+            .ends_with("expire after thirty minutes of inactivity."),
+        "{call:#}"
+    );
+    let v = search(
+        &e,
+        "UTC",
+        &[
+            "thirty minutes inactivity",
+            "--global",
+            "--fusion",
+            "lexical",
+        ],
+    )
+    .unwrap();
+    assert!(uuids(&v).is_empty(), "{v:#}");
+    let v = search(
+        &e,
+        "UTC",
+        &["rework the login flow", "--global", "--context", "0"],
+    )
+    .unwrap();
+    let hit = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["matched_message"]["uuid"] == "cw-1")
+        .unwrap();
+    let content = hit["matched_message"]["content"].as_str().unwrap();
+    assert!(
+        content.starts_with("[tool] ExitPlanMode: # Plan") && !content.contains("thirty"),
+        "{content}"
+    );
+}
+
 /// The answer-type rules (`untimed-for-when`, `uncounted-for-how-many`, `reasonless-for-failure`) over a chat of
 /// `texts` in `cwd`, whose second message (`{prefix}-1`) says what `asked` asks for and whose first says the same
 /// words without it (see [`an_answer_type_rule_moves_down`]).

@@ -315,6 +315,18 @@ fn the_browser_finds_a_hit_reads_its_session_and_strangers_are_refused() {
         page.contains("<details class=result><summary>tool result"),
         "no folded tool result"
     );
+    // A call unfolds to what it wrote, not only its summary line: the edit that added the leeway (session
+    // fec0adcb of cc-2.1.330) shows its new text.
+    let page = session_page("fec0adcb-6a09-4536-bb17-4d0550c09c1d");
+    let call = page
+        .split("<summary>tool call: Edit")
+        .nth(1)
+        .and_then(|rest| rest.split("</details>").next())
+        .expect("an edit call on the page");
+    assert!(
+        call.contains("CLOCK_SKEW_LEEWAY_SECS = 120"),
+        "the edit's new text is not in its unfolded call: {call}"
+    );
     let (status, _, _) = get(ui.addr, "/session/nosuchsession", &host, Some(&cookie));
     assert_eq!(status, 404);
     let page = session_page(&format!("{session}?at={anchor}"));

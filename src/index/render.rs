@@ -329,6 +329,7 @@ mod tests {
             id: id.into(),
             name: name.into(),
             summary: summary.into(),
+            input: String::new(),
             touches: Vec::new(),
         }
     }

@@ -38,6 +38,13 @@ pub enum Part {
         id: String,
         name: String,
         summary: String,
+        /// What the call wrote or asked beyond its summary line (see [`input_words`]): an edit's new text, a
+        /// file written whole, a plan, a to-do list, a subagent's whole prompt, a message to a teammate. The
+        /// summary of such a call holds only its path or its first words; these are what a question about the
+        /// change asks for, so the call's vector takes them in, and the browser shows them. Empty when the
+        /// summary says it all.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        input: String,
         /// The files the call read, changed or named (see [`super::touch`]); not serialized: the index keeps
         /// them in its file map.
         #[serde(skip)]
@@ -68,12 +75,16 @@ impl Part {
         let text = match self {
             Part::Text { text } | Part::Thinking { text } | Part::ToolResult { text, .. } => text,
             Part::ToolUse {
-                summary, touches, ..
+                summary,
+                input,
+                touches,
+                ..
             } => {
                 for t in touches.iter_mut() {
                     crate::secrets::redact_in_place(&mut t.old, tally);
                     crate::secrets::redact_in_place(&mut t.new, tally);
                 }
+                crate::secrets::redact_in_place(input, tally);
                 summary
             }
         };
@@ -214,9 +225,15 @@ fn part_of_block(b: &RawBlock, parts: &mut Vec<Part>, report: &mut FileReport) {
         }),
         "tool_use" | "server_tool_use" => {
             let name = b.name.clone().unwrap_or_else(|| "tool".into());
+            let summary = b.input.as_ref().map(summarize_input).unwrap_or_default();
             parts.push(Part::ToolUse {
                 id: b.id.clone().unwrap_or_default(),
-                summary: b.input.as_ref().map(summarize_input).unwrap_or_default(),
+                input: b
+                    .input
+                    .as_ref()
+                    .map(|i| input_words(i, &summary))
+                    .unwrap_or_default(),
+                summary,
                 touches: b
                     .input
                     .as_ref()
@@ -317,6 +334,81 @@ pub fn summarize_input(input: &Value) -> String {
     one_line(&crate::secrets::redact(&line), SUMMARY_CHARS)
 }
 
+/// The most of a call's input kept as its words ([`input_words`]), in bytes: room for a plan or a page of code,
+/// while a file written whole (a Write averages 4 KB in the corpus) stays one of many messages rather than the
+/// longest document of the index. The index takes a shorter head of it (`render::Neighbour::input_chars`).
+pub const INPUT_WORDS_BYTES: usize = 4_000;
+
+/// Fields of a call's input that say how to run it, or restate another field, rather than what it wrote or
+/// asked: the text an edit replaced (the file as it was, which an earlier read or edit already holds), a
+/// to-do's progress wording, its status and priority, identifiers and modes.
+const NOT_WORDS: &[&str] = &[
+    "old_string",
+    "old_str",
+    "activeForm",
+    "status",
+    "priority",
+    "id",
+    "subagent_type",
+    "isolation",
+    "model",
+    "mode",
+    "tool_use_id",
+    "task_id",
+    "shell_id",
+    "bash_id",
+];
+
+/// The words of a call's input that its summary line does not hold: every string the input carries, field by
+/// field (nested ones too: a MultiEdit's edits, a to-do list, a question's options), except [`NOT_WORDS`] and the
+/// top-level fields the summary already shows whole. Tool-agnostic on purpose, so an MCP server's call (an
+/// issue's title and body, a query) is searchable like Claude Code's own. Credentials are replaced before the
+/// cut at [`INPUT_WORDS_BYTES`], as for the summary.
+pub fn input_words(input: &Value, summary: &str) -> String {
+    fn walk(v: &Value, out: &mut String) {
+        match v {
+            Value::String(s) => {
+                let s = s.trim();
+                if !s.is_empty() {
+                    if !out.is_empty() {
+                        out.push('\n');
+                    }
+                    out.push_str(s);
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|i| walk(i, out)),
+            Value::Object(fields) => fields
+                .iter()
+                .filter(|(k, _)| !NOT_WORDS.contains(&k.as_str()))
+                .for_each(|(_, v)| walk(v, out)),
+            _ => {}
+        }
+    }
+    let Some(fields) = input.as_object() else {
+        return String::new();
+    };
+    let mut out = String::new();
+    for (k, v) in fields {
+        if NOT_WORDS.contains(&k.as_str()) {
+            continue;
+        }
+        if let Value::String(s) = v {
+            let line = one_line(s, SUMMARY_CHARS);
+            if !line.ends_with('…') && summary.contains(line.as_str()) {
+                continue;
+            }
+        }
+        walk(v, &mut out);
+        if out.len() > 2 * INPUT_WORDS_BYTES {
+            break;
+        }
+    }
+    // The index joins two texts in one chunk with this character (`index::render::NEIGHBOUR_SEP`).
+    let mut out = crate::secrets::redact(&out).replace('\u{1f}', " ");
+    out.truncate(out.floor_char_boundary(INPUT_WORDS_BYTES));
+    out
+}
+
 /// Collapses whitespace runs (newlines included) and cuts at `max` characters.
 pub fn one_line(s: &str, max: usize) -> String {
     let mut out = String::with_capacity(s.len().min(max + 3));
@@ -400,5 +492,51 @@ mod tests {
             }]
         );
         assert_eq!(r.unknown_blocks, 2);
+    }
+
+    #[test]
+    fn a_calls_input_words_are_what_it_wrote_or_asked() {
+        let words = |input: Value| input_words(&input, &summarize_input(&input));
+        // An edit: its new text, not the text it replaced, nor the path the summary shows.
+        assert_eq!(
+            words(
+                json!({"file_path": "/w/auth.py", "old_string": "return a > now()",
+                "new_string": "LEEWAY_SECS = 120", "replace_all": false})
+            ),
+            "LEEWAY_SECS = 120"
+        );
+        // A to-do list: what is to be done, not its progress wording, status or priority.
+        assert_eq!(
+            words(json!({"todos": [
+                {"id": "1", "content": "Set up the parser", "status": "pending", "priority": "high",
+                 "activeForm": "Setting up the parser"},
+                {"content": "Write the tests", "status": "completed"}]})),
+            "Set up the parser\nWrite the tests"
+        );
+        // A plan (the summary holds its first 300 characters only): whole.
+        let plan = format!("# Plan\n{}", "step ".repeat(100));
+        assert_eq!(words(json!({"plan": plan})), plan.trim());
+        // A teammate's message: the summary shows the first field (fields are read by name), the words the rest.
+        assert_eq!(
+            words(json!({"to": "alice", "summary": "round 2", "message": "Pull master first."})),
+            "round 2\nalice"
+        );
+        // A command the summary shows whole has nothing more to say; nor has an input that is not an object.
+        assert_eq!(
+            words(json!({"command": "cargo test", "description": "Run the tests"})),
+            ""
+        );
+        assert_eq!(words(json!("just a string")), "");
+        // Credentials are replaced, and a file written whole is cut.
+        let secret = words(
+            json!({"file_path": "/w/.env", "content": "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}),
+        );
+        assert!(!secret.contains("wJalrXUtnFEMI"), "{secret}");
+        let long = words(json!({"file_path": "/w/big.rs", "content": "é".repeat(5_000)}));
+        assert!(
+            long.len() <= INPUT_WORDS_BYTES && long.len() > INPUT_WORDS_BYTES - 4,
+            "{}",
+            long.len()
+        );
     }
 }

@@ -186,15 +186,23 @@ fn message(body: &mut String, m: &Message, at: Option<&str>) {
             Part::ToolUse {
                 name,
                 summary,
+                input,
                 touches,
                 ..
             } => {
+                // Unfolded, the call shows what it wrote or asked (an edit's new text, a plan), not only its
+                // summary line.
+                let full = if input.is_empty() {
+                    summary.clone()
+                } else {
+                    format!("{summary}\n\n{input}")
+                };
                 let _ = write!(
                     body,
                     "<details class=tool{open}><summary>tool call: {} {}</summary><pre>{}</pre></details>",
                     escape(name),
                     escape(&summary.chars().take(120).collect::<String>()),
-                    escape(summary)
+                    escape(&full)
                 );
                 file_links(body, m, touches);
             }
