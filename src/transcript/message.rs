@@ -40,9 +40,10 @@ pub enum Part {
         summary: String,
         /// What the call wrote or asked beyond its summary line (see [`input_words`]): an edit's new text, a
         /// file written whole, a plan, a to-do list, a subagent's whole prompt, a message to a teammate. The
-        /// summary of such a call holds only its path or its first words; these are what a question about the
-        /// change asks for, so the call's vector takes them in, and the browser shows them. Empty when the
-        /// summary says it all.
+        /// summary of such a call holds only its path or its first words; a reader of the session wants what
+        /// changed (`show --json`, the browser's unfolded call). The index keeps the summary: these words in its
+        /// keyword document or vector did not help (docs/search.md, "What a call wrote"). Empty when the summary
+        /// says it all.
         #[serde(default, skip_serializing_if = "String::is_empty")]
         input: String,
         /// The files the call read, changed or named (see [`super::touch`]); not serialized: the index keeps
@@ -334,9 +335,9 @@ pub fn summarize_input(input: &Value) -> String {
     one_line(&crate::secrets::redact(&line), SUMMARY_CHARS)
 }
 
-/// The most of a call's input kept as its words ([`input_words`]), in bytes: room for a plan or a page of code,
-/// while a file written whole (a Write averages 4 KB in the corpus) stays one of many messages rather than the
-/// longest document of the index. The index takes a shorter head of it (`render::Neighbour::input_chars`).
+/// The most of a call's input kept as its words ([`input_words`]), in bytes: room for a plan or a page of code to
+/// be read, while a session of many files written whole (a Write averages 4 KB in the corpus) does not hold each
+/// one twice in memory.
 pub const INPUT_WORDS_BYTES: usize = 4_000;
 
 /// Fields of a call's input that say how to run it, or restate another field, rather than what it wrote or
@@ -360,9 +361,9 @@ const NOT_WORDS: &[&str] = &[
 ];
 
 /// The words of a call's input that its summary line does not hold: every string the input carries, field by
-/// field (nested ones too: a MultiEdit's edits, a to-do list, a question's options), except [`NOT_WORDS`] and the
+/// field (nested ones too: a MultiEdit's edits, a to-do list, a question's options), except `NOT_WORDS` and the
 /// top-level fields the summary already shows whole. Tool-agnostic on purpose, so an MCP server's call (an
-/// issue's title and body, a query) is searchable like Claude Code's own. Credentials are replaced before the
+/// issue's title and body, a query) reads like Claude Code's own. Credentials are replaced before the
 /// cut at [`INPUT_WORDS_BYTES`], as for the summary.
 pub fn input_words(input: &Value, summary: &str) -> String {
     fn walk(v: &Value, out: &mut String) {
