@@ -366,7 +366,13 @@ const NOT_WORDS: &[&str] = &[
 /// issue's title and body, a query) reads like Claude Code's own. Credentials are replaced before the
 /// cut at [`INPUT_WORDS_BYTES`], as for the summary.
 pub fn input_words(input: &Value, summary: &str) -> String {
+    // Gathered up to twice the cut, each string cut where the budget ends (a file written whole may be
+    // megabytes), so that the credentials scan reads a bounded text and a credential at the cut is still whole.
+    const GATHERED: usize = 2 * INPUT_WORDS_BYTES;
     fn walk(v: &Value, out: &mut String) {
+        if out.len() >= GATHERED {
+            return;
+        }
         match v {
             Value::String(s) => {
                 let s = s.trim();
@@ -374,7 +380,8 @@ pub fn input_words(input: &Value, summary: &str) -> String {
                     if !out.is_empty() {
                         out.push('\n');
                     }
-                    out.push_str(s);
+                    let room = GATHERED.saturating_sub(out.len());
+                    out.push_str(&s[..s.floor_char_boundary(room)]);
                 }
             }
             Value::Array(items) => items.iter().for_each(|i| walk(i, out)),
@@ -400,12 +407,8 @@ pub fn input_words(input: &Value, summary: &str) -> String {
             }
         }
         walk(v, &mut out);
-        if out.len() > 2 * INPUT_WORDS_BYTES {
-            break;
-        }
     }
-    // The index joins two texts in one chunk with this character (`index::render::NEIGHBOUR_SEP`).
-    let mut out = crate::secrets::redact(&out).replace('\u{1f}', " ");
+    let mut out = crate::secrets::redact(&out).into_owned();
     out.truncate(out.floor_char_boundary(INPUT_WORDS_BYTES));
     out
 }
