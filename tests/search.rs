@@ -158,6 +158,18 @@ fn search(e: &Env, tz: &str, args: &[&str]) -> Result<Value, String> {
     Ok(serde_json::from_slice(&out.stdout).unwrap())
 }
 
+/// The text of the hit on message `uuid` in search response `v` (panics when it is not a hit).
+fn hit_content<'v>(v: &'v Value, uuid: &str) -> &'v str {
+    v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["matched_message"]["uuid"] == uuid)
+        .unwrap_or_else(|| panic!("{uuid} is not a hit: {v:#}"))["matched_message"]["content"]
+        .as_str()
+        .unwrap()
+}
+
 fn uuids(v: &Value) -> Vec<String> {
     v["results"]
         .as_array()
@@ -1181,13 +1193,7 @@ fn a_tool_output_is_found_by_the_words_of_its_call() {
     };
     let v = found(&e, "whole suite");
     assert!(uuids(&v).contains(&"tc-2".to_string()), "{v:#}");
-    let hit = v["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["matched_message"]["uuid"] == "tc-2")
-        .unwrap();
-    let content = hit["matched_message"]["content"].as_str().unwrap();
+    let content = hit_content(&v, "tc-2");
     assert!(
         content.starts_with("[tool result] test result: ok. 292 passed")
             && content.ends_with("\n[call] Bash: cargo test --release — Run the whole suite"),
@@ -1253,19 +1259,9 @@ fn what_a_call_wrote_is_read_not_searched() {
     let claude = tmp.path().join("claude");
     write(&claude, "/w/c", "cw", &lines);
     let e = indexed(tmp);
-    let out = Command::new(env!("CARGO_BIN_EXE_ghola"))
-        .args([
-            "--claude-dir",
-            &e.claude,
-            "--index-dir",
-            &e.idx,
-            "show",
-            "cw",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let shown = common::run_json(
+        common::ghola_at(Path::new(&e.claude), Path::new(&e.idx)).args(["show", "cw", "--json"]),
+    );
     let call = &shown["messages"][1]["parts"][0];
     assert!(
         call["summary"]
@@ -1303,13 +1299,7 @@ fn what_a_call_wrote_is_read_not_searched() {
         &["rework the login flow", "--global", "--context", "0"],
     )
     .unwrap();
-    let hit = v["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["matched_message"]["uuid"] == "cw-1")
-        .unwrap();
-    let content = hit["matched_message"]["content"].as_str().unwrap();
+    let content = hit_content(&v, "cw-1");
     assert!(
         content.starts_with("[tool] ExitPlanMode: # Plan") && !content.contains("thirty"),
         "{content}"
