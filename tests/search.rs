@@ -160,12 +160,7 @@ fn search(e: &Env, tz: &str, args: &[&str]) -> Result<Value, String> {
 
 /// The text of the hit on message `uuid` in search response `v` (panics when it is not a hit).
 fn hit_content<'v>(v: &'v Value, uuid: &str) -> &'v str {
-    v["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["matched_message"]["uuid"] == uuid)
-        .unwrap_or_else(|| panic!("{uuid} is not a hit: {v:#}"))["matched_message"]["content"]
+    hit_of(v, uuid).unwrap_or_else(|| panic!("{uuid} is not a hit: {v:#}"))["matched_message"]["content"]
         .as_str()
         .unwrap()
 }
