@@ -6,7 +6,7 @@ project, beside ghola's ranks from `bench/coding/eval.py --json`, per corpus fol
 tuned for is a new project, not a new question).
 
     python3 bench/coding/eval.py --json /tmp/coding-ghola.json -- --context 0
-    python3 bench/coding/floor.py --ghola-ranks /tmp/coding-ghola.json [--corpus ../shared/corpus] [--work DIR]
+    python3 bench/coding/floor.py --ghola-ranks /tmp/coding-ghola.json [--scope global] [--corpus ../shared/corpus] [--work DIR]
 
 An entry found is scored as the message ghola makes of it (the split entries of one assistant reply are one
 message, named by its first entry's uuid), so both rank the same gold. Needs numpy; vectors come from
@@ -31,6 +31,8 @@ ap.add_argument("--questions", default=str(here / "questions.json"), help="the q
 ap.add_argument("--corpus", default=str(root.parent / "shared/corpus"))
 ap.add_argument("--work", default="/tmp/coding-floor")
 ap.add_argument("--ghola-ranks", required=True, help="eval.py --json output")
+ap.add_argument("--scope", choices=["project", "global"], default="project",
+                help="global: every entry of the question's corpus folder, as `eval.py --scope global` searches")
 ap.add_argument("--out", help="write the floor's rank of each question here ({id: rank or null})")
 a = ap.parse_args()
 questions = json.load(open(a.questions))["questions"]
@@ -68,7 +70,7 @@ def within(cwd, project):
 
 
 def floor_rank(qi, q):
-    idx = [i for i, (f, cwd, _, _) in enumerate(entries) if f == q["corpus"] and within(cwd, q["project"])]
+    idx = [i for i, (f, cwd, _, _) in enumerate(entries) if f == q["corpus"] and (a.scope == "global" or within(cwd, q["project"]))]
     order = fused_order(bm25([tokens[i] for i in idx], words(q["question"])), evec[idx] @ qvec[qi])
     ranked = []
     for j in order:
@@ -92,7 +94,7 @@ def scores(ranks):
             sum(1 / r for r in ranks if r) / n)
 
 
-print(f"coding set ({len(questions)} questions), project scope; {len(entries)} entries")
+print(f"coding set ({len(questions)} questions), {a.scope} scope; {len(entries)} entries")
 print(f"{'fold (corpus folder)':<32} {'n':>3}  {'ghola any@1 any@10 MRR@10':>27}  {'floor any@1 any@10 MRR@10':>27}  diff MRR")
 folds = defaultdict(list)
 for q in questions:
