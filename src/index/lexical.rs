@@ -5,7 +5,8 @@
 
 use super::terms::CodeTokenizer;
 use std::path::Path;
-use tantivy::collector::TopDocs;
+use std::sync::Arc;
+use tantivy::collector::{FilterCollector, TopDocs};
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     FAST, Field, INDEXED, IndexRecordOption, STORED, Schema, TextFieldIndexing, TextOptions,
@@ -47,6 +48,41 @@ pub use super::spelling::Correction;
 
 /// What a BM25 search found: (gid, score), best first.
 pub type Hits = Vec<(u64, f32)>;
+
+/// The messages a search may return, by gid (a set of bits): those its filters keep — one project of a history
+/// that holds many, a date range, a session. A keyword search over a scope collects only its messages, so the
+/// best matches of other projects cannot fill the candidate list before a project's own are reached. Scores
+/// keep the whole index's statistics (scoring by the scope's own was measured and not kept: docs/search.md,
+/// "A project's matches, found within it").
+#[derive(Clone)]
+pub struct Scope {
+    bits: Arc<Vec<u64>>,
+}
+
+impl Scope {
+    /// The scope of these gids.
+    pub fn of(gids: impl IntoIterator<Item = u64>) -> Self {
+        let mut bits: Vec<u64> = Vec::new();
+        for gid in gids {
+            let word = usize::try_from(gid / 64).unwrap_or(usize::MAX);
+            if word >= bits.len() {
+                bits.resize(word + 1, 0);
+            }
+            bits[word] |= 1 << (gid % 64);
+        }
+        Self {
+            bits: Arc::new(bits),
+        }
+    }
+
+    /// Whether the message of `gid` is in the scope.
+    pub fn contains(&self, gid: u64) -> bool {
+        usize::try_from(gid / 64)
+            .ok()
+            .and_then(|w| self.bits.get(w))
+            .is_some_and(|w| w & (1 << (gid % 64)) != 0)
+    }
+}
 
 /// The lexical index of one index directory.
 pub struct Lexical {
@@ -238,13 +274,15 @@ impl Lexical {
     /// BM25 search: up to `limit` (gid, score), best first, and the query's terms that no message contains and
     /// were read as the indexed term one typo away ([`super::spelling::nearest_term`]) — only words that
     /// `knows_word` does not know (a real word the history lacks is not a typo of its neighbour: "mother" is
-    /// not "other"); `None` corrects nothing. Any query term may match.
+    /// not "other"); `None` corrects nothing. Any query term may match. With a `scope`, only its messages are
+    /// found ([`Scope`]); without, every message.
     pub fn search(
         &self,
         reader: &IndexReader,
         query: &str,
         limit: usize,
         knows_word: Option<&dyn Fn(&str) -> bool>,
+        scope: Option<&Scope>,
     ) -> tantivy::Result<(Hits, Vec<Correction>)> {
         let searcher = reader.searcher();
         let mut terms: Vec<String> = Vec::new();
@@ -284,10 +322,20 @@ impl Lexical {
         if clauses.is_empty() {
             return Ok((Vec::new(), corrections));
         }
-        let top = searcher.search(
-            &BooleanQuery::new(clauses),
-            &TopDocs::with_limit(limit.max(1)),
-        )?;
+        let query = BooleanQuery::new(clauses);
+        let best = TopDocs::with_limit(limit.max(1));
+        let top = match scope {
+            None => searcher.search(&query, &best)?,
+            Some(scope) => {
+                let kept = scope.clone();
+                let within = FilterCollector::new(
+                    "gid".to_string(),
+                    move |gid: u64| kept.contains(gid),
+                    best,
+                );
+                searcher.search(&query, &within)?
+            }
+        };
         let mut out = Vec::with_capacity(top.len());
         for (score, addr) in top {
             let col = searcher
@@ -343,7 +391,41 @@ impl Lexical {
 
 #[cfg(test)]
 mod tests {
-    use super::{Lexical, surface_word};
+    use super::{Lexical, Scope, surface_word};
+
+    /// A project's matches are found within it even when another project's better matches outnumber the
+    /// candidates asked for: without a scope the top five are all the other project's.
+    #[test]
+    fn a_scope_finds_its_own_matches_behind_other_projects_better_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let lex = Lexical::open(dir.path()).unwrap();
+        {
+            let mut w = lex.writer(false).unwrap();
+            for gid in 0..30u64 {
+                lex.add(&w, gid, "retry retry backoff").unwrap();
+            }
+            lex.add(
+                &w,
+                100,
+                "we spent the afternoon on the release notes and one retry in the upload path",
+            )
+            .unwrap();
+            lex.add(&w, 101, "nothing about it here").unwrap();
+            lex.commit(&mut w, 1).unwrap();
+        }
+        let r = lex.reader().unwrap();
+        let (all, _) = lex.search(&r, "retry", 5, None, None).unwrap();
+        assert_eq!(all.len(), 5);
+        assert!(all.iter().all(|(gid, _)| *gid < 30), "{all:?}");
+        let project = Scope::of([100, 101, 5000]);
+        let (within, _) = lex.search(&r, "retry", 5, None, Some(&project)).unwrap();
+        assert_eq!(within.iter().map(|h| h.0).collect::<Vec<_>>(), vec![100]);
+        assert!(project.contains(5000) && !project.contains(5001) && !project.contains(u64::MAX));
+        let (none, _) = lex
+            .search(&r, "retry", 5, None, Some(&Scope::of([])))
+            .unwrap();
+        assert!(none.is_empty());
+    }
 
     /// The index holds stems; a note shows the word as a message writes it.
     #[test]

@@ -134,7 +134,7 @@ mod tests {
     fn corrected(lex: &Lexical, query: &str, known: &[&str]) -> Vec<(String, String)> {
         let r = lex.reader().unwrap();
         let knows = |w: &str| known.contains(&w);
-        let (_, c) = lex.search(&r, query, 10, Some(&knows)).unwrap();
+        let (_, c) = lex.search(&r, query, 10, Some(&knows), None).unwrap();
         c.into_iter().map(|c| (c.typed, c.searched)).collect()
     }
 
@@ -162,7 +162,9 @@ mod tests {
         );
         // The typo finds the messages the right word finds.
         let r = lex.reader().unwrap();
-        let (found, _) = lex.search(&r, "torunament", 10, Some(&|_| false)).unwrap();
+        let (found, _) = lex
+            .search(&r, "torunament", 10, Some(&|_| false), None)
+            .unwrap();
         let mut gids: Vec<u64> = found.iter().map(|(g, _)| *g).collect();
         gids.sort();
         assert_eq!(gids, vec![0, 1]);
@@ -179,7 +181,12 @@ mod tests {
         assert!(corrected(&lex, "what did his mother say", &["mother"]).is_empty());
         // Without a vocabulary nothing is corrected.
         let r = lex.reader().unwrap();
-        assert!(lex.search(&r, "mother", 10, None).unwrap().1.is_empty());
+        assert!(
+            lex.search(&r, "mother", 10, None, None)
+                .unwrap()
+                .1
+                .is_empty()
+        );
         // A number or version the history lacks, a short word, a word the history has.
         assert!(corrected(&lex, "v2.1.39", &[]).is_empty());
         assert!(corrected(&lex, "cash", &[]).is_empty());

@@ -206,6 +206,16 @@ fn lexical_matches(
     let mut lex_sorted: Vec<(u32, f32)> = Vec::new();
     let mut notes = KeywordNotes::default();
     if let Some((lex, reader)) = &snap.lexical {
+        // The filters' messages only, so other projects' best matches do not take the candidates' places; no
+        // scope when they leave nothing out.
+        let scope = (!ok.iter().all(|&k| k)).then(|| {
+            crate::index::lexical::Scope::of(
+                ok.iter()
+                    .enumerate()
+                    .filter(|(_, k)| **k)
+                    .map(|(i, _)| snap.messages[i].gid),
+            )
+        });
         let (found, corrections) = lex
             .search(
                 reader,
@@ -215,6 +225,7 @@ fn lexical_matches(
                     .map(|e| move |w: &str| e.knows_word(w))
                     .as_ref()
                     .map(|f| f as &dyn Fn(&str) -> bool),
+                scope.as_ref(),
             )
             .unwrap_or_else(|e| {
                 notes.failure = Some(format!("the keyword index could not be searched ({e})"));
