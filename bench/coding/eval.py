@@ -4,13 +4,14 @@ over the matched messages, and how often the evidence is anywhere in the respons
 overall and per slice. Each corpus folder is indexed once into its own index under --work.
 
     python3 bench/coding/eval.py [--ghola target/release/ghola] [--corpus ../shared/corpus] [--work /tmp/ghola-coding]
-        [--scope project|global] [--jobs 2] [--misses OUT] [-- EXTRA SEARCH ARGS, e.g. --context 0 --lexical-weight 0.5]
+        [--scope project|global] [--jobs 2] [--misses OUT] [--one-index [--also CLAUDE_DIR]]
+        [-- EXTRA SEARCH ARGS, e.g. --context 0 --lexical-weight 0.5]
 
 --misses writes, for every question whose gold is not the first hit, the first hit (role, kind, whether it is in
 the gold's session, its scores and the head of its text) beside each gold message as `ghola show` reads it: what
 to read before guessing why the ranking misses (docs/search.md, "Words that lead into a call").
 """
-import argparse, json, statistics, subprocess, sys, time
+import argparse, json, shutil, statistics, subprocess, sys, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -24,15 +25,31 @@ ap.add_argument("--scope", choices=["project", "global"], default="project")
 ap.add_argument("--misses", help="write the first hit and the gold of every question not answered first here")
 ap.add_argument("--jobs", type=int, default=2)
 ap.add_argument("--json", help="write per-question results here")
+ap.add_argument("--one-index", action="store_true",
+                help="index every corpus folder's projects (and --also's) as one history, as a user's index holds "
+                     "every project, instead of each folder apart (docs/search.md, \"A project's matches\")")
+ap.add_argument("--also", action="append", default=[],
+                help="with --one-index: a Claude config dir whose projects join the history (e.g. a copy of "
+                     "../shared/bench/locomo-dev/.claude)")
 ap.add_argument("extra", nargs=argparse.REMAINDER)
 a = ap.parse_args()
 extra = [x for x in a.extra if x != "--"]
 questions = json.load(open(a.questions))["questions"]
 
+one = Path(a.work) / "one"
+if a.one_index:
+    # Copied (never indexed in place under ../shared): every folder's projects side by side in one config dir.
+    projects = one / "claude" / "projects"
+    if not projects.is_dir():
+        for src in sorted(Path(a.corpus).glob("*/projects")) + [Path(d) / "projects" for d in a.also]:
+            shutil.copytree(src, projects, dirs_exist_ok=True)
+
 def base(folder):
+    if a.one_index:
+        return [a.ghola, "--claude-dir", str(one / "claude"), "--index-dir", str(one / "index")]
     return [a.ghola, "--claude-dir", f"{a.corpus}/{folder}", "--index-dir", f"{a.work}/{folder}"]
 
-for folder in sorted({q["corpus"] for q in questions}):
+for folder in sorted({q["corpus"] for q in questions}) if not a.one_index else ["one"]:
     r = subprocess.run(base(folder) + ["index"], capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"indexing {folder} failed: {r.stderr}")
