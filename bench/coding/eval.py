@@ -83,15 +83,34 @@ def gold_entry(q, uuid):
     text = " ".join(p.get("text") or p.get("summary") or "" for p in m["parts"])
     return {"role": m["role"], "kinds": [p["kind"] for p in m["parts"]], "chars": len(text), "head": text[:200]}
 
+entries_of = {}
+
+
+def entries(q, session, uuid):
+    """Every transcript entry a hit stands for: its own uuid and, for a reply Claude Code wrote in pieces (thinking,
+    text, each call, one line each), the uuids of the pieces merged into it (`merged_uuids` of `ghola show
+    --json`). A hit counts when any of them is gold, so a question whose gold names the line that holds the evidence
+    — a later piece of a split reply — is scored as one naming the reply's first line (docs/search.md, "Which
+    entry names a reply")."""
+    key = (q["corpus"], session)
+    if key not in entries_of:
+        r = subprocess.run(base(q["corpus"]) + ["show", session, "--json", "--subagents"], capture_output=True, text=True)
+        entries_of[key] = ({m["uuid"]: {m["uuid"], *m.get("merged_uuids", [])} for m in json.loads(r.stdout)["messages"]}
+                           if r.returncode == 0 else {})
+    return entries_of[key].get(uuid, {uuid})
+
+
 rows, missed = [], []
 for q, resp, took, err in done:
     gold = set(q["gold"])
-    ranked = [h["matched_message"]["uuid"] for h in (resp or {}).get("results", [])]
-    rank = next((i + 1 for i, u in enumerate(ranked) if u in gold), None)
+    results = (resp or {}).get("results", [])
+    ranked = [entries(q, h["matched_message"]["session_id"], h["matched_message"]["uuid"]) for h in results]
+    rank = next((i + 1 for i, us in enumerate(ranked) if us & gold), None)
     # Evidence anywhere in the response: a matched message or any message of a result's context.
-    shown = set(ranked)
-    for h in (resp or {}).get("results", []):
-        shown.update(c["uuid"] for c in h.get("context", []))
+    shown = set().union(*ranked)
+    for h in results:
+        for c in h.get("context", []):
+            shown |= entries(q, h["matched_message"]["session_id"], c["uuid"])
     rows.append({"id": q["id"], "slice": q["slice"], "rank": rank, "in_response": bool(gold & shown),
                  "chars": len(json.dumps(resp)) if resp else 0, "seconds": took, "error": err})
     if a.misses and rank != 1 and resp and resp.get("results"):

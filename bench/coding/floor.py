@@ -9,7 +9,8 @@ tuned for is a new project, not a new question).
     python3 bench/coding/floor.py --ghola-ranks /tmp/coding-ghola.json [--scope global] [--corpus ../shared/corpus] [--work DIR]
 
 An entry found is scored as the message ghola makes of it (the split entries of one assistant reply are one
-message, named by its first entry's uuid), so both rank the same gold. Needs numpy; vectors come from
+message, named by its first entry's uuid), so both rank the same gold; a message found counts when any of its
+entries is gold, as in eval.py. Needs numpy; vectors come from
 `ghola embed` (the same MiniLM) and are kept in --work.
 """
 import argparse, json, sys
@@ -40,6 +41,7 @@ ghola_rank = {r["id"]: r["rank"] for r in json.load(open(a.ghola_ranks))}
 
 
 entries = []  # (folder, cwd, message uuid, text)
+pieces = defaultdict(set)  # message uuid -> the uuids of its entries (a reply written in pieces has several)
 for folder in sorted({q["corpus"] for q in questions}):
     for f in sorted(Path(a.corpus, folder, "projects").rglob("*.jsonl")):
         first_of = {}
@@ -56,6 +58,7 @@ for folder in sorted({q["corpus"] for q in questions}):
             mid = (e.get("message") or {}).get("id")
             uuid = first_of.setdefault(mid, e["uuid"]) if e["type"] == "assistant" and mid else e["uuid"]
             entries.append((folder, e.get("cwd") or "", uuid, text[:4000]))
+            pieces[uuid].add(e["uuid"])
 
 work = Path(a.work)
 work.mkdir(parents=True, exist_ok=True)
@@ -80,7 +83,7 @@ def floor_rank(qi, q):
         if len(ranked) == 10:
             break
     gold = set(q["gold"])
-    return next((i + 1 for i, u in enumerate(ranked) if u in gold), None)
+    return next((i + 1 for i, u in enumerate(ranked) if (pieces[u] | {u}) & gold), None)
 
 
 floor = {q["id"]: floor_rank(i, q) for i, q in enumerate(questions)}
