@@ -44,7 +44,8 @@ a = ap.parse_args()
 
 RULES = ["question", "announcement", "edit-echo", "bare-tool-call", "request", "agent-not-main-thread",
          "outside-named-time", "untimed-for-when", "uncounted-for-how-many", "reasonless-for-failure",
-         "listing-for-how-or-why", "addresses-the-named", "said-by-the-other", "parties-unnamed", "session-evidence"]
+         "listing-for-how-or-why", "addresses-the-named", "said-by-the-other", "parties-unnamed", "time-unnamed",
+         "session-evidence"]
 DEFAULT_CONFIGS = (
     ["defaults||"]
     + [f"without {r}|--without-rule {r}|" for r in RULES]

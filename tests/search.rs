@@ -1003,6 +1003,51 @@ fn a_time_named_in_the_query_ranks_what_was_said_then_first() {
     );
 }
 
+/// The time a query names is weighed by when a message was written, not by its words: the query's meaning is
+/// embedded without it ("what city was I visiting"; the words of a date pull its vector away from the answer),
+/// and a message written in that time is a candidate a little under the semantic threshold (`TIMED_MARGIN`).
+/// The same message written in another month is neither.
+#[test]
+fn a_named_time_is_read_from_when_a_message_was_written_not_from_its_words() {
+    let tmp = tempfile::tempdir().unwrap();
+    let claude = tmp.path().join("claude");
+    // No word of the query is in it.
+    let said = "Just landed in Lisbon for a week of holiday, the tiles everywhere are gorgeous";
+    for (session, day) in [("s-march", "2025-03-04"), ("s-june", "2025-06-10")] {
+        write(
+            &claude,
+            "/w/t",
+            session,
+            &[entry(session, "/w/t", 0, &format!("{day}T09:00:00Z"), said)],
+        );
+    }
+    let e = indexed(tmp);
+    let q = "what city was I visiting in March 2025";
+    let run = |extra: &[&str]| {
+        let mut all = vec![q, "--project", "/w/t", "--context", "0"];
+        all.extend_from_slice(extra);
+        search(&e, "UTC", &all).unwrap()
+    };
+    // The meaning without the date is close enough for both; the one written in March goes first.
+    let v = run(&[]);
+    assert_eq!(uuids(&v), ["s-march-0", "s-june-0"], "{v:#}");
+    let untimed = semantic_of(&v, "s-march-0").unwrap();
+    // With the date in what is embedded, the cosine falls under the threshold: only the March message, written
+    // in the time named, is still a candidate.
+    let v = run(&["--without-rule", "time-unnamed"]);
+    assert_eq!(uuids(&v), ["s-march-0"], "{v:#}");
+    let timed = semantic_of(&v, "s-march-0").unwrap();
+    assert!(timed < 0.35 && timed < untimed, "{timed} vs {untimed}");
+    // Without either, nothing: the threshold holds for a message no time speaks for.
+    let v = run(&[
+        "--without-rule",
+        "time-unnamed",
+        "--without-rule",
+        "outside-named-time",
+    ]);
+    assert_eq!(v["total_matches"], 0, "{v:#}");
+}
+
 /// A question nothing in the history answers returns nothing, and says so, in the terminal, to a model and in
 /// the browser: a message sharing no word with it is a hit only when close in meaning (cosine ≥ 0.35; issue #47:
 /// it was 0.2, and "what did we decide about retries" over `cc-2.1.330` returned "Let me search the project

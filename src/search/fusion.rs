@@ -27,6 +27,9 @@ pub(super) struct Evidence {
     /// The side of a dialogue that speaks to the person the query names, if one was found
     /// ([`super::prior::QueryIntent::read_the_candidates`]).
     pub(super) other_side: Option<super::prior::Side>,
+    /// Semantic candidates under the threshold that stay candidates all the same: written in the time the query
+    /// names, which is evidence the query's words cannot show (see [`super::TIMED_MARGIN`]).
+    pub(super) in_named_time: rustc_hash::FxHashSet<u32>,
 }
 
 impl Evidence {
@@ -76,7 +79,8 @@ impl Evidence {
         // Candidates: every lexical match, plus the best semantic ones above the threshold.
         let mut candidates: Vec<u32> = self.lex_sorted.iter().map(|(m, _)| *m).collect();
         candidates.extend(self.sem_top.iter().copied().filter(|m| {
-            sem(*m).is_some_and(|s| s >= p.threshold) && !self.lexical.contains_key(m)
+            (sem(*m).is_some_and(|s| s >= p.threshold) || self.in_named_time.contains(m))
+                && !self.lexical.contains_key(m)
         }));
         let w = p
             .lexical_weight

@@ -43,6 +43,12 @@ pub const SESSION_SHARE: f32 = 0.2;
 pub const SEMANTIC_KEEP: f32 = 0.45;
 /// Weight of the lexical score in [`Fusion::Weighted`] (tuned on the dev set; see the README).
 pub const LEXICAL_WEIGHT: f32 = 0.4;
+/// How far under [`SearchParams::threshold`] the cosine of a message written in the time the query names may
+/// fall and the message still be a candidate: its time is evidence the query's words cannot show ("where did we travel in July?" is
+/// answered by a July message that names a city and no word of the question). Chosen with
+/// folds over LoCoMo's conversations, at the smaller of the two noise costs measured (docs/search.md, "A message
+/// written in the named time").
+pub const TIMED_MARGIN: f32 = 0.15;
 
 fn iso(ms: Option<i64>) -> Option<String> {
     ms.and_then(chrono::DateTime::from_timestamp_millis)
@@ -275,7 +281,7 @@ fn semantic_candidates(
     let floor = if p.fusion == Fusion::Rrf {
         f32::NEG_INFINITY
     } else {
-        p.threshold - 0.02
+        p.threshold.min(timed_threshold(p)) - 0.02
     };
     let mut sem_top: Vec<(u32, f32)> = scan
         .map(|sc| {
@@ -300,6 +306,18 @@ fn semantic_candidates(
         .map(|(m, _)| *m)
         .collect();
     (ranks, best)
+}
+
+/// The semantic threshold for a message written in the time the query names ([`TIMED_MARGIN`] under the
+/// threshold): the threshold itself when the query names no time, or the fusion or the rules leave time out.
+fn timed_threshold(p: &SearchParams) -> f32 {
+    if p.fusion != Fusion::Weighted
+        || p.without_rules.contains(&Rule::OutsideNamedTime)
+        || when::readings(&p.query, chrono::Utc::now()).is_empty()
+    {
+        return p.threshold;
+    }
+    (p.threshold - TIMED_MARGIN).max(0.0)
 }
 
 /// Ranks eligible messages for the query; returns them best first, and what the keyword side tells the reader
@@ -342,22 +360,38 @@ fn rank(
     // The query's vector without the names of a dialogue's parties, when it names one.
     let mut unnamed_vec: Option<crate::embed::Vector> = None;
     // Every candidate `fuse` scores is a lexical match or one of these semantic ones.
-    let (priors, other_side) = if p.fusion == Fusion::Weighted {
+    let (priors, other_side, in_named_time) = if p.fusion == Fusion::Weighted {
         let mut intent = QueryIntent::of(&p.query, chrono::Utc::now());
-        let read = |intent: &mut QueryIntent, semantic: &[u32]| {
-            let candidates = lex_sorted
-                .iter()
-                .map(|(m, _)| *m)
-                .chain(semantic.iter().copied());
+        // Candidates the threshold alone would keep: what the query's intent is read from.
+        let read = |intent: &mut QueryIntent, semantic: &[u32], best: &[f32]| {
+            let candidates =
+                lex_sorted
+                    .iter()
+                    .map(|(m, _)| *m)
+                    .chain(semantic.iter().copied().filter(|m| {
+                        best.get(*m as usize)
+                            .is_some_and(|s| *s >= p.threshold - 0.02)
+                    }));
             intent.date_from_the_candidates(snap, candidates.clone());
             intent.read_the_candidates(snap, candidates)
         };
-        read(&mut intent, &best_semantic);
-        // The query names a party of the conversation: what it means is scanned for again without the name (see
-        // `QueryIntent::without_parties`), and the new candidates are read again.
-        let unnamed = intent
-            .without_parties(&p.query)
-            .filter(|_| scan.is_some() && !p.without_rules.contains(&Rule::PartiesUnnamed));
+        read(
+            &mut intent,
+            &best_semantic,
+            scan.as_ref().map_or(&[][..], |sc| &sc.best),
+        );
+        // The query names a party of the conversation or a time: what it means is scanned for again without them
+        // (see `QueryIntent::without_parties` and `when::without_named_time`), and the new candidates are read
+        // again.
+        let on = |r: Rule| !p.without_rules.contains(&r);
+        let untimed = on(Rule::TimeUnnamed)
+            .then(|| when::without_named_time(&p.query))
+            .flatten();
+        let unnamed = on(Rule::PartiesUnnamed)
+            .then(|| intent.without_parties(untimed.as_deref().unwrap_or(&p.query)))
+            .flatten()
+            .or(untimed)
+            .filter(|_| scan.is_some());
         if let (Some(e), Some(text)) = (embedder, unnamed) {
             match e.embed_chunked(&[&text], 1) {
                 Ok(v) if v.first().is_some_and(|c| !c.is_empty()) => {
@@ -365,14 +399,15 @@ fn rank(
                     scan = Some(scan::SemanticScan::run(snap, &v, ok, p.exact_scan));
                     unnamed_vec = Some(v);
                     (sem_rank, best_semantic) = semantic_candidates(p, scan.as_ref());
-                    read(&mut intent, &best_semantic);
+                    read(
+                        &mut intent,
+                        &best_semantic,
+                        scan.as_ref().map_or(&[][..], |sc| &sc.best),
+                    );
                 }
                 Ok(_) => {}
                 // The query's own vector still ranks.
-                Err(err) => tracing::warn!(
-                    "the query without {:?} could not be embedded: {err}",
-                    intent.parties
-                ),
+                Err(err) => tracing::warn!("the query as {text:?} could not be embedded: {err}"),
             }
         }
         if p.without_rules.contains(&Rule::SaidByTheOther) {
@@ -384,9 +419,25 @@ fn rank(
             .chain(best_semantic.iter().copied())
             .map(|m| (m, prior::prior(snap, m as usize, &intent, &p.without_rules)))
             .collect();
-        (priors, intent.other_side)
+        let timed = timed_threshold(p);
+        let in_named_time = match (intent.period, scan.as_ref()) {
+            (Some(period), Some(sc)) if timed < p.threshold => best_semantic
+                .iter()
+                .copied()
+                .filter(|m| {
+                    let s = sc.best[*m as usize];
+                    s < p.threshold
+                        && s >= timed
+                        && snap.messages[*m as usize]
+                            .timestamp_ms
+                            .is_some_and(|t| period.holds(t))
+                })
+                .collect(),
+            _ => Default::default(),
+        };
+        (priors, intent.other_side, in_named_time)
     } else {
-        (FxHashMap::default(), None)
+        (FxHashMap::default(), None, Default::default())
     };
     let lex_rank = rrf_ranks(p, &lex_sorted);
     let ev = Evidence {
@@ -397,6 +448,7 @@ fn rank(
         lex_rank,
         priors,
         other_side,
+        in_named_time,
     };
     let mut out = ev.fuse(snap, p, ok, scan.as_ref().map_or(&[], |sc| &sc.best));
     // The best hits, and the messages whose score they inherit a share of, are re-scored from the exact vectors

@@ -91,6 +91,8 @@ pub enum Rule {
     SaidByTheOther,
     /// The query's meaning without the names of the dialogue's parties ([`QueryIntent::parties`]).
     PartiesUnnamed,
+    /// The query's meaning without the time it names ([`crate::search::when::without_named_time`]).
+    TimeUnnamed,
     /// A hit's share of the best other hit of its session ([`super::SESSION_SHARE`]).
     SessionEvidence,
     /// The user's own words are not weighed as asking when the query asks what the user said
@@ -100,7 +102,7 @@ pub enum Rule {
 
 impl Rule {
     /// Every rule, in the order of the table in docs/search.md.
-    pub const ALL: [Rule; 16] = [
+    pub const ALL: [Rule; 17] = [
         Rule::Question,
         Rule::Announcement,
         Rule::EditEcho,
@@ -115,6 +117,7 @@ impl Rule {
         Rule::AddressesTheNamed,
         Rule::SaidByTheOther,
         Rule::PartiesUnnamed,
+        Rule::TimeUnnamed,
         Rule::SessionEvidence,
         Rule::UsersWordsAsked,
     ];
@@ -136,6 +139,7 @@ impl Rule {
             Rule::AddressesTheNamed => "addresses-the-named",
             Rule::SaidByTheOther => "said-by-the-other",
             Rule::PartiesUnnamed => "parties-unnamed",
+            Rule::TimeUnnamed => "time-unnamed",
             Rule::SessionEvidence => "session-evidence",
             Rule::UsersWordsAsked => "users-words-asked",
         }

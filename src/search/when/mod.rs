@@ -9,12 +9,15 @@
 //! filter (the `after`/`before` arguments are the filter): a date in a query can also be part of what is
 //! searched for ("the certificate that expires in March 2027").
 //!
-//! Three parts: `period` reads the time a query names, `talk` whether a query asks when and whether a
-//! message says when, both from the date words of `words`.
+//! Four parts: `period` reads the time a query names, `talk` whether a query asks when and whether a
+//! message says when, `untimed` the query without the time it names (what its embedding should see), all from
+//! the date words of `words`.
 
 mod period;
 mod talk;
+mod untimed;
 mod words;
 
 pub use period::{Period, YEARS_BACK, choose_reading, named_period, readings};
 pub use talk::{asks_when, says_when};
+pub use untimed::without_named_time;
