@@ -272,16 +272,18 @@ fn rrf_ranks(p: &SearchParams, sorted: &[(u32, f32)]) -> FxHashMap<u32, usize> {
 }
 
 /// The best semantic candidates of a scan, without sorting every message: their ranks (rank fusion only) and the
-/// messages, best first. Rank fusion ranks them all; the other fusions need only those that can clear the
-/// threshold (less a margin for the int8 scan's error), at most [`SEMANTIC_CANDIDATES`].
+/// messages, best first. Rank fusion ranks them all; the other fusions need only those that can clear `timed`
+/// (the threshold, or the lower one of a message written in the time the query names: [`timed_threshold`]) less
+/// a margin for the int8 scan's error, at most [`SEMANTIC_CANDIDATES`].
 fn semantic_candidates(
     p: &SearchParams,
+    timed: f32,
     scan: Option<&scan::SemanticScan>,
 ) -> (FxHashMap<u32, usize>, Vec<u32>) {
     let floor = if p.fusion == Fusion::Rrf {
         f32::NEG_INFINITY
     } else {
-        p.threshold.min(timed_threshold(p)) - 0.02
+        timed - 0.02
     };
     let mut sem_top: Vec<(u32, f32)> = scan
         .map(|sc| {
@@ -356,7 +358,8 @@ fn rank(
         // The next update takes the full path, which checks the lexical index and rebuilds it.
         crate::index::report_damage(&snap.dir, why);
     }
-    let (mut sem_rank, mut best_semantic) = semantic_candidates(p, scan.as_ref());
+    let timed = timed_threshold(p);
+    let (mut sem_rank, mut best_semantic) = semantic_candidates(p, timed, scan.as_ref());
     // The query's vector without the names of a dialogue's parties, when it names one.
     let mut unnamed_vec: Option<crate::embed::Vector> = None;
     // Every candidate `fuse` scores is a lexical match or one of these semantic ones.
@@ -398,7 +401,7 @@ fn rank(
                     let v = v[0][0];
                     scan = Some(scan::SemanticScan::run(snap, &v, ok, p.exact_scan));
                     unnamed_vec = Some(v);
-                    (sem_rank, best_semantic) = semantic_candidates(p, scan.as_ref());
+                    (sem_rank, best_semantic) = semantic_candidates(p, timed, scan.as_ref());
                     read(
                         &mut intent,
                         &best_semantic,
@@ -419,7 +422,6 @@ fn rank(
             .chain(best_semantic.iter().copied())
             .map(|m| (m, prior::prior(snap, m as usize, &intent, &p.without_rules)))
             .collect();
-        let timed = timed_threshold(p);
         let in_named_time = match (intent.period, scan.as_ref()) {
             (Some(period), Some(sc)) if timed < p.threshold => best_semantic
                 .iter()

@@ -138,12 +138,18 @@ pub fn choose_reading(
 /// [`named_period`] with a month or day given without a year read `back` years before the latest one not after
 /// today.
 fn named_period_years_back(query: &str, now: DateTime<Utc>, back: i32) -> Option<Period> {
-    let today = now.with_timezone(&Local).date_naive();
-    let lower = query.to_lowercase();
-    let words: Vec<&str> = lower
-        .split(|c: char| !c.is_alphanumeric() && c != '-')
+    named_times(&lowered(&words(query)), now, back)
+        .into_iter()
+        .map(|(_, p)| p)
+        .reduce(Period::join)
+}
+
+/// The words of `query` as the time it names is read from them: runs of letters, digits and apostrophes, an ISO
+/// date kept whole, other hyphens separating words ("mid-march").
+pub(super) fn words(query: &str) -> Vec<&str> {
+    query
+        .split(|c: char| !c.is_alphanumeric() && c != '-' && c != '\'')
         .flat_map(|w| {
-            // An ISO date stays whole; other hyphens separate words ("mid-march").
             if iso_date(w).is_some() {
                 vec![w]
             } else {
@@ -151,7 +157,32 @@ fn named_period_years_back(query: &str, now: DateTime<Utc>, back: i32) -> Option
             }
         })
         .filter(|w| !w.is_empty())
-        .collect();
+        .collect()
+}
+
+/// `words` as [`named_times`] reads them: lower-cased, without a possessive `'s` or quotes ("2023's" is a year).
+pub(super) fn lowered(words: &[&str]) -> Vec<String> {
+    words
+        .iter()
+        .map(|w| {
+            let w = w.to_lowercase();
+            w.strip_suffix("'s")
+                .unwrap_or(&w)
+                .trim_matches('\'')
+                .to_string()
+        })
+        .collect()
+}
+
+/// Each time the [`lowered`] `words` name, with the words it was read from (first and last, inclusive): a month
+/// or day given without a year read `back` years before the latest one not after today. What both
+/// [`named_period`] (the span holding them all) and `untimed` (the query without them) read.
+pub(super) fn named_times(
+    words: &[String],
+    now: DateTime<Utc>,
+    back: i32,
+) -> Vec<((usize, usize), Period)> {
+    let today = now.with_timezone(&Local).date_naive();
     // A year named anywhere serves a month or day named without one ("between 11 August and 15 August 2023").
     let any_year = words.iter().find_map(|w| year(w));
     // The latest `m`/`d` (day 1 for a month) not after today, for a date given without a year.
@@ -163,15 +194,10 @@ fn named_period_years_back(query: &str, now: DateTime<Utc>, back: i32) -> Option
         };
         latest - back
     };
-    let mut found: Option<Period> = None;
-    let mut add = |p: Option<Period>| {
-        if let Some(p) = p {
-            found = Some(found.map_or(p, |f| f.join(p)));
-        }
-    };
+    let mut found = Vec::new();
     // "since March", "since 2024-03-04": from then until today.
     let until_today = Period::one_day(today).map(|p| p.end_ms);
-    let at = |j: usize| words.get(j).copied().unwrap_or("");
+    let at = |j: usize| words.get(j).map_or("", String::as_str);
     let opened = |p: Option<Period>, first: usize| {
         p.map(|p| match until_today {
             Some(end) if at(first.wrapping_sub(1)) == "since" => Period {
@@ -181,9 +207,14 @@ fn named_period_years_back(query: &str, now: DateTime<Utc>, back: i32) -> Option
             _ => p,
         })
     };
-    for (k, w) in words.iter().enumerate() {
+    let mut add = |first: usize, last: usize, p: Option<Period>| {
+        if let Some(p) = p {
+            found.push(((first, last), p));
+        }
+    };
+    for (k, w) in words.iter().map(String::as_str).enumerate() {
         if let Some((y, m, d)) = iso_date(w) {
-            add(opened(Period::day_or_month(y, m, d), k));
+            add(k, k, opened(Period::day_or_month(y, m, d), k));
             continue;
         }
         if let Some(m) = month(w) {
@@ -203,19 +234,20 @@ fn named_period_years_back(query: &str, now: DateTime<Utc>, back: i32) -> Option
             };
             // "may" and the abbreviations name the month only beside a day or a year ("may I ask", "mar the
             // surface" do not).
-            if (*w == "may" || !MONTHS.contains(w)) && d.is_none() && y_next.is_none() {
+            if (w == "may" || !MONTHS.contains(&w)) && d.is_none() && y_next.is_none() {
                 continue;
             }
+            let last = k + usize::from(after.is_some()) + usize::from(y_next.is_some());
             let y = y_next
                 .or(any_year)
                 .unwrap_or_else(|| latest_year(m, d.unwrap_or(1)));
-            add(opened(Period::day_or_month(y, m, d), first));
+            add(first, last, opened(Period::day_or_month(y, m, d), first));
             continue;
         }
         if let Some((m, n)) = season(w)
             && let Some(y) = year(at(k + 1))
         {
-            add(opened(months_from(y, m, n), k));
+            add(k, k + 1, opened(months_from(y, m, n), k));
             continue;
         }
         if let Some(y) = year(w)
@@ -224,10 +256,11 @@ fn named_period_years_back(query: &str, now: DateTime<Utc>, back: i32) -> Option
                 "in" | "during" | "throughout" | "since"
             )
         {
-            add(opened(months_from(y, 1, 12), k));
+            add(k, k, opened(months_from(y, 1, 12), k));
             continue;
         }
-        add(relative(w, at(k + 1), today));
+        let two = matches!(w, "this" | "last");
+        add(k, k + usize::from(two), relative(w, at(k + 1), today));
     }
     found
 }
