@@ -6,6 +6,7 @@ pub mod count;
 pub mod explain;
 mod fusion;
 pub mod grouped;
+mod meaning;
 pub mod params;
 pub mod prior;
 pub mod reason;
@@ -359,87 +360,21 @@ fn rank(
         crate::index::report_damage(&snap.dir, why);
     }
     let timed = timed_threshold(p);
-    let (mut sem_rank, mut best_semantic) = semantic_candidates(p, timed, scan.as_ref());
-    // The query's vector without the names of a dialogue's parties, when it names one.
-    let mut unnamed_vec: Option<crate::embed::Vector> = None;
+    let (sem_rank, mut best_semantic) = semantic_candidates(p, timed, scan.as_ref());
     // Every candidate `fuse` scores is a lexical match or one of these semantic ones.
-    let (priors, other_side, in_named_time) = if p.fusion == Fusion::Weighted {
-        let mut intent = QueryIntent::of(&p.query, chrono::Utc::now());
-        // Candidates the threshold alone would keep: what the query's intent is read from.
-        let read = |intent: &mut QueryIntent, semantic: &[u32], best: &[f32]| {
-            let candidates =
-                lex_sorted
-                    .iter()
-                    .map(|(m, _)| *m)
-                    .chain(semantic.iter().copied().filter(|m| {
-                        best.get(*m as usize)
-                            .is_some_and(|s| *s >= p.threshold - 0.02)
-                    }));
-            intent.date_from_the_candidates(snap, candidates.clone());
-            intent.read_the_candidates(snap, candidates)
-        };
-        read(
-            &mut intent,
-            &best_semantic,
-            scan.as_ref().map_or(&[][..], |sc| &sc.best),
-        );
-        // The query names a party of the conversation or a time: what it means is scanned for again without them
-        // (see `QueryIntent::without_parties` and `when::without_named_time`), and the new candidates are read
-        // again.
-        let on = |r: Rule| !p.without_rules.contains(&r);
-        let untimed = on(Rule::TimeUnnamed)
-            .then(|| when::without_named_time(&p.query))
-            .flatten();
-        let unnamed = on(Rule::PartiesUnnamed)
-            .then(|| intent.without_parties(untimed.as_deref().unwrap_or(&p.query)))
-            .flatten()
-            .or(untimed)
-            .filter(|_| scan.is_some());
-        if let (Some(e), Some(text)) = (embedder, unnamed) {
-            match e.embed_chunked(&[&text], 1) {
-                Ok(v) if v.first().is_some_and(|c| !c.is_empty()) => {
-                    let v = v[0][0];
-                    scan = Some(scan::SemanticScan::run(snap, &v, ok, p.exact_scan));
-                    unnamed_vec = Some(v);
-                    (sem_rank, best_semantic) = semantic_candidates(p, timed, scan.as_ref());
-                    read(
-                        &mut intent,
-                        &best_semantic,
-                        scan.as_ref().map_or(&[][..], |sc| &sc.best),
-                    );
-                }
-                Ok(_) => {}
-                // The query's own vector still ranks.
-                Err(err) => tracing::warn!("the query as {text:?} could not be embedded: {err}"),
-            }
-        }
-        if p.without_rules.contains(&Rule::SaidByTheOther) {
-            intent.other_side = None;
-        }
-        let priors = lex_sorted
-            .iter()
-            .map(|(m, _)| *m)
-            .chain(best_semantic.iter().copied())
-            .map(|m| (m, prior::prior(snap, m as usize, &intent, &p.without_rules)))
-            .collect();
-        let in_named_time = match (intent.period, scan.as_ref()) {
-            (Some(period), Some(sc)) if timed < p.threshold => best_semantic
-                .iter()
-                .copied()
-                .filter(|m| {
-                    let s = sc.best[*m as usize];
-                    s < p.threshold
-                        && s >= timed
-                        && snap.messages[*m as usize]
-                            .timestamp_ms
-                            .is_some_and(|t| period.holds(t))
-                })
-                .collect(),
-            _ => Default::default(),
-        };
-        (priors, intent.other_side, in_named_time)
+    let reading = if p.fusion == Fusion::Weighted {
+        meaning::read(
+            snap,
+            p,
+            embedder,
+            ok,
+            &lex_sorted,
+            timed,
+            &mut scan,
+            &mut best_semantic,
+        )
     } else {
-        (FxHashMap::default(), None, Default::default())
+        meaning::Reading::default()
     };
     let lex_rank = rrf_ranks(p, &lex_sorted);
     let ev = Evidence {
@@ -448,14 +383,14 @@ fn rank(
         sem_top: best_semantic,
         sem_rank,
         lex_rank,
-        priors,
-        other_side,
-        in_named_time,
+        priors: reading.priors,
+        other_side: reading.other_side,
+        in_named_time: reading.in_named_time,
     };
     let mut out = ev.fuse(snap, p, ok, scan.as_ref().map_or(&[], |sc| &sc.best));
     // The best hits, and the messages whose score they inherit a share of, are re-scored from the exact vectors
     // and everything is ranked again (the int8 scores of the rest are within a few thousandths).
-    let query_vec = unnamed_vec.as_ref().map(|v| &v[..]).or(query_vec);
+    let query_vec = reading.meaning_vec.as_ref().map(|v| &v[..]).or(query_vec);
     if let (Some(q), Some(sc)) = (query_vec, scan.as_mut())
         && !p.exact_scan
     {
