@@ -240,3 +240,60 @@ fn cli_sessions_json_and_id_validation() {
         "{text}"
     );
 }
+
+#[test]
+fn a_subagents_work_without_its_main_transcript_is_listed_and_warm_ups_are_not() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let line = |session: &str, agent: &str, uuid: &str, text: &str| {
+        json!({"type":"user","uuid":uuid,"isSidechain":true,"agentId":agent,"sessionId":session,
+               "timestamp":"2025-01-02T09:00:00Z","cwd":"/work/app","message":{"role":"user","content":text}})
+    };
+    // A session whose main file is gone, its subagent's work left (2.1.x nested layout).
+    let orphan = "44444444-0000-0000-0000-000000000000";
+    write_jsonl(
+        &dir.join(format!(
+            "projects/-work-app/{orphan}/subagents/agent-exp1.jsonl"
+        )),
+        &[line(orphan, "exp1", "o1", "Map the retry code paths")],
+    );
+    // An empty session with only the warm-up run Claude Code 2.0.x starts beside it (sibling layout).
+    let idle = "55555555-0000-0000-0000-000000000000";
+    fs::create_dir_all(dir.join("projects/-work-app")).unwrap();
+    fs::write(dir.join(format!("projects/-work-app/{idle}.jsonl")), "").unwrap();
+    write_jsonl(
+        &dir.join("projects/-work-app/agent-warm1.jsonl"),
+        &[line(idle, "warm1", "w1", "Warmup")],
+    );
+    let bin = env!("CARGO_BIN_EXE_ghola");
+    let listed = |json: bool| {
+        let mut cmd = std::process::Command::new(bin);
+        cmd.args([
+            "--claude-dir",
+            dir.to_str().unwrap(),
+            "sessions",
+            "--global",
+        ]);
+        if json {
+            cmd.arg("--json");
+        }
+        common::run_ok(&mut cmd)
+    };
+    let v: Value = serde_json::from_slice(&listed(true)).unwrap();
+    let ids: Vec<&str> = v["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["session_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [orphan],
+        "the orphan listed, the warm-up's session not"
+    );
+    let s = &v["sessions"][0];
+    assert_eq!(s["messages"], 0);
+    assert_eq!(s["title"], "Map the retry code paths");
+    let text = String::from_utf8(listed(false)).unwrap();
+    assert!(text.contains("1 subagent message, 1 subagent"), "{text}");
+}

@@ -202,21 +202,21 @@ pub fn sessions(
     for s in summaries {
         writeln!(
             out,
-            "{}  {}  {} messages{}{}  {}{}{}{}",
+            "{}  {}  {}{}{}  {}{}{}{}",
             s.session_id,
             s.last_timestamp
                 .map(|t| t.format("%Y-%m-%d %H:%M").to_string())
                 .unwrap_or_else(|| "-".into()),
-            s.messages,
+            message_count(&s),
             if s.windows > 1 {
                 format!(", {} windows", s.windows)
             } else {
                 String::new()
             },
-            if s.subagents > 0 {
-                format!(", {} subagents", s.subagents)
-            } else {
-                String::new()
+            match s.subagents {
+                0 => String::new(),
+                1 => ", 1 subagent".to_string(),
+                n => format!(", {n} subagents"),
             },
             s.project,
             s.title
@@ -231,6 +231,18 @@ pub fn sessions(
         )?;
     }
     Ok(())
+}
+
+/// A listed session's size: its main conversation's messages, or, for a subagent's work whose main transcript is
+/// gone, the subagents' ("0 messages" would hide what `show` reads).
+fn message_count(s: &ghola::transcript::catalog::SessionSummary) -> String {
+    let of_subagents: usize = s.subagent_sessions.iter().map(|a| a.messages).sum();
+    if s.messages == 0 && of_subagents > 0 {
+        let plural = if of_subagents == 1 { "" } else { "s" };
+        format!("{of_subagents} subagent message{plural}")
+    } else {
+        format!("{} messages", s.messages)
+    }
 }
 
 /// How `ghola show` shows a session.

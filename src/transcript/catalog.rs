@@ -17,6 +17,9 @@ pub struct SubagentSummary {
     pub agent_id: String,
     pub agent_type: Option<String>,
     pub messages: usize,
+    /// A warm-up run Claude Code started on its own ([`super::session::Subagent::is_warmup`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub warmup: bool,
 }
 
 /// One session, as listed by `ghola sessions --json`.
@@ -44,10 +47,15 @@ pub struct SessionSummary {
 }
 
 impl SessionSummary {
-    /// Whether its conversation holds no message (a transcript of 0 bytes, a title alone, or only the warm-up
-    /// subagents Claude Code starts beside an empty one): counted, not listed to people.
+    /// Whether it holds nothing anyone asked for (a transcript of 0 bytes, a title alone, or only the warm-up
+    /// subagents Claude Code starts beside an empty one): counted, not listed to people. A subagent's work
+    /// whose main transcript is gone is listed: search finds it and `show` reads it.
     pub fn is_empty(&self) -> bool {
         self.messages == 0
+            && self
+                .subagent_sessions
+                .iter()
+                .all(|a| a.warmup || a.messages == 0)
     }
 
     /// Whether the session's last message is at or after `t` (`since` on the listings).
@@ -76,6 +84,7 @@ impl SessionSummary {
                     agent_id: a.agent_id.clone(),
                     agent_type: a.agent_type.clone(),
                     messages: a.messages.len(),
+                    warmup: a.is_warmup(),
                 })
                 .collect(),
             files: s.files.clone(),
@@ -260,8 +269,9 @@ fn folder_named(l: &Listed) -> bool {
 }
 
 /// The version of the listing cache's layout (and of what its summaries hold: 2 titles untitled sessions by their
-/// first request, 3 without what an IDE added to it); a cache of another version is read as empty.
-const CACHE_VERSION: u32 = 3;
+/// first request, 3 without what an IDE added to it, 4 marks warm-up subagents); a cache of another version is
+/// read as empty.
+const CACHE_VERSION: u32 = 4;
 
 #[derive(Serialize, Deserialize)]
 struct CacheFile {

@@ -20,6 +20,14 @@ pub struct Subagent {
     pub messages: Vec<Message>,
 }
 
+impl Subagent {
+    /// Whether this is one of the warm-up runs Claude Code starts on its own (its request is the single word
+    /// "Warmup", as 2.0.x wrote them): not work anyone asked for, so it neither titles nor lists a session.
+    pub fn is_warmup(&self) -> bool {
+        first_request(&self.messages).is_some_and(|r| r == "Warmup")
+    }
+}
+
 /// One file's read report, for `ghola sessions --json`.
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct FileStatus {
@@ -451,7 +459,12 @@ impl Title {
 /// The title of a session Claude Code gave none: its first request, as a person would name it (a subagent's when
 /// the main conversation has none).
 fn untitled(main: &[Message], subagents: &[Subagent]) -> Option<String> {
-    first_request(main).or_else(|| subagents.iter().find_map(|a| first_request(&a.messages)))
+    first_request(main).or_else(|| {
+        subagents
+            .iter()
+            .filter(|a| !a.is_warmup())
+            .find_map(|a| first_request(&a.messages))
+    })
 }
 
 /// Characters of a first request kept as a session's title.
