@@ -296,4 +296,26 @@ fn a_subagents_work_without_its_main_transcript_is_listed_and_warm_ups_are_not()
     assert_eq!(s["title"], "Map the retry code paths");
     let text = String::from_utf8(listed(false)).unwrap();
     assert!(text.contains("1 subagent message, 1 subagent"), "{text}");
+    // `show` and the browser's page show the subagent's work without being asked.
+    let shown = String::from_utf8(common::run_ok(std::process::Command::new(bin).args([
+        "--claude-dir",
+        dir.to_str().unwrap(),
+        "show",
+        orphan,
+    ])))
+    .unwrap();
+    assert!(
+        shown.contains("not in its files") && shown.contains("Map the retry code paths"),
+        "{shown}"
+    );
+    let (sessions, _) = transcript::load_all(&transcript::Sources::disk(), dir);
+    let s = sessions.iter().find(|s| s.session_id == orphan).unwrap();
+    let page = ghola::ui::conversation::page(s, None, "token");
+    assert!(
+        page.contains("<details class=agent id=\"agent-exp1\" open>"),
+        "{page}"
+    );
+    let idle = sessions.iter().find(|s| s.session_id == idle).unwrap();
+    assert!(idle.subagents[0].is_warmup());
+    assert_eq!(idle.title, None, "a warm-up names no session");
 }

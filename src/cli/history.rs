@@ -295,7 +295,12 @@ pub fn show(claude_dir: &Path, index_dir: &Path, session: &str, opts: ShowOption
     }
     let in_window = |m: &&Message| window.is_none_or(|w| m.window == w);
     let mut messages: Vec<&Message> = s.messages.iter().filter(in_window).collect();
-    if subagents {
+    // A subagent's work whose main transcript is gone is what the session holds: shown without being asked.
+    let only_subagents = s.messages.is_empty()
+        && s.subagents
+            .iter()
+            .any(|a| !a.is_warmup() && !a.messages.is_empty());
+    if subagents || only_subagents {
         messages.extend(
             s.subagents
                 .iter()
@@ -314,11 +319,21 @@ pub fn show(claude_dir: &Path, index_dir: &Path, session: &str, opts: ShowOption
         writeln!(out)?;
         return Ok(());
     }
-    write_conversation(&mut out, &s, &messages)?;
+    let note = (only_subagents && !subagents).then_some(
+        "(the session's main conversation is not in its files: its subagents' messages are shown)",
+    );
+    write_conversation(&mut out, &s, &messages, note)?;
     Ok(())
 }
 
-fn write_conversation(out: &mut impl Write, s: &Session, messages: &[&Message]) -> Result<()> {
+/// A session as `ghola show` prints it: its header and title, `note` (what the reader should know first, if
+/// anything), then `messages` by window.
+fn write_conversation(
+    out: &mut impl Write,
+    s: &Session,
+    messages: &[&Message],
+    note: Option<&str>,
+) -> Result<()> {
     writeln!(
         out,
         "Session {}  ({}){}{}",
@@ -336,6 +351,9 @@ fn write_conversation(out: &mut impl Write, s: &Session, messages: &[&Message]) 
     )?;
     if let Some(t) = &s.title {
         writeln!(out, "“{t}”")?;
+    }
+    if let Some(note) = note {
+        writeln!(out, "{note}")?;
     }
     let mut window = None;
     for m in messages {

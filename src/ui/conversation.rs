@@ -81,6 +81,13 @@ pub fn page(s: &Session, at: Option<&str>, csrf: &str) -> String {
             "<p>No messages in this session: its file holds only a title or a summary.</p>",
         );
     }
+    // A subagent's work whose main transcript is gone is what the session holds: shown unfolded.
+    let only_subagents = s.messages.is_empty() && !s.subagents.is_empty();
+    if only_subagents {
+        body.push_str(
+            "<p>The session's main conversation is not in its files: its subagents' work is below.</p>",
+        );
+    }
     let mut window = None;
     for m in &s.messages {
         if window != Some(m.window) {
@@ -94,12 +101,13 @@ pub fn page(s: &Session, at: Option<&str>, csrf: &str) -> String {
         message(&mut body, m, at);
     }
     for a in &s.subagents {
-        let holds_at = at.is_some_and(|at| a.messages.iter().any(|m| m.is_entry(at)));
+        let open = at.is_some_and(|at| a.messages.iter().any(|m| m.is_entry(at)))
+            || (only_subagents && !a.is_warmup());
         let _ = write!(
             body,
             "<details class=agent id=\"agent-{}\"{}><summary>subagent {} {} ({} messages)</summary>",
             escape(&a.agent_id),
-            if holds_at { " open" } else { "" },
+            if open { " open" } else { "" },
             escape(a.agent_type.as_deref().unwrap_or("")),
             escape(&a.agent_id),
             a.messages.len()
