@@ -17,6 +17,16 @@ fn fixture(claude: &std::path::Path) {
     ];
     let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
     std::fs::write(dir.join("aaaa1111-0000-0000-0000-000000000000.jsonl"), body).unwrap();
+    // A session of another project, for a search that names it by id from this one.
+    let other = claude.join("projects/-w-other");
+    std::fs::create_dir_all(&other).unwrap();
+    let line = json!({"type":"user","uuid":"o1","sessionId":"bbbb2222-0000-0000-0000-000000000000","cwd":"/w/other",
+                      "timestamp":"2025-05-02T10:00:00Z","message":{"role":"user","content":"The ZEBRA_QUOTA limit was hit again."}});
+    std::fs::write(
+        other.join("bbbb2222-0000-0000-0000-000000000000.jsonl"),
+        format!("{line}\n"),
+    )
+    .unwrap();
 }
 
 #[test]
@@ -99,6 +109,25 @@ fn serves_tools_over_stdio() {
         std::thread::sleep(std::time::Duration::from_millis(500));
     }
     assert!(found, "the fixture never became searchable");
+    // A session named by id is searched in whatever project it was recorded; the project alone does not hold it.
+    let total = |id: u64,
+                 args: Value,
+                 send: &mut dyn FnMut(Value),
+                 recv: &mut dyn FnMut() -> Value| {
+        send(
+            json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"search_project_history","arguments":args}}),
+        );
+        let r = recv();
+        assert_ne!(r["result"]["isError"], true, "{r}");
+        let resp: Value =
+            serde_json::from_str(r["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+        resp["total_matches"].as_u64().unwrap_or(0)
+    };
+    let asked = json!({"query":"ZEBRA_QUOTA","context_before_after":0,"format":"json"});
+    let mut by_id = asked.clone();
+    by_id["session_id"] = json!("bbbb2222");
+    assert_eq!(total(80, asked, &mut send, &mut recv), 0);
+    assert_eq!(total(81, by_id, &mut send, &mut recv), 1);
     for (id, name, args, needle) in [
         (
             90,

@@ -318,4 +318,24 @@ fn a_subagents_work_without_its_main_transcript_is_listed_and_warm_ups_are_not()
     let idle = sessions.iter().find(|s| s.session_id == idle).unwrap();
     assert!(idle.subagents[0].is_warmup());
     assert_eq!(idle.title, None, "a warm-up names no session");
+    // `search --session` searches that session from any directory: the current one is not assumed around it.
+    let idx = tmp.path().join("idx");
+    let words_only = || {
+        let mut c = common::ghola_at(dir, &idx);
+        common::without_model(&mut c, tmp.path());
+        c.current_dir(tmp.path());
+        c
+    };
+    common::index_by_words(&mut words_only());
+    let found = |extra: &[&str]| {
+        let mut c = words_only();
+        c.args(["search", "retry code paths", "--json", "--no-update"])
+            .args(extra);
+        common::run_json(&mut c)["total_matches"].as_u64().unwrap()
+    };
+    assert_eq!(found(&["--session", "44444444"]), 1);
+    assert_eq!(
+        found(&["--session", "44444444", "--project", "/elsewhere"]),
+        0
+    );
 }

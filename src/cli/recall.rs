@@ -399,7 +399,8 @@ pub struct SearchArgs {
     /// Only messages this recent: an age (90m, 12h, 3d, 2w) or a date (2026-11-01).
     #[arg(long)]
     pub since: Option<String>,
-    /// Only this session (a uuid or unique prefix).
+    /// Only this session (a uuid or unique prefix), in whatever project it was recorded unless --project is given
+    /// too.
     #[arg(long, value_name = "SESSION")]
     pub session: Option<String>,
     #[arg(long, default_value_t = PERSON_RESULTS)]
@@ -475,7 +476,8 @@ pub fn search_cmd(
     a: SearchArgs,
 ) -> Result<()> {
     let mut r = SearchRequest::for_person(&a.query);
-    r.project = if a.global {
+    // `--session` is the scope: the current directory is not assumed around it (only an explicit --project is).
+    r.project = if a.global || (a.session.is_some() && a.project.is_none()) {
         None
     } else {
         Some(super::history::project_dir(a.project)?)

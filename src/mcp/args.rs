@@ -47,8 +47,9 @@ pub struct SearchArgs {
     pub include_subagents: Option<bool>,
     /// Only messages this recent: an age ("90m", "12h", "3d", "2w") or a date ("2026-11-01").
     pub since: Option<String>,
-    /// Only this session: a session id (or unique prefix), or "current" for the calling session's own earlier
-    /// windows (what compaction took away).
+    /// Only this session: a session id (or unique prefix), searched in whatever project it was recorded unless
+    /// `project` is given too, or "current" for the calling session's own earlier windows (what compaction took
+    /// away).
     pub session_id: Option<String>,
     /// "session": one entry per session (title, time range, match count, best score, the best snippets) instead
     /// of one per hit ("hit", the default); page with max_results/offset over sessions.

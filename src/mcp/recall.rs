@@ -25,7 +25,13 @@ impl GholaServer {
     /// project and session filled in. The service checks it.
     fn search_request(&self, a: SearchArgs, global: bool) -> Result<SearchRequest, String> {
         let mut r = SearchRequest::for_model(&a.query);
-        r.project = if global {
+        // A session named by id is the scope: the current project is not assumed around it (the id often comes
+        // from a global search's hit in another project).
+        let named_session = a
+            .session_id
+            .as_deref()
+            .is_some_and(|s| !s.trim().is_empty() && s.trim() != "current");
+        r.project = if global || (named_session && a.project.is_none()) {
             None
         } else {
             Some(a.project.unwrap_or_else(|| self.cfg.project.clone()))
