@@ -1538,6 +1538,46 @@ fn a_message_addressing_the_named_person_is_not_their_words() {
     );
 }
 
+/// A question that names both parties of a dialogue ("What advice does Ben give Ana?") is answered by a message
+/// one of them says to the other, which addresses the other by name: it is said by a named party, so
+/// `addresses-the-named` leaves it as it is (its factor applies only when the speaker is not named).
+#[test]
+fn a_message_between_the_two_named_parties_is_not_moved_down() {
+    let tmp = tempfile::tempdir().unwrap();
+    chat(
+        &tmp.path().join("claude"),
+        "/w/talk",
+        "sa",
+        &[
+            "Ben, the roses look sad this week",
+            "Ana, water the roses at dawn and feed them in spring",
+            "Thanks Ben, I will try that",
+            "Good luck, Ana, tell me how it goes",
+            "Ben, they bloomed!",
+            "Wonderful, Ana!",
+            "the kettle is broken again",
+        ],
+    );
+    let e = indexed(tmp);
+    // The advice's own score, without the session's share (which the other hits' factors would move).
+    let advice = |q: &str, rule_off: bool| {
+        let mut extra = vec!["--without-rule", "session-evidence"];
+        if rule_off {
+            extra.extend(["--without-rule", "addresses-the-named"]);
+        }
+        score_of(&talk(&e, q, &extra), "sa-1")
+    };
+    let both = "What advice does Ben give Ana about the roses?";
+    let (with_rule, without) = (advice(both, false), advice(both, true));
+    assert!(
+        with_rule > 0.0 && (with_rule - without).abs() < 1e-6,
+        "the advice Ben gives Ana keeps its score: {with_rule} vs {without}"
+    );
+    // One named: the message addressing Ana is said to her, and moved down as before.
+    let one = "What advice does Ana get about the roses?";
+    assert!(advice(one, false) < 0.7 * advice(one, true));
+}
+
 /// In a dialogue the side that addresses the person a question names ("Hi Ana", "Thanks, Ana!") is the other
 /// party: what that side says — here the user's own painting — is not what Ana paints, so it is moved below Ana's
 /// words; with no one addressed (a name that is nobody in the history) nothing changes.

@@ -38,7 +38,8 @@ pub struct QueryIntent {
     /// The people (or things) it names: capitalised words after the first ("what does Ana paint"): a message
     /// that addresses one of them ("Thanks, Ana!") is said to them, not by them.
     pub names: Vec<String>,
-    /// The candidates of the search that address one of [`Self::names`] (see [`QueryIntent::read_the_candidates`]).
+    /// The candidates of the search that address one of [`Self::names`] (see [`QueryIntent::read_the_candidates`]);
+    /// empty when the query names both sides of the conversation.
     pub addressing: rustc_hash::FxHashSet<u32>,
     /// The side of the conversation that speaks to the people the query names (see
     /// [`QueryIntent::read_the_candidates`]): what that side says is not what the named person said or did.
@@ -122,7 +123,8 @@ impl QueryIntent {
     /// by name, so when at least `MIN_ADDRESSING` candidates address the named people and four in five of them
     /// are on one side, that side is the other party, and its messages are what was said to the named person,
     /// not by them. No side is learned when the query names no one, when no one is addressed, or when the sides
-    /// are mixed (two named people on two sides, a name that is a word).
+    /// are mixed (two named people on two sides, a name that is a word). When the query names two or more of
+    /// the conversation's parties, no message counts as addressing them: each is said by a named party.
     pub fn read_the_candidates(&mut self, snap: &Snapshot, candidates: impl Iterator<Item = u32>) {
         if self.names.is_empty() {
             return;
@@ -158,6 +160,11 @@ impl QueryIntent {
             .filter(|(_, n)| **n >= MIN_ADDRESSING)
             .map(|(name, _)| name.clone())
             .collect();
+        // Both sides named ("What advice does Gina give Jon?"): a message that addresses one of them is said by
+        // the other, who is named too, so it is not "said to the named, not by them" — it is often the answer.
+        if self.parties.len() >= 2 {
+            self.addressing.clear();
+        }
         let all: usize = sides.iter().map(|(_, n)| n).sum();
         self.other_side = sides
             .into_iter()
