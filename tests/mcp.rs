@@ -17,16 +17,6 @@ fn fixture(claude: &std::path::Path) {
     ];
     let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
     std::fs::write(dir.join("aaaa1111-0000-0000-0000-000000000000.jsonl"), body).unwrap();
-    // A session of another project, for a search that names it by id from this one.
-    let other = claude.join("projects/-w-other");
-    std::fs::create_dir_all(&other).unwrap();
-    let line = json!({"type":"user","uuid":"o1","sessionId":"bbbb2222-0000-0000-0000-000000000000","cwd":"/w/other",
-                      "timestamp":"2025-05-02T10:00:00Z","message":{"role":"user","content":"The ZEBRA_QUOTA limit was hit again."}});
-    std::fs::write(
-        other.join("bbbb2222-0000-0000-0000-000000000000.jsonl"),
-        format!("{line}\n"),
-    )
-    .unwrap();
 }
 
 #[test]
@@ -34,6 +24,16 @@ fn serves_tools_over_stdio() {
     let tmp = tempfile::tempdir().unwrap();
     let claude = tmp.path().join("claude");
     fixture(&claude);
+    // A session of another project, for a search that names it by id from this one.
+    let other = claude.join("projects/-w-other");
+    std::fs::create_dir_all(&other).unwrap();
+    let line = json!({"type":"user","uuid":"o1","sessionId":"cccc3333-0000-0000-0000-000000000000","cwd":"/w/other",
+                      "timestamp":"2025-05-02T10:00:00Z","message":{"role":"user","content":"The ZEBRA_QUOTA limit was hit again."}});
+    std::fs::write(
+        other.join("cccc3333-0000-0000-0000-000000000000.jsonl"),
+        format!("{line}\n"),
+    )
+    .unwrap();
     let idx = tmp.path().join("idx");
     let mut child = common::ghola_at(&claude, &idx)
         .args(["serve", "--poll-seconds", "1"])
@@ -125,7 +125,7 @@ fn serves_tools_over_stdio() {
     };
     let asked = json!({"query":"ZEBRA_QUOTA","context_before_after":0,"format":"json"});
     let mut by_id = asked.clone();
-    by_id["session_id"] = json!("bbbb2222");
+    by_id["session_id"] = json!("cccc3333");
     assert_eq!(total(80, asked, &mut send, &mut recv), 0);
     assert_eq!(total(81, by_id, &mut send, &mut recv), 1);
     for (id, name, args, needle) in [

@@ -265,6 +265,15 @@ fn a_subagents_work_without_its_main_transcript_is_listed_and_warm_ups_are_not()
         &dir.join("projects/-work-app/agent-warm1.jsonl"),
         &[line(idle, "warm1", "w1", "Warmup")],
     );
+    // And one whose reply alone was written (2.0.55): no one asked it anything.
+    write_jsonl(
+        &dir.join("projects/-work-app/agent-warm2.jsonl"),
+        &[
+            json!({"type":"assistant","uuid":"w2","isSidechain":true,"agentId":"warm2","sessionId":idle,
+                 "timestamp":"2025-01-02T09:00:01Z","cwd":"/work/app",
+                 "message":{"id":"mw2","role":"assistant","content":[{"type":"text","text":"I'm ready to help."}]}}),
+        ],
+    );
     let bin = env!("CARGO_BIN_EXE_ghola");
     let listed = |json: bool| {
         let mut cmd = std::process::Command::new(bin);
@@ -316,7 +325,8 @@ fn a_subagents_work_without_its_main_transcript_is_listed_and_warm_ups_are_not()
         "{page}"
     );
     let idle = sessions.iter().find(|s| s.session_id == idle).unwrap();
-    assert!(idle.subagents[0].is_warmup());
+    assert_eq!(idle.subagents.len(), 2);
+    assert!(idle.subagents.iter().all(|a| a.is_warmup()));
     assert_eq!(idle.title, None, "a warm-up names no session");
     // `search --session` searches that session from any directory: the current one is not assumed around it.
     let idx = tmp.path().join("idx");

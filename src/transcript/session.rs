@@ -21,10 +21,11 @@ pub struct Subagent {
 }
 
 impl Subagent {
-    /// Whether this is one of the warm-up runs Claude Code starts on its own (its request is the single word
-    /// "Warmup", as 2.0.x wrote them): not work anyone asked for, so it neither titles nor lists a session.
+    /// Whether this is one of the warm-up runs Claude Code starts on its own: its request is the single word
+    /// "Warmup", or it has none (2.0.55 wrote some warm-ups' reply alone, "I'm ready to help you explore…").
+    /// Not work anyone asked for, so it neither titles nor lists a session.
     pub fn is_warmup(&self) -> bool {
-        first_request(&self.messages).is_some_and(|r| r == "Warmup")
+        first_request(&self.messages).is_none_or(|r| r == "Warmup")
     }
 }
 
