@@ -296,10 +296,7 @@ pub fn show(claude_dir: &Path, index_dir: &Path, session: &str, opts: ShowOption
     let in_window = |m: &&Message| window.is_none_or(|w| m.window == w);
     let mut messages: Vec<&Message> = s.messages.iter().filter(in_window).collect();
     // A subagent's work whose main transcript is gone is what the session holds: shown without being asked.
-    let only_subagents = s.messages.is_empty()
-        && s.subagents
-            .iter()
-            .any(|a| !a.is_warmup() && !a.messages.is_empty());
+    let only_subagents = s.only_subagents_work();
     if subagents || only_subagents {
         messages.extend(
             s.subagents

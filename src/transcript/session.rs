@@ -77,6 +77,16 @@ impl Session {
             .chain(self.subagents.iter().flat_map(|s| s.messages.iter()))
     }
 
+    /// Whether the session holds subagents' work and no main conversation (its main transcript is gone, or was
+    /// never written): what `ghola show` and the browser then show without being asked.
+    pub fn only_subagents_work(&self) -> bool {
+        self.messages.is_empty()
+            && self
+                .subagents
+                .iter()
+                .any(|a| !a.is_warmup() && !a.messages.is_empty())
+    }
+
     /// Time of the first and last message (subagents included).
     pub fn time_range(&self) -> (Option<DateTime<Utc>>, Option<DateTime<Utc>>) {
         let mut first = None;

@@ -82,7 +82,7 @@ pub fn page(s: &Session, at: Option<&str>, csrf: &str) -> String {
         );
     }
     // A subagent's work whose main transcript is gone is what the session holds: shown unfolded.
-    let only_subagents = s.messages.is_empty() && !s.subagents.is_empty();
+    let only_subagents = s.only_subagents_work();
     if only_subagents {
         body.push_str(
             "<p>The session's main conversation is not in its files: its subagents' work is below.</p>",
