@@ -476,14 +476,13 @@ pub fn search_cmd(
     a: SearchArgs,
 ) -> Result<()> {
     let mut r = SearchRequest::for_person(&a.query);
-    // `--session` is the scope: the current directory is not assumed around it (only an explicit --project is).
-    r.project = if a.global || (a.session.is_some() && a.project.is_none()) {
+    r.session = a.session.as_deref().and_then(SessionChoice::parse);
+    r.project = if a.global || (r.names_a_session() && a.project.is_none()) {
         None
     } else {
         Some(super::history::project_dir(a.project)?)
     };
     (r.after, r.before, r.since) = (a.after, a.before, a.since);
-    r.session = a.session.as_deref().and_then(SessionChoice::parse);
     r.max_results = a.limit;
     r.offset = a.offset;
     r.context = a.context;

@@ -25,13 +25,8 @@ impl GholaServer {
     /// project and session filled in. The service checks it.
     fn search_request(&self, a: SearchArgs, global: bool) -> Result<SearchRequest, String> {
         let mut r = SearchRequest::for_model(&a.query);
-        // A session named by id is the scope: the current project is not assumed around it (the id often comes
-        // from a global search's hit in another project).
-        let named_session = a
-            .session_id
-            .as_deref()
-            .is_some_and(|s| !s.trim().is_empty() && s.trim() != "current");
-        r.project = if global || (named_session && a.project.is_none()) {
+        r.session = a.session_id.as_deref().and_then(SessionChoice::parse);
+        r.project = if global || (r.names_a_session() && a.project.is_none()) {
             None
         } else {
             Some(a.project.unwrap_or_else(|| self.cfg.project.clone()))
@@ -49,7 +44,6 @@ impl GholaServer {
         }
         r.include_subagents = a.include_subagents.unwrap_or(true);
         r.calling_session = self.cfg.session_id.clone();
-        r.session = a.session_id.as_deref().and_then(SessionChoice::parse);
         r.format = choice(a.format.as_deref())?;
         r.grouping = choice(a.group_by.as_deref())?;
         r.machines = a.machines.unwrap_or_default();

@@ -148,6 +148,13 @@ pub struct SearchRequest {
 }
 
 impl SearchRequest {
+    /// Whether the search is limited to a session named by its id: then that session is the scope, and a front
+    /// end assumes no project around it (the id often comes from a global search's hit in another project);
+    /// only a project the caller gave narrows it.
+    pub fn names_a_session(&self) -> bool {
+        matches!(self.session, Some(SessionChoice::Id(_)))
+    }
+
     /// A model's search (the MCP tools' defaults): [`MODEL_RESULTS`] hits with [`MODEL_CONTEXT`] messages of
     /// context, under [`MODEL_MAX_CHARS`].
     pub fn for_model(query: &str) -> Self {

@@ -51,11 +51,7 @@ impl SessionSummary {
     /// subagents Claude Code starts beside an empty one): counted, not listed to people. A subagent's work
     /// whose main transcript is gone is listed: search finds it and `show` reads it.
     pub fn is_empty(&self) -> bool {
-        self.messages == 0
-            && self
-                .subagent_sessions
-                .iter()
-                .all(|a| a.warmup || a.messages == 0)
+        self.messages == 0 && self.subagent_sessions.iter().all(|a| a.warmup)
     }
 
     /// Whether the session's last message is at or after `t` (`since` on the listings).

@@ -22,8 +22,9 @@ pub struct Subagent {
 
 impl Subagent {
     /// Whether this is one of the warm-up runs Claude Code starts on its own: its request is the single word
-    /// "Warmup", or it has none (2.0.55 wrote some warm-ups' reply alone, "I'm ready to help you explore…").
-    /// Not work anyone asked for, so it neither titles nor lists a session.
+    /// "Warmup", or it has none (2.0.55 wrote some warm-ups' reply alone, "I'm ready to help you explore…"; a
+    /// subagent file without messages has none either). Not work anyone asked for, so it neither titles nor
+    /// lists a session.
     pub fn is_warmup(&self) -> bool {
         first_request(&self.messages).is_none_or(|r| r == "Warmup")
     }
@@ -80,11 +81,7 @@ impl Session {
     /// Whether the session holds subagents' work and no main conversation (its main transcript is gone, or was
     /// never written): what `ghola show` and the browser then show without being asked.
     pub fn only_subagents_work(&self) -> bool {
-        self.messages.is_empty()
-            && self
-                .subagents
-                .iter()
-                .any(|a| !a.is_warmup() && !a.messages.is_empty())
+        self.messages.is_empty() && self.subagents.iter().any(|a| !a.is_warmup())
     }
 
     /// Time of the first and last message (subagents included).
