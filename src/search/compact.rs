@@ -75,13 +75,13 @@ fn line(out: &mut String, c: &ContextMessage, header_day: &str) {
     let _ = writeln!(out, "{mark} {}{dated}: {text}", speaker(&c.role, &c.kind));
 }
 
-/// The response as text for a model (see the module doc). Notes and paging come first, so that a reader who
-/// stops early still knows what is missing and how to get it.
 /// What an empty answer says (the terminal, a model and the browser): nothing is returned rather than the least
 /// unrelated message (see `docs/search.md`, "No noise").
 pub const NOTHING_MATCHES: &str = "Nothing in this history matches: no message shares a word with the query, and \
      none is close enough in meaning to be an answer. Try the words that were likely used, or a wider scope.";
 
+/// The response as text for a model (see the module doc). Notes and paging come first, so that a reader who
+/// stops early still knows what is missing and how to get it.
 pub fn render(resp: &SearchResponse) -> String {
     let mut out = String::new();
     let shown = resp.results.len();
