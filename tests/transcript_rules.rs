@@ -257,6 +257,18 @@ fn a_subagents_work_without_its_main_transcript_is_listed_and_warm_ups_are_not()
         )),
         &[line(orphan, "exp1", "o1", "Map the retry code paths")],
     );
+    // Beside it, the warm-up Claude Code started on its own, with its reply: neither is the work.
+    write_jsonl(
+        &dir.join(format!(
+            "projects/-work-app/{orphan}/subagents/agent-warm0.jsonl"
+        )),
+        &[
+            line(orphan, "warm0", "ow1", "Warmup"),
+            json!({"type":"assistant","uuid":"ow2","isSidechain":true,"agentId":"warm0","sessionId":orphan,
+                 "timestamp":"2025-01-02T09:00:01Z","cwd":"/work/app",
+                 "message":{"id":"mw0","role":"assistant","content":[{"type":"text","text":"I'm ready to help."}]}}),
+        ],
+    );
     // An empty session with only the warm-up run Claude Code 2.0.x starts beside it (sibling layout).
     let idle = "55555555-0000-0000-0000-000000000000";
     fs::create_dir_all(dir.join("projects/-work-app")).unwrap();
@@ -304,7 +316,8 @@ fn a_subagents_work_without_its_main_transcript_is_listed_and_warm_ups_are_not()
     assert_eq!(s["messages"], 0);
     assert_eq!(s["title"], "Map the retry code paths");
     let text = String::from_utf8(listed(false)).unwrap();
-    assert!(text.contains("1 subagent message, 1 subagent"), "{text}");
+    // The warm-up and its reply are not counted as the session's work.
+    assert!(text.contains("1 subagent message, 1 subagent "), "{text}");
     // `show` and the browser's page show the subagent's work without being asked.
     let shown = String::from_utf8(common::run_ok(std::process::Command::new(bin).args([
         "--claude-dir",
