@@ -8,10 +8,11 @@ use crate::search::{self, Fusion, Rule, SearchError, SearchParams};
 /// (`get_session_detail` around it), brought the evidence after one expansion from .906 to .924 on the LoCoMo dev
 /// tuning part at the same median size (held back: .920 → .923; docs/benchmarks.md).
 pub const MODEL_RESULTS: usize = 18;
-/// Messages of context each side of a hit, for a model. One was chosen when the ranking put the evidence less
-/// often at the hit itself; with today's ranking two bring more of it into the first page on both parts of the
-/// LoCoMo dev set (tune .927 → .935, held back .928 → .950) at a median of 7,300 characters against 5,400, well
-/// inside the 10,000 a first answer may cost (docs/benchmarks.md, "Two messages either side, again").
+/// Messages of context each side of a hit, for a model. One was chosen on 2026-11-26 for the evidence after an
+/// expansion; asked again with the ranking of 2026-12-05, two bring more evidence into the first page on both
+/// parts of the LoCoMo dev set (tune .927 → .935, held back .928 → .950) and after the expansion, at a median of
+/// 7,300 characters against 5,400 — inside the 10,000 a first answer may cost (docs/benchmarks.md, "Two messages
+/// either side, again").
 pub const MODEL_CONTEXT: usize = 2;
 /// Hits a person at a terminal sees (`ghola search`).
 pub const PERSON_RESULTS: usize = 10;
