@@ -47,12 +47,23 @@ const SEP: &str = r#"(?:\\{0,3}["']?\s*(?::=|=>|=|:)\s*\\{0,3}["']?|\s+(?:is|was
 /// No dot: `config.api_key` is named from `api_key`, and `tokenizer.json: 100%` (a file name) is no name at all.
 const SECRET_NAME: &str = r"[A-Za-z0-9_\-]*(?i:passw(?:or)?d|\bpwd|secret|token|api[_\-]?key|apikey|access[_\-]?key|auth[_\-]?key|private[_\-]?key|credentials?|_authtoken)[A-Za-z0-9_\-]*";
 
+/// `re` with each word boundary `\b` made ASCII's, `(?-u:\b)`. A Unicode word boundary makes the regex engine's
+/// fast automaton give up at the first non-ASCII byte (an em dash, an accent, an emoji: most transcripts hold
+/// some) and scan the rest with its slowest engine; every message the reader builds passes this scan. It never
+/// redacts less: beside a token's ASCII letter or digit, an ASCII boundary holds wherever a Unicode one does, and
+/// also beside a non-ASCII letter ("éAKIA…"); the one pattern whose name may open with `-`
+/// (`secret-assignment`) then starts its match at the letter after it, and takes the same value.
+fn ascii_word_boundaries(re: &str) -> String {
+    re.replace(r"\b", r"(?-u:\b)")
+}
+
 /// The rules in priority order: where two matches overlap, the earlier rule's wins (so a GCP service account's
 /// `private_key` is named as that rather than as a bare PEM key, and `sk-ant-…` as Anthropic's before OpenAI's).
 pub(super) fn all() -> Vec<Rule> {
     let rule = |id, re: &str, group, check| Rule {
         id,
-        re: Regex::new(re).unwrap_or_else(|e| panic!("secret rule {id}: {e}")),
+        re: Regex::new(&ascii_word_boundaries(re))
+            .unwrap_or_else(|e| panic!("secret rule {id}: {e}")),
         group,
         check,
     };

@@ -207,6 +207,31 @@ fn every_planted_credential_is_found_by_its_rule_and_replaced() {
 }
 
 #[test]
+fn credentials_in_text_that_is_not_ascii_are_found_alike() {
+    // Word boundaries are ASCII's (`rules::ascii_word_boundaries`): prose around a credential in any script finds
+    // it as before, and a letter outside ASCII against a token no longer hides it.
+    for (rule, text, value) in planted() {
+        let text = format!("Voilà — déjà vu ✓\n{text}\n… fin 🎉");
+        let found = find(&text);
+        assert!(
+            found
+                .iter()
+                .any(|f| f.rule == rule && f.value(&text) == value),
+            "{rule} not found in {text:?}: {found:?}"
+        );
+    }
+    let key = "AKIA1234567890ABCDEF";
+    let text = format!("clé{key}é");
+    assert_eq!(
+        find(&text)
+            .iter()
+            .map(|f| f.value(&text))
+            .collect::<Vec<_>>(),
+        [key]
+    );
+}
+
+#[test]
 fn what_is_not_a_secret_is_left_alone() {
     let plain = [
         "session 550e8400-e29b-41d4-a716-446655440000 resumed",
