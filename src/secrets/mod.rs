@@ -183,7 +183,18 @@ pub fn redact_bytes_in_place(bytes: &mut [u8], tally: &mut Tally) -> u64 {
         let end = memchr_newline(&bytes[start..]).map_or(bytes.len(), |i| start + i + 1);
         let line = &mut bytes[start..end];
         if let Ok(text) = std::str::from_utf8(line) {
-            let spans: Vec<(usize, usize, &'static str)> = find(text)
+            let mut found = find(text);
+            // A value right after a JSON escape (`"my key:\nghp_…"`, as the line holds a message's line break) has
+            // the escape's letter before it, which the rules' word boundaries read as part of a word; the line is
+            // read again with each such escape blanked, and what that finds besides is taken too.
+            if let Some(blanked) = escapes_blanked(text) {
+                for f in find(&blanked) {
+                    if !found.iter().any(|g| g.start < f.end && f.start < g.end) {
+                        found.push(f);
+                    }
+                }
+            }
+            let spans: Vec<(usize, usize, &'static str)> = found
                 .into_iter()
                 .map(|f| (f.start, json_safe_end(text, f.start, f.end), f.rule))
                 .filter(|(s, e, _)| e > s)
@@ -197,6 +208,29 @@ pub fn redact_bytes_in_place(bytes: &mut [u8], tally: &mut Tally) -> u64 {
         start = end;
     }
     n
+}
+
+/// `text` (a raw JSON line) with every one-letter escape that stands for a control character — `\n`, `\t`, `\r`,
+/// `\b`, `\f` — replaced by two spaces, every other byte where it was (so offsets into it are offsets into
+/// `text`); `None` when there is none. `\\` and `\"` are kept, so `\\n` (a backslash, then "n") stays.
+fn escapes_blanked(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    let mut out: Option<Vec<u8>> = None;
+    let mut i = 0;
+    while i + 1 < b.len() {
+        if b[i] == b'\\' {
+            if matches!(b[i + 1], b'n' | b't' | b'r' | b'b' | b'f') {
+                let o = out.get_or_insert_with(|| b.to_vec());
+                o[i] = b' ';
+                o[i + 1] = b' ';
+            }
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
+    // Only ASCII bytes were replaced by ASCII bytes: still UTF-8.
+    out.map(|o| String::from_utf8(o).unwrap_or_default())
 }
 
 fn memchr_newline(b: &[u8]) -> Option<usize> {

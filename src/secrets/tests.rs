@@ -323,3 +323,21 @@ fn stored_bytes_are_redacted_in_place_keeping_length_and_json() {
     let mut again = out.clone().into_bytes();
     assert_eq!(redact_bytes_in_place(&mut again, &mut Tally::default()), 0);
 }
+
+#[test]
+fn stored_bytes_lose_a_value_that_opens_a_line_or_follows_a_tab() {
+    // The line holds a message's line break as `\n`: the value follows the letter `n`, not a word boundary.
+    let gh = format!("ghp_{}", "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5");
+    let ant = format!("sk-ant-api03-{}", "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0Fe");
+    let text = format!("my key:\n{gh}\nand\t{ant}\n\\nghp_ not a token");
+    let line = serde_json::json!({"type": "user", "message": {"content": text}}).to_string() + "\n";
+    let mut bytes = line.clone().into_bytes();
+    assert_eq!(redact_bytes_in_place(&mut bytes, &mut Tally::default()), 2);
+    assert_eq!(bytes.len(), line.len());
+    let out = String::from_utf8(bytes).unwrap();
+    assert!(!out.contains(&gh) && !out.contains(&ant), "{out}");
+    let v: serde_json::Value = serde_json::from_str(out.trim_end()).unwrap();
+    let content = v["message"]["content"].as_str().unwrap();
+    assert!(content.starts_with("my key:\n[REDACTED"), "{content}");
+    assert!(content.ends_with("\\nghp_ not a token"), "{content}");
+}

@@ -314,7 +314,8 @@ impl ArchiveWriter {
                 let same_redacted = !same && e.len as usize <= bytes.len() && {
                     let mut head = bytes[..n].to_vec();
                     crate::secrets::redact_bytes_in_place(&mut head, &mut Default::default()) > 0
-                        && crc32fast::hash(&head) == e.crc
+                        && (crc32fast::hash(&head) == e.crc
+                            || scrubbed_by_older_rules(e, &head, &mut Packs::new(&self.dir)))
                 };
                 if same || same_redacted {
                     redact |= same_redacted;
@@ -571,6 +572,25 @@ fn frame_bytes(file: &ArchivedFile, start: u64, bytes: &[u8]) -> std::io::Result
 
 /// The current generation of an archived file, read back from its frames and checked (frame crcs, offsets,
 /// length and the whole file's crc).
+/// Whether the archived copy `e` is `head` (a file's first bytes, redacted by today's rules) scrubbed by rules
+/// that took less: the rules only ever take more (docs/secrets.md), so today's redaction of the archived copy then
+/// comes out as `head`. Without this, a file scrubbed before a rule was widened would read as rewritten, and its
+/// original — every value the scrub removed — would be stored again as a new generation. Read only when neither
+/// crc matched; a copy that cannot be read counts as not the same.
+fn scrubbed_by_older_rules(e: &FileEntry, head: &[u8], packs: &mut Packs) -> bool {
+    match file_bytes(e, packs) {
+        Ok(mut archived) => {
+            archived.len() == head.len()
+                && crate::secrets::redact_bytes_in_place(&mut archived, &mut Default::default()) > 0
+                && archived == head
+        }
+        Err(err) => {
+            tracing::warn!("reading the archived copy of {} failed: {err}", e.file.path);
+            false
+        }
+    }
+}
+
 fn file_bytes(e: &FileEntry, packs: &mut Packs) -> std::io::Result<Vec<u8>> {
     let mut out = Vec::with_capacity(e.len as usize);
     for at in &e.frames {

@@ -189,3 +189,57 @@ fn forgetting_rewrites_the_packs_without_the_session() {
         assert!(!bytes.windows(6).any(|w| w == b"SECRET"), "{:?}", e.path());
     }
 }
+
+#[test]
+fn a_copy_scrubbed_by_older_rules_is_still_the_same_file_and_its_original_is_not_stored_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = file("/p/a.jsonl", "a");
+    // Two values: one today's rules and older ones both take, one only today's take (it opens a line, where the
+    // older rules saw no word boundary after the escape's `n`).
+    let aws = "AKIA1234567890ABCDEF";
+    let gh = format!("ghp_{}", "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5");
+    let line =
+        serde_json::json!({"type":"user","message":{"content": format!("aws {aws} and\n{gh}")}})
+            .to_string()
+            + "\n";
+    // The copy an older scrub left: the first value overwritten, the second as written.
+    let mut all = line.clone().into_bytes();
+    crate::secrets::redact_bytes_in_place(&mut all, &mut Default::default());
+    let at = line.find(&gh).unwrap();
+    let mut older = all.clone();
+    older[at..at + gh.len()].copy_from_slice(gh.as_bytes());
+    assert!(!String::from_utf8_lossy(&older).contains(aws));
+    let mut w = ArchiveWriter::open(tmp.path()).unwrap();
+    w.record(&a, 0, &older).unwrap();
+    w.commit().unwrap();
+    // Claude Code's file still holds both values, and grew by a line.
+    let more = "{\"type\":\"user\",\"message\":{\"content\":\"next\"}}\n";
+    let live = format!("{line}{more}");
+    let mut w = ArchiveWriter::open(tmp.path()).unwrap();
+    w.record(&a, 0, live.as_bytes()).unwrap();
+    w.commit().unwrap();
+    let r = Archive::open(tmp.path()).unwrap();
+    let got = r.read("/p/a.jsonl").unwrap().unwrap();
+    // The same generation, grown by the new line: not the original again.
+    assert_eq!(got, [older.as_slice(), more.as_bytes()].concat());
+    assert_eq!(r.state.files["/p/a.jsonl"].frames.len(), 2);
+    let mut files = 0;
+    let mut dirs = vec![tmp.path().to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                files += 1;
+                let bytes = std::fs::read(&path).unwrap();
+                assert!(
+                    !String::from_utf8_lossy(&bytes).contains(aws),
+                    "the scrubbed value is back in {}",
+                    path.display()
+                );
+            }
+        }
+    }
+    assert!(files > 0);
+}
