@@ -190,16 +190,21 @@ fn planted_by_name(out: &mut Vec<Planted>) {
     );
 }
 
+/// Asserts that `rule` finds `value` in `text`.
+fn assert_found(rule: &str, text: &str, value: &str) {
+    let found = find(text);
+    assert!(
+        found
+            .iter()
+            .any(|f| f.rule == rule && f.value(text) == value),
+        "{rule} not found in {text:?}: {found:?}"
+    );
+}
+
 #[test]
 fn every_planted_credential_is_found_by_its_rule_and_replaced() {
     for (rule, text, value) in planted() {
-        let found = find(&text);
-        assert!(
-            found
-                .iter()
-                .any(|f| f.rule == rule && f.value(&text) == value),
-            "{rule} not found in {text:?}: {found:?}"
-        );
+        assert_found(rule, &text, &value);
         let red = redact(&text);
         assert!(!red.contains(&value), "{rule}: {red}");
         assert!(red.contains(&placeholder(rule)), "{rule}: {red}");
@@ -211,13 +216,10 @@ fn credentials_in_text_that_is_not_ascii_are_found_alike() {
     // Word boundaries are ASCII's (`rules::ascii_word_boundaries`): prose around a credential in any script finds
     // it as before, and a letter outside ASCII against a token no longer hides it.
     for (rule, text, value) in planted() {
-        let text = format!("Voilà — déjà vu ✓\n{text}\n… fin 🎉");
-        let found = find(&text);
-        assert!(
-            found
-                .iter()
-                .any(|f| f.rule == rule && f.value(&text) == value),
-            "{rule} not found in {text:?}: {found:?}"
+        assert_found(
+            rule,
+            &format!("Voilà — déjà vu ✓\n{text}\n… fin 🎉"),
+            &value,
         );
     }
     let key = "AKIA1234567890ABCDEF";
