@@ -57,8 +57,64 @@ pub fn rule_ids() -> Vec<&'static str> {
 }
 
 /// The credentials in `text`, in order, none overlapping (where two rules' matches overlap, the earlier rule in
-/// [`rule_ids`] wins).
+/// [`rule_ids`] wins). A terminal's colour or style code just before a value (`\x1b[1msk-ant-…`, as a tool's
+/// output prints it) ends in a letter, where the rules see no word boundary: the text is read a second time with
+/// those codes blanked, and what that finds besides is added.
 pub fn find(text: &str) -> Vec<Finding> {
+    let mut found = find_in(text);
+    if let Some(plain) = terminal_codes_blanked(text) {
+        add_apart(&mut found, find_in(&plain));
+    }
+    found
+}
+
+/// Adds to `found` (kept in order) each of `more` that overlaps none of it.
+fn add_apart(found: &mut Vec<Finding>, more: Vec<Finding>) {
+    for f in more {
+        if !found.iter().any(|g| g.start < f.end && f.start < g.end) {
+            found.push(f);
+        }
+    }
+    found.sort_by_key(|f| f.start);
+}
+
+/// `text` with every terminal control sequence that sets colour or style — ESC `[`, digits and `;`, a letter —
+/// replaced by spaces, byte for byte (so offsets into it are offsets into `text`), whether ESC is the byte itself
+/// or, in a raw JSON line, the escape `\u001b`; `None` when there is none.
+fn terminal_codes_blanked(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    if !(b.contains(&0x1b) || text.contains("\\u001b") || text.contains("\\u001B")) {
+        return None;
+    }
+    let mut out: Option<Vec<u8>> = None;
+    let mut i = 0;
+    while i < b.len() {
+        let intro = if b[i] == 0x1b {
+            1
+        } else if b[i..].starts_with(b"\\u001b") || b[i..].starts_with(b"\\u001B") {
+            6
+        } else {
+            0
+        };
+        if intro > 0 && b.get(i + intro) == Some(&b'[') {
+            let mut j = i + intro + 1;
+            while j < b.len() && (b[j].is_ascii_digit() || b[j] == b';' || b[j] == b'?') {
+                j += 1;
+            }
+            if j < b.len() && b[j].is_ascii_alphabetic() {
+                out.get_or_insert_with(|| b.to_vec())[i..=j].fill(b' ');
+                i = j + 1;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    // Only ASCII bytes were replaced by ASCII bytes: still UTF-8.
+    out.map(|o| String::from_utf8(o).unwrap_or_default())
+}
+
+/// [`find`] of the text as it is.
+fn find_in(text: &str) -> Vec<Finding> {
     let hits = ENGINE.any.matches(text);
     if !hits.matched_any() {
         return Vec::new();
@@ -188,11 +244,7 @@ pub fn redact_bytes_in_place(bytes: &mut [u8], tally: &mut Tally) -> u64 {
             // the escape's letter before it, which the rules' word boundaries read as part of a word; the line is
             // read again with each such escape blanked, and what that finds besides is taken too.
             if let Some(blanked) = escapes_blanked(text) {
-                for f in find(&blanked) {
-                    if !found.iter().any(|g| g.start < f.end && f.start < g.end) {
-                        found.push(f);
-                    }
-                }
+                add_apart(&mut found, find(&blanked));
             }
             let spans: Vec<(usize, usize, &'static str)> = found
                 .into_iter()

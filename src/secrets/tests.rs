@@ -343,3 +343,26 @@ fn stored_bytes_lose_a_value_that_opens_a_line_or_follows_a_tab() {
     assert!(content.starts_with("my key:\n[REDACTED"), "{content}");
     assert!(content.ends_with("\\nghp_ not a token"), "{content}");
 }
+
+#[test]
+fn a_value_printed_in_colour_is_found_and_scrubbed_from_stored_bytes() {
+    // A tool's output in colour: the style code before the value ends in `m`, where no word boundary is.
+    let ant = format!("sk-ant-api03-{}", "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0Fe");
+    let text = format!("Your key: \x1b[1;32m{ant}\x1b[0m (keep it safe)");
+    assert_found("anthropic-api-key", &text, &ant);
+    let red = redact(&text);
+    assert!(
+        !red.contains(&ant) && red.contains("\x1b[1;32m[REDACTED:anthropic-api-key]\x1b[0m"),
+        "{red:?}"
+    );
+    // The raw line holds ESC as `\u001b`.
+    let line = serde_json::json!({"type": "user", "message": {"content": text}}).to_string() + "\n";
+    assert!(line.contains("\\u001b[1;32m"), "{line}");
+    let mut bytes = line.clone().into_bytes();
+    assert_eq!(redact_bytes_in_place(&mut bytes, &mut Tally::default()), 1);
+    let out = String::from_utf8(bytes).unwrap();
+    assert!(!out.contains(&ant), "{out}");
+    serde_json::from_str::<serde_json::Value>(out.trim_end()).unwrap();
+    // A style code with no value after it changes nothing.
+    assert!(find("\x1b[31mFAILED\x1b[0m tests/auth.rs").is_empty());
+}
