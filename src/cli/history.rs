@@ -213,7 +213,7 @@ pub fn sessions(
             } else {
                 String::new()
             },
-            match s.subagent_sessions.iter().filter(|a| !a.warmup).count() {
+            match s.subagents_at_work().count() {
                 0 => String::new(),
                 1 => ", 1 subagent".to_string(),
                 n => format!(", {n} subagents"),
@@ -237,12 +237,7 @@ pub fn sessions(
 /// gone, the subagents' ("0 messages" would hide what `show` reads) — the work asked for, not the replies of
 /// the warm-ups Claude Code starts on its own.
 fn message_count(s: &ghola::transcript::catalog::SessionSummary) -> String {
-    let of_subagents: usize = s
-        .subagent_sessions
-        .iter()
-        .filter(|a| !a.warmup)
-        .map(|a| a.messages)
-        .sum();
+    let of_subagents: usize = s.subagents_at_work().map(|a| a.messages).sum();
     if s.messages == 0 && of_subagents > 0 {
         let plural = if of_subagents == 1 { "" } else { "s" };
         format!("{of_subagents} subagent message{plural}")

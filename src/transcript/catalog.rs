@@ -51,7 +51,12 @@ impl SessionSummary {
     /// subagents Claude Code starts beside an empty one): counted, not listed to people. A subagent's work
     /// whose main transcript is gone is listed: search finds it and `show` reads it.
     pub fn is_empty(&self) -> bool {
-        self.messages == 0 && self.subagent_sessions.iter().all(|a| a.warmup)
+        self.messages == 0 && self.subagents_at_work().next().is_none()
+    }
+
+    /// Its subagent runs that were asked for: every one but the warm-ups Claude Code starts on its own.
+    pub fn subagents_at_work(&self) -> impl Iterator<Item = &SubagentSummary> {
+        self.subagent_sessions.iter().filter(|a| !a.warmup)
     }
 
     /// Whether the session's last message is at or after `t` (`since` on the listings).

@@ -570,8 +570,6 @@ fn frame_bytes(file: &ArchivedFile, start: u64, bytes: &[u8]) -> std::io::Result
     Ok(frame)
 }
 
-/// The current generation of an archived file, read back from its frames and checked (frame crcs, offsets,
-/// length and the whole file's crc).
 /// Whether the archived copy `e` is `head` (a file's first bytes, redacted by today's rules) scrubbed by rules
 /// that took less: the rules only ever take more (docs/secrets.md), so today's redaction of the archived copy then
 /// comes out as `head`. Without this, a file scrubbed before a rule was widened would read as rewritten, and its
@@ -591,6 +589,8 @@ fn scrubbed_by_older_rules(e: &FileEntry, head: &[u8], packs: &mut Packs) -> boo
     }
 }
 
+/// The current generation of an archived file, read back from its frames and checked (frame crcs, offsets,
+/// length and the whole file's crc).
 fn file_bytes(e: &FileEntry, packs: &mut Packs) -> std::io::Result<Vec<u8>> {
     let mut out = Vec::with_capacity(e.len as usize);
     for at in &e.frames {
