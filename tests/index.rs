@@ -425,6 +425,56 @@ fn an_append_parses_only_the_appended_bytes_and_never_opens_the_index() {
     assert_eq!(live(&fresh), live(&idx));
 }
 
+/// The first line of a reply when extended thinking is on: its thinking alone, the text following on the next line.
+fn thinking(session: &str, uuid: &str, id: &str, text: &str) -> String {
+    let v = json!({"type": "assistant", "uuid": uuid, "sessionId": session, "cwd": "/work/proj",
+        "timestamp": "2025-03-01T10:59:20Z",
+        "message": {"id": id, "role": "assistant", "content": [{"type":"thinking","thinking": text}]}});
+    format!("{v}\n")
+}
+
+#[test]
+fn a_reply_read_before_its_text_is_named_by_its_text_once_written_and_held_once() {
+    let (tmp, claude, idx) = scratch();
+    write_session(&claude, "t1", 3);
+    let p = session_path(&claude, "t1");
+    // Indexed while Claude Code is still writing the reply: only its thinking is on disk.
+    append(&p, &thinking("t1", "t1-think", "msg-t1-3", "the user wants the port"));
+    update(&idx, &claude);
+    assert_eq!(content_of(&idx, "t1-think").len(), 1);
+
+    // Its text arrives (an append: the read resumes at the reply). The text's line names the reply — the line
+    // a reader of the transcript would name — and the thinking-only version is gone, not held beside it.
+    append(&p, &continuation("t1", "t1-text", "msg-t1-3", "It listens on port 8417."));
+    let s = update(&idx, &claude);
+    assert!(!s.full_update, "{s:?}");
+    assert_eq!(
+        content_of(&idx, "t1-text"),
+        vec!["[thinking] the user wants the port\nIt listens on port 8417.".to_string()]
+    );
+    assert!(content_of(&idx, "t1-think").is_empty());
+    assert_eq!(live(&idx).len(), 4);
+
+    // The same on the full path (a rewritten file is read whole against the live index).
+    let (claude2, idx2) = (tmp.path().join("claude2"), tmp.path().join("idx2"));
+    write_session(&claude2, "t2", 3);
+    let p2 = session_path(&claude2, "t2");
+    append(&p2, &thinking("t2", "t2-think", "msg-t2-3", "the user wants the port"));
+    update(&idx2, &claude2);
+    let whole = fs::read_to_string(&p2).unwrap().replace("message 0 of t2", "message zero of t2")
+        + &continuation("t2", "t2-text", "msg-t2-3", "It listens on port 8417.");
+    fs::write(&p2, whole).unwrap();
+    let s = update(&idx2, &claude2);
+    assert_eq!(content_of(&idx2, "t2-text").len(), 1, "{s:?}");
+    assert!(content_of(&idx2, "t2-think").is_empty());
+    assert_eq!(live(&idx2).len(), 4);
+
+    // Read in one go, the history holds the same messages under the same names.
+    let fresh = tmp.path().join("fresh");
+    update(&fresh, &claude);
+    assert_eq!(live(&fresh), live(&idx));
+}
+
 #[test]
 fn small_segments_are_merged_and_superseded_versions_dropped() {
     let (_tmp, claude, idx, p) = indexed_session("m1", 2);

@@ -123,7 +123,8 @@ fn share_of<'s>(shares: &'s [Share], project: &str) -> Option<&'s Share> {
 }
 
 /// A message's id on the hub: the same on every machine and every ghola version (a hash of its session, agent
-/// and uuid with SHA-256, whose output no toolchain changes).
+/// and first entry's uuid — [`crate::transcript::Message::identity`], which a reply's later pieces do not change —
+/// with SHA-256, whose output no toolchain changes).
 pub fn message_id(session: &str, agent: Option<&str>, uuid: &str) -> String {
     use sha2::Digest;
     let mut h = sha2::Sha256::new();
@@ -302,7 +303,7 @@ fn outgoing_messages(
         };
         let content = crate::secrets::redact_counting(&content, tally).into_owned();
         out.push(OutMessage {
-            id: message_id(session_id, m.agent_id.as_deref(), &m.uuid),
+            id: message_id(session_id, m.agent_id.as_deref(), m.identity()),
             agent_id: m.agent_id.clone(),
             seq: seq as i64,
             role: m.role.as_str().to_string(),

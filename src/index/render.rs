@@ -308,6 +308,7 @@ mod tests {
         Message {
             uuid: "u".into(),
             merged_uuids: Vec::new(),
+            first_entry: None,
             parent_uuid: None,
             session_id: "s".into(),
             agent_id: None,

@@ -449,17 +449,29 @@ impl<'a> Writer<'a> {
             if !seen.insert(key) {
                 continue;
             }
-            let old = match &self.live {
-                Some(live) => live.by_key.get(&key).copied(),
+            // A reply read before its text was written is held under its first entry's uuid, which its text
+            // has since replaced as its name (`Message::uuid`): the same message, grown.
+            let first_key = (m.identity() != m.uuid)
+                .then(|| super::records::message_key(&s.session_id, agent.as_deref(), m.identity()));
+            // Held under another name, it is written again under its own (same text, new name).
+            let old = match &mut self.live {
+                Some(live) => live
+                    .by_key
+                    .get(&key)
+                    .map(|&(gid, hash)| (gid, hash, false))
+                    .or_else(|| {
+                        let (gid, hash) = live.by_key.remove(&first_key?)?;
+                        Some((gid, hash, true))
+                    }),
                 None => start
                     .and_then(|r| r.last.as_ref())
-                    .filter(|(uuid, _, _)| i == 0 && *uuid == m.uuid)
-                    .map(|(_, gid, hash)| (*gid, *hash)),
+                    .filter(|(uuid, _, _)| i == 0 && (*uuid == m.uuid || uuid == m.identity()))
+                    .map(|(uuid, gid, hash)| (*gid, *hash, *uuid != m.uuid)),
             };
             let gid = match old {
-                Some((gid, h)) if h == content_hash => gid,
+                Some((gid, h, false)) if h == content_hash => gid,
                 old => {
-                    if let Some((gid, _)) = old {
+                    if let Some((gid, _, _)) = old {
                         self.pending_dead.push(gid);
                     }
                     let gid = self.manifest.next_gid;

@@ -113,12 +113,18 @@ impl Part {
 /// A message of a session: one user entry, or one assistant response (its split entries merged).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
-    /// The uuid of the (first) entry.
+    /// The uuid of the entry that names the message: for a response Claude Code wrote in pieces, the first piece
+    /// that holds text (the line a reader of the transcript calls the reply, rather than its thinking), else the
+    /// first entry; for any other message, its one entry.
     pub uuid: String,
-    /// The uuids of the later entries of a response Claude Code wrote in pieces, merged into this message: an id
-    /// read from the file or from a tool result's `parentUuid` names the piece, and finds the message through it.
+    /// The uuids of the other entries of a response Claude Code wrote in pieces, merged into this message, in file
+    /// order: an id read from the file or from a tool result's `parentUuid` names the piece, and finds the message
+    /// through it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub merged_uuids: Vec<String>,
+    /// The uuid of the response's first entry when a later piece names it ([`Message::identity`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_entry: Option<String>,
     pub parent_uuid: Option<String>,
     /// The session this message belongs to (for a subagent: its parent session).
     pub session_id: String,
@@ -149,6 +155,13 @@ impl Message {
         !prefix.is_empty()
             && (self.uuid.starts_with(prefix)
                 || self.merged_uuids.iter().any(|u| u.starts_with(prefix)))
+    }
+
+    /// The uuid of the message's first entry: what stays the same while a response is still being written (its
+    /// thinking is on disk before its text, which then names it), so the index and the hub know a grown reply
+    /// as the one they already hold.
+    pub fn identity(&self) -> &str {
+        self.first_entry.as_deref().unwrap_or(&self.uuid)
     }
 
     /// Whether `uuid` is this message's id or the id of one of the entries merged into it: a link into the

@@ -163,8 +163,12 @@ pub fn load_session_from(src: &Sources, files: &SessionFiles, plan: &ReadPlan) -
         read.statuses[first_sub + i].report.unknown_blocks += unknown_blocks;
         main.subagents.push(agent);
     }
-    let uuids: std::collections::HashSet<&str> =
-        main.messages.iter().map(|m| m.uuid.as_str()).collect();
+    let uuids: std::collections::HashSet<&str> = main
+        .messages
+        .iter()
+        .flat_map(|m| std::iter::once(&m.uuid).chain(&m.merged_uuids))
+        .map(String::as_str)
+        .collect();
     let title = main
         .title
         .resolve(&uuids)
@@ -332,6 +336,14 @@ fn assemble_subagent(
 
 /// The window in effect at time `t`: how many compactions happened at or before it. Used to place
 /// subagent messages (which live in their own files) in their parent's windows.
+/// Whether `parts` hold text someone wrote (not only thinking or tool calls): the piece of a response that does
+/// names it ([`Message::uuid`]).
+fn says_something(parts: &[Part]) -> bool {
+    parts
+        .iter()
+        .any(|p| matches!(p, Part::Text { text } if !text.trim().is_empty()))
+}
+
 fn window_at(boundaries: &[Option<DateTime<Utc>>], t: Option<DateTime<Utc>>) -> u32 {
     let Some(t) = t else { return 0 };
     boundaries
@@ -399,11 +411,19 @@ impl Builder {
             && let Some(&i) = self.by_message_id.get(id)
         {
             let merged = &mut self.messages[i];
+            let names_it = !says_something(&merged.parts) && says_something(&parts);
             merged.parts.append(&mut parts);
             if let Some(u) = &entry.uuid
                 && *u != merged.uuid
             {
-                merged.merged_uuids.push(u.clone());
+                if names_it {
+                    // The first piece with text names the reply; the pieces before it stay its entries.
+                    let first = std::mem::replace(&mut merged.uuid, u.clone());
+                    merged.first_entry.get_or_insert_with(|| first.clone());
+                    merged.merged_uuids.insert(0, first);
+                } else {
+                    merged.merged_uuids.push(u.clone());
+                }
             }
             return;
         }
@@ -417,6 +437,7 @@ impl Builder {
         self.messages.push(Message {
             uuid,
             merged_uuids: Vec::new(),
+            first_entry: None,
             parent_uuid: entry.parent_uuid.clone(),
             session_id: ctx.session_id.to_string(),
             agent_id: agent_id.map(str::to_owned),
