@@ -439,13 +439,19 @@ fn a_reply_read_before_its_text_is_named_by_its_text_once_written_and_held_once(
     write_session(&claude, "t1", 3);
     let p = session_path(&claude, "t1");
     // Indexed while Claude Code is still writing the reply: only its thinking is on disk.
-    append(&p, &thinking("t1", "t1-think", "msg-t1-3", "the user wants the port"));
+    append(
+        &p,
+        &thinking("t1", "t1-think", "msg-t1-3", "the user wants the port"),
+    );
     update(&idx, &claude);
     assert_eq!(content_of(&idx, "t1-think").len(), 1);
 
     // Its text arrives (an append: the read resumes at the reply). The text's line names the reply — the line
     // a reader of the transcript would name — and the thinking-only version is gone, not held beside it.
-    append(&p, &continuation("t1", "t1-text", "msg-t1-3", "It listens on port 8417."));
+    append(
+        &p,
+        &continuation("t1", "t1-text", "msg-t1-3", "It listens on port 8417."),
+    );
     let s = update(&idx, &claude);
     assert!(!s.full_update, "{s:?}");
     assert_eq!(
@@ -459,9 +465,14 @@ fn a_reply_read_before_its_text_is_named_by_its_text_once_written_and_held_once(
     let (claude2, idx2) = (tmp.path().join("claude2"), tmp.path().join("idx2"));
     write_session(&claude2, "t2", 3);
     let p2 = session_path(&claude2, "t2");
-    append(&p2, &thinking("t2", "t2-think", "msg-t2-3", "the user wants the port"));
+    append(
+        &p2,
+        &thinking("t2", "t2-think", "msg-t2-3", "the user wants the port"),
+    );
     update(&idx2, &claude2);
-    let whole = fs::read_to_string(&p2).unwrap().replace("message 0 of t2", "message zero of t2")
+    let whole = fs::read_to_string(&p2)
+        .unwrap()
+        .replace("message 0 of t2", "message zero of t2")
         + &continuation("t2", "t2-text", "msg-t2-3", "It listens on port 8417.");
     fs::write(&p2, whole).unwrap();
     let s = update(&idx2, &claude2);

@@ -1791,3 +1791,72 @@ fn a_typo_in_the_query_finds_what_the_right_word_finds_and_says_so() {
     .unwrap();
     assert!(text.contains("tournament"), "{text}");
 }
+
+/// A reply is the hit, the output it read its context (issue #47): a test run's output and the reply that reports
+/// it share the question's words; the reply — named by its line of text, not by the thinking Claude Code wrote
+/// first on a line of its own — ranks first, and `--without-rule unsaid` gives the output its full score back.
+#[test]
+fn a_reply_is_the_hit_before_the_output_it_read_and_is_named_by_its_text() {
+    let (cwd, s) = ("/w/said", "sd");
+    let at = |i: usize| format!("2025-05-03T09:{i:02}:00Z");
+    let piece = |i: usize, id: &str, block: serde_json::Value| {
+        json!({"type": "assistant", "uuid": format!("{s}-{i}"), "sessionId": s, "cwd": cwd, "timestamp": at(i),
+            "message": {"id": id, "role": "assistant", "content": [block]}})
+    };
+    let lines = vec![
+        entry(s, cwd, 0, &at(0), "run the retry tests please"),
+        piece(
+            1,
+            "m-sd-1",
+            json!({"type": "thinking", "thinking": "the user wants the suite run"}),
+        ),
+        piece(
+            2,
+            "m-sd-1",
+            json!({"type": "tool_use", "id": "b1", "name": "Bash",
+            "input": {"command": "cargo test retry"}}),
+        ),
+        json!({"type": "user", "uuid": format!("{s}-3"), "sessionId": s, "cwd": cwd, "timestamp": at(3),
+            "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "b1", "content":
+                "test retry_backoff_doubles ... ok\ntest retry_gives_up_after_five ... ok\nretry tests: 2 passed"}]}}),
+        piece(
+            4,
+            "m-sd-4",
+            json!({"type": "thinking", "thinking": "both green"}),
+        ),
+        piece(
+            5,
+            "m-sd-4",
+            json!({"type": "text", "text":
+            "Both retry tests passed: the backoff doubles and it gives up after five tries."}),
+        ),
+        entry(s, cwd, 6, &at(6), "unrelated: the kettle is broken"),
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    write(&tmp.path().join("claude"), cwd, s, &lines);
+    let e = indexed(tmp);
+    let scores = |extra: &[&str]| {
+        let mut args = vec![
+            "did the retry tests pass?",
+            "--project",
+            cwd,
+            "--context",
+            "0",
+            "--relative-floor",
+            "0",
+            "--without-rule",
+            "session-evidence",
+        ];
+        args.extend_from_slice(extra);
+        let v = search(&e, "UTC", &args).unwrap();
+        (uuids(&v), score_of(&v, "sd-3") / score_of(&v, "sd-5"))
+    };
+    let (ranked, with_rule) = scores(&[]);
+    assert_eq!(ranked[0], "sd-5", "{ranked:?}");
+    assert!(!ranked.contains(&"sd-4".to_string()), "{ranked:?}");
+    let (_, without) = scores(&["--without-rule", "unsaid"]);
+    assert!(
+        with_rule < 0.7 * without,
+        "the output is moved down: {with_rule} vs {without}"
+    );
+}

@@ -15,14 +15,17 @@ Needs numpy (the harness's own dependency; `/tmp/benchvenv/bin/python`). Each fo
 harness's `--setup` under --work/<folder> (HOME there), never under ../shared.
 """
 import argparse, json, subprocess, sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 here = Path(__file__).resolve().parent
 root = here.parent.parent
 shared = root.parent / "shared"
 sys.path.insert(0, str(shared / "bench"))
-from common import load_messages  # noqa: E402
+from common import load_messages, score_question  # noqa: E402
+
+sys.path.insert(0, str(here.parent))
+from plain_fusion import bm25, embedded, fused_order, words  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--questions", action="append", help="question sets (default: all four)")
@@ -76,8 +79,8 @@ for path in sets:
             if not link.exists():
                 link.symlink_to(Path(a.corpus) / folder)
             msgs = load_messages(home)
-            cache[folder] = ({m["uuid"]: m for m in msgs}, entries_of(Path(a.corpus) / folder))
-        lines, groups = cache[folder]
+            cache[folder] = ({m["uuid"]: m for m in msgs}, entries_of(Path(a.corpus) / folder), msgs)
+        lines, groups, _ = cache[folder]
         gold = sorted({u for g in q["gold"] for u in groups.get(g, [g]) if u in lines})
         if not gold:
             left_out[name] += 1
@@ -108,19 +111,43 @@ for folder, qs in sorted(by_folder.items()):
         if isinstance(v, int):
             counts[k] += v
 
+# The floor in the harness's own universe (its README's baselines): plain RRF (k = 60) of BM25 and MiniLM cosine
+# over the lines with text, within the question's project (or its whole folder in global scope).
+floor = defaultdict(dict)
+for folder, qs in sorted(by_folder.items()):
+    msgs = cache[folder][2]
+    vecs = embedded(a.ghola, a.model_dir, [m["text"] for m in msgs] + [q["question"] for q in qs], work / folder)
+    mvec, qvec = vecs[: len(msgs)], vecs[len(msgs):]
+    for qi, q in enumerate(qs):
+        idx = [i for i, m in enumerate(msgs) if a.scope == "global" or m["cwd"] == q["cwd"]]
+        docs = [Counter(words(msgs[i]["text"])) for i in idx]
+        order = fused_order(bm25(docs, words(q["question"])), mvec[idx] @ qvec[qi])
+        ranked = [msgs[idx[j]]["uuid"] for j in order[:10]]
+        name, qid = q["qid"].split(":", 1)
+        floor[name][qid] = score_question(ranked, q["gold_uuids"])
+
 print(f"shared harness (matched_message.uuid, lines with text), {a.scope} scope {' '.join(extra)}")
-print(f"{'set':<12} {'n':>4} {'left out':>8}  {'any@1':>6} {'any@10':>6} {'MRR':>6}")
-pooled = []
+print(f"{'set':<12} {'n':>4} {'left out':>8}  {'any@1':>6} {'any@10':>6} {'MRR':>6}  {'floor any@1':>11} {'any@10':>6} {'MRR':>6}")
+pooled, pooled_floor = [], []
+
+
+def row(label, rows, frows, out):
+    m = lambda rs, k: sum(r[k] for r in rs) / len(rs)
+    print(f"{label:<12} {len(rows):>4} {out:>8}  {m(rows, 'any@1'):6.3f} {m(rows, 'any@10'):6.3f} "
+          f"{m(rows, 'mrr'):6.3f}  {m(frows, 'any@1'):11.3f} {m(frows, 'any@10'):6.3f} {m(frows, 'mrr'):6.3f}")
+
+
 for path in sets:
     name = Path(path).stem
     rows = list(metrics[name].values())
-    pooled += rows if name != "questions" else []
+    frows = [floor[name][q] for q in metrics[name]]
+    if name != "questions":
+        pooled += rows
+        pooled_floor += frows
     if rows:
-        m = lambda k: sum(r[k] for r in rows) / len(rows)
-        print(f"{name:<12} {len(rows):>4} {left_out[name]:>8}  {m('any@1'):6.3f} {m('any@10'):6.3f} {m('mrr'):6.3f}")
+        row(name, rows, frows, left_out[name])
 if pooled:
-    m = lambda k: sum(r[k] for r in pooled) / len(pooled)
-    print(f"{'held out':<12} {len(pooled):>4} {'':>8}  {m('any@1'):6.3f} {m('any@10'):6.3f} {m('mrr'):6.3f}")
+    row("held out", pooled, pooled_floor, "")
 print("hits the harness does not know:", ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
 if a.json:
     json.dump(metrics, open(a.json, "w"), indent=1)

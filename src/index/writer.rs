@@ -451,8 +451,9 @@ impl<'a> Writer<'a> {
             }
             // A reply read before its text was written is held under its first entry's uuid, which its text
             // has since replaced as its name (`Message::uuid`): the same message, grown.
-            let first_key = (m.identity() != m.uuid)
-                .then(|| super::records::message_key(&s.session_id, agent.as_deref(), m.identity()));
+            let first_key = (m.identity() != m.uuid).then(|| {
+                super::records::message_key(&s.session_id, agent.as_deref(), m.identity())
+            });
             // Held under another name, it is written again under its own (same text, new name).
             let old = match &mut self.live {
                 Some(live) => live

@@ -494,6 +494,11 @@ impl Snapshot {
         self.local(i, self.row(i).role)
     }
 
+    /// What live message `i` mostly is ("text", "summary", "tool_use", "tool_result", "thinking").
+    pub fn kind(&self, i: usize) -> &str {
+        self.local(i, self.row(i).kind)
+    }
+
     /// The uuid of live message `i`.
     pub fn uuid(&self, i: usize) -> &str {
         let r = &self.messages[i];
