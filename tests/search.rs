@@ -755,8 +755,8 @@ fn int8_scan_answers_like_the_f32_scan_and_old_segments_still_search() {
 /// Where the answer is unlikely to be: the user's request to the agent (answered with a tool call), the main
 /// conversation when the query names an agent. Each ranks below the message that answers, though it matches the
 /// query's words at least as well; between people (no tool call in the reply) the user's message is evidence like
-/// any other — and so it is when the query asks what the user said. A why-question no longer moves tool outputs
-/// down (the rule gained nothing on held-back questions).
+/// any other — and so it is when the query asks what the user said. A tool's output ranks below the reply that
+/// read it for every query (rule unsaid); a why-question does not move it further.
 #[test]
 fn requests_and_the_main_thread_for_agents_rank_below_answers() {
     let tmp = tempfile::tempdir().unwrap();
@@ -850,25 +850,34 @@ fn requests_and_the_main_thread_for_agents_rank_below_answers() {
     );
     let e = indexed(tmp);
     // Words only (the weight is the user's to set), so the priors alone decide between equal matches.
+    // A query may end with extra arguments (`… --without-rule unsaid`).
     let first = |q: &str, project: &str| {
-        let v = search(
-            &e,
-            "UTC",
-            &[
-                q,
-                "--project",
-                project,
-                "--context",
-                "0",
-                "--lexical-weight",
-                "1",
-            ],
-        )
-        .unwrap();
+        let (q, extra) = q.split_once(" --").map_or((q, ""), |(q, x)| (q, x));
+        let extra: Vec<String> = (!extra.is_empty())
+            .then(|| format!("--{extra}"))
+            .into_iter()
+            .flat_map(|x| x.split(' ').map(str::to_string).collect::<Vec<_>>())
+            .collect();
+        let mut args = vec![
+            q,
+            "--project",
+            project,
+            "--context",
+            "0",
+            "--lexical-weight",
+            "1",
+        ];
+        args.extend(extra.iter().map(String::as_str));
+        let v = search(&e, "UTC", &args).unwrap();
         uuids(&v)
     };
     let pos = |r: &[String], u: &str| r.iter().position(|x| x == u).unwrap_or(usize::MAX);
-    let r = first("ZEPHYR cache eviction setting", "/w/z");
+    // The request (× 0.75) ranks below the tool's output that matches as well, measured without rule unsaid,
+    // which moves the output below the reply that read it for every query (a why-question moves it no further).
+    let r = first(
+        "ZEPHYR cache eviction setting --without-rule unsaid",
+        "/w/z",
+    );
     assert!(
         pos(&r, "sz-2") < pos(&r, "sz-0"),
         "the request ranks below the tool's output: {r:?}"
@@ -876,8 +885,13 @@ fn requests_and_the_main_thread_for_agents_rank_below_answers() {
     for q in ["ZEPHYR cache eviction", "why ZEPHYR cache eviction"] {
         let r = first(q, "/w/z");
         assert!(
+            pos(&r, "sz-3") < pos(&r, "sz-2"),
+            "{q}: the reply ranks above the output it read: {r:?}"
+        );
+        let r = first(&format!("{q} --without-rule unsaid"), "/w/z");
+        assert!(
             pos(&r, "sz-2") < pos(&r, "sz-3"),
-            "{q}: the tool's output is as good as the explanation: {r:?}"
+            "{q}: without rule unsaid the tool's output is as good as the explanation: {r:?}"
         );
     }
     // Named an agent, the subagent's report ranks above the main thread's mention of the result. (The hand-off
