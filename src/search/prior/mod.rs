@@ -58,7 +58,7 @@ pub const REASONLESS_FOR_FAILURE: f32 = 0.6;
 /// alike at 0.75, 0.6 and 0.45; 0.6 is the factor of the other answer-type rules (docs/search.md).
 pub const LISTING_FOR_HOW_OR_WHY: f32 = 0.6;
 
-/// Factor on the score of a message no one wrote in words ([`is_said`]): a tool's output, a compaction summary, a
+/// Factor on the score of a message no one wrote in words (`is_said`): a tool's output, a compaction summary, a
 /// reply of only thinking or tool calls. A hit is best what someone said — the reply that read the test run
 /// ("all 49 pass, the flaky one was the clock") rather than the run, which a response shows beside it as context
 /// — and it is what a reader of the transcript names: a line with text (`../shared/bench/eval_tool.py` counts
