@@ -334,12 +334,17 @@ fn append(p: &Path, text: &str) {
     f.write_all(text.as_bytes()).unwrap();
 }
 
-/// A line of an assistant reply continuing message `id` (Claude Code writes one line per content block).
-fn continuation(session: &str, uuid: &str, id: &str, text: &str) -> String {
+/// A line of assistant reply `id` holding one content block (Claude Code writes one line per block).
+fn piece(session: &str, uuid: &str, id: &str, block: Value) -> String {
     let v = json!({"type": "assistant", "uuid": uuid, "sessionId": session, "cwd": "/work/proj",
         "timestamp": "2025-03-01T10:59:30Z",
-        "message": {"id": id, "role": "assistant", "content": [{"type":"text","text": text}]}});
+        "message": {"id": id, "role": "assistant", "content": [block]}});
     format!("{v}\n")
+}
+
+/// A line of an assistant reply continuing message `id` with text.
+fn continuation(session: &str, uuid: &str, id: &str, text: &str) -> String {
+    piece(session, uuid, id, json!({"type": "text", "text": text}))
 }
 
 fn content_of(idx: &Path, uuid: &str) -> Vec<String> {
@@ -427,10 +432,12 @@ fn an_append_parses_only_the_appended_bytes_and_never_opens_the_index() {
 
 /// The first line of a reply when extended thinking is on: its thinking alone, the text following on the next line.
 fn thinking(session: &str, uuid: &str, id: &str, text: &str) -> String {
-    let v = json!({"type": "assistant", "uuid": uuid, "sessionId": session, "cwd": "/work/proj",
-        "timestamp": "2025-03-01T10:59:20Z",
-        "message": {"id": id, "role": "assistant", "content": [{"type":"thinking","thinking": text}]}});
-    format!("{v}\n")
+    piece(
+        session,
+        uuid,
+        id,
+        json!({"type": "thinking", "thinking": text}),
+    )
 }
 
 #[test]

@@ -850,14 +850,7 @@ fn requests_and_the_main_thread_for_agents_rank_below_answers() {
     );
     let e = indexed(tmp);
     // Words only (the weight is the user's to set), so the priors alone decide between equal matches.
-    // A query may end with extra arguments (`… --without-rule unsaid`).
-    let first = |q: &str, project: &str| {
-        let (q, extra) = q.split_once(" --").map_or((q, ""), |(q, x)| (q, x));
-        let extra: Vec<String> = (!extra.is_empty())
-            .then(|| format!("--{extra}"))
-            .into_iter()
-            .flat_map(|x| x.split(' ').map(str::to_string).collect::<Vec<_>>())
-            .collect();
+    let ranked = |q: &str, project: &str, extra: &[&str]| {
         let mut args = vec![
             q,
             "--project",
@@ -867,17 +860,16 @@ fn requests_and_the_main_thread_for_agents_rank_below_answers() {
             "--lexical-weight",
             "1",
         ];
-        args.extend(extra.iter().map(String::as_str));
+        args.extend_from_slice(extra);
         let v = search(&e, "UTC", &args).unwrap();
         uuids(&v)
     };
+    let first = |q: &str, project: &str| ranked(q, project, &[]);
+    let unsaid_off = |q: &str| ranked(q, "/w/z", &["--without-rule", "unsaid"]);
     let pos = |r: &[String], u: &str| r.iter().position(|x| x == u).unwrap_or(usize::MAX);
     // The request (× 0.75) ranks below the tool's output that matches as well, measured without rule unsaid,
     // which moves the output below the reply that read it for every query (a why-question moves it no further).
-    let r = first(
-        "ZEPHYR cache eviction setting --without-rule unsaid",
-        "/w/z",
-    );
+    let r = unsaid_off("ZEPHYR cache eviction setting");
     assert!(
         pos(&r, "sz-2") < pos(&r, "sz-0"),
         "the request ranks below the tool's output: {r:?}"
@@ -888,7 +880,7 @@ fn requests_and_the_main_thread_for_agents_rank_below_answers() {
             pos(&r, "sz-3") < pos(&r, "sz-2"),
             "{q}: the reply ranks above the output it read: {r:?}"
         );
-        let r = first(&format!("{q} --without-rule unsaid"), "/w/z");
+        let r = unsaid_off(q);
         assert!(
             pos(&r, "sz-2") < pos(&r, "sz-3"),
             "{q}: without rule unsaid the tool's output is as good as the explanation: {r:?}"
@@ -1392,22 +1384,7 @@ fn an_answer_type_rule_moves_down(
     not_asked: &str,
     rule: &str,
 ) {
-    let scores = |q: &str, extra: &[&str]| {
-        // Without the session's share, which adds to both messages and would blur the prior's factor.
-        let mut args = vec![
-            q,
-            "--project",
-            cwd,
-            "--context",
-            "0",
-            "--relative-floor",
-            "0",
-        ];
-        args.extend_from_slice(extra);
-        args.extend(["--without-rule", "session-evidence"]);
-        let v = search(e, "UTC", &args).unwrap();
-        (uuids(&v), score_of(&v, plain) / score_of(&v, answer))
-    };
+    let scores = |q: &str, extra: &[&str]| ranks_and_ratio(e, cwd, q, extra, plain, answer);
     let (ranked, with_rule) = scores(asked, &[]);
     assert_eq!(ranked[0], answer, "{ranked:?}");
     let (_, without) = scores(asked, &["--without-rule", rule]);
@@ -1421,6 +1398,32 @@ fn an_answer_type_rule_moves_down(
         (as_is - as_is_without).abs() < 1e-6,
         "{rule} applies only to a query that asks: {as_is} vs {as_is_without}"
     );
+}
+
+/// The hits of `q` in `cwd` (no context, no relative floor, `extra` arguments after) and the score of message
+/// `plain` over that of `answer` — without the session's share, which adds to both messages and would blur a
+/// prior's factor.
+fn ranks_and_ratio(
+    e: &Env,
+    cwd: &str,
+    q: &str,
+    extra: &[&str],
+    plain: &str,
+    answer: &str,
+) -> (Vec<String>, f64) {
+    let mut args = vec![
+        q,
+        "--project",
+        cwd,
+        "--context",
+        "0",
+        "--relative-floor",
+        "0",
+    ];
+    args.extend_from_slice(extra);
+    args.extend(["--without-rule", "session-evidence"]);
+    let v = search(e, "UTC", &args).unwrap();
+    (uuids(&v), score_of(&v, plain) / score_of(&v, answer))
 }
 
 /// A question about when (issue #51) prefers the message that says when: "last spring" answers "When did Ana
@@ -1850,20 +1853,7 @@ fn a_reply_is_the_hit_before_the_output_it_read_and_is_named_by_its_text() {
     write(&tmp.path().join("claude"), cwd, s, &lines);
     let e = indexed(tmp);
     let scores = |extra: &[&str]| {
-        let mut args = vec![
-            "did the retry tests pass?",
-            "--project",
-            cwd,
-            "--context",
-            "0",
-            "--relative-floor",
-            "0",
-            "--without-rule",
-            "session-evidence",
-        ];
-        args.extend_from_slice(extra);
-        let v = search(&e, "UTC", &args).unwrap();
-        (uuids(&v), score_of(&v, "sd-3") / score_of(&v, "sd-5"))
+        ranks_and_ratio(&e, cwd, "did the retry tests pass?", extra, "sd-3", "sd-5")
     };
     let (ranked, with_rule) = scores(&[]);
     assert_eq!(ranked[0], "sd-5", "{ranked:?}");

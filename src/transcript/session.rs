@@ -334,8 +334,6 @@ fn assemble_subagent(
     (agent, sink.unknown_blocks)
 }
 
-/// The window in effect at time `t`: how many compactions happened at or before it. Used to place
-/// subagent messages (which live in their own files) in their parent's windows.
 /// Whether `parts` hold text someone wrote (not only thinking or tool calls): the piece of a response that does
 /// names it ([`Message::uuid`]).
 fn says_something(parts: &[Part]) -> bool {
@@ -344,6 +342,8 @@ fn says_something(parts: &[Part]) -> bool {
         .any(|p| matches!(p, Part::Text { text } if !text.trim().is_empty()))
 }
 
+/// The window in effect at time `t`: how many compactions happened at or before it. Used to place
+/// subagent messages (which live in their own files) in their parent's windows.
 fn window_at(boundaries: &[Option<DateTime<Utc>>], t: Option<DateTime<Utc>>) -> u32 {
     let Some(t) = t else { return 0 };
     boundaries
@@ -417,9 +417,10 @@ impl Builder {
                 && *u != merged.uuid
             {
                 if names_it {
-                    // The first piece with text names the reply; the pieces before it stay its entries.
+                    // The first piece with text names the reply (once: from then on it has text); the pieces
+                    // before it stay its entries.
                     let first = std::mem::replace(&mut merged.uuid, u.clone());
-                    merged.first_entry.get_or_insert_with(|| first.clone());
+                    merged.first_entry = Some(first.clone());
                     merged.merged_uuids.insert(0, first);
                 } else {
                     merged.merged_uuids.push(u.clone());
