@@ -463,7 +463,9 @@ fn a_reply_read_before_its_text_is_named_by_its_text_once_written_and_held_once(
     assert!(!s.full_update, "{s:?}");
     assert_eq!(
         content_of(&idx, "t1-text"),
-        vec!["[thinking] the user wants the port\nIt listens on port 8417.".to_string()]
+        vec![
+            "[thinking] the user wants the port\n[/thinking]\nIt listens on port 8417.".to_string()
+        ]
     );
     assert!(content_of(&idx, "t1-think").is_empty());
     assert_eq!(live(&idx).len(), 4);

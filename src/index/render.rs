@@ -90,6 +90,11 @@ pub const DEFAULT_CALL_WEIGHT: f32 = 0.5;
 /// wants to know what was run.
 pub const CALL_MARK: &str = "[call] ";
 
+/// The line that ends a thinking part (`[thinking] …` opens it): a thinking part runs over many lines, and what the
+/// reply then says — the words a reader names it by, which a rule or a note reads — must be told from it. Text
+/// stored before this line was written has no end to its thinking, and its readers judge it as before.
+pub const THINKING_END: &str = "[/thinking]";
+
 /// The tool calls one conversation made so far (`Name: summary` by tool_use id), so that each tool output is
 /// indexed with the call that produced it — in its words and, by vector, in its meaning (measured on the coding
 /// set, docs/search.md). A read that resumes after a call's message but before its output (an append between
@@ -248,7 +253,7 @@ pub fn render(m: &Message, calls: &[String]) -> (String, &'static str, Vec<(Chun
             }
             Part::Thinking { text } => {
                 add(ChunkKind::Thinking, text);
-                format!("[thinking] {text}")
+                format!("[thinking] {text}\n{THINKING_END}")
             }
             Part::ToolUse { name, summary, .. } => {
                 let l = format!("{name}: {summary}");

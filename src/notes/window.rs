@@ -3,7 +3,7 @@
 //! kept; long tool output as its head and tail; thinking left out; secrets redacted. A long window is cut
 //! into chunks at message boundaries, each extracted in turn, so nothing is dropped for length.
 
-use crate::index::render::CALL_MARK;
+use crate::index::render::{CALL_MARK, THINKING_END};
 use crate::index::snapshot::{NO_AGENT, Snapshot};
 
 /// Characters of one chunk sent to the extractor (about 20k tokens).
@@ -123,6 +123,12 @@ fn render_message(role: &str, kind: &str, when: Option<i64>, content: &str) -> S
     // The stored text joins a message's parts; markers at line starts say where a tool part begins.
     let mut segments: Vec<(&str, String)> = Vec::new();
     for line in content.lines() {
+        // What a reply says after its thinking is its own part (text stored before the end was marked keeps the
+        // lines after `[thinking] ` with the thinking).
+        if line == THINKING_END {
+            segments.push(("", String::new()));
+            continue;
+        }
         let marker = [
             "[thinking] ",
             "[tool] ",
@@ -166,8 +172,9 @@ fn render_message(role: &str, kind: &str, when: Option<i64>, content: &str) -> S
                     head_tail(text.trim(), ERROR_CHARS)
                 ));
             }
+            _ if text.trim().is_empty() => continue,
             _ => {
-                out.push_str(text.trim_end());
+                out.push_str(text.trim_matches('\n').trim_end());
                 out.push('\n');
             }
         }
@@ -250,5 +257,18 @@ mod tests {
         assert!(out.contains("characters omitted"));
         assert!(out.contains("← ERROR: boom\nline two"));
         assert!(out.len() < 2000);
+    }
+
+    #[test]
+    fn what_a_reply_says_after_its_thinking_is_kept_and_the_thinking_is_not() {
+        let content = "[thinking] the user wants the port\nso check config\n[/thinking]\nIt listens on port 8417.\n\
+                       [tool] Read: config.toml";
+        let out = render_message("assistant", "text", None, content);
+        assert!(out.contains("It listens on port 8417."), "{out}");
+        assert!(
+            !out.contains("the user wants") && !out.contains("check config"),
+            "{out}"
+        );
+        assert!(out.contains("→ Read: config.toml"), "{out}");
     }
 }

@@ -3,6 +3,7 @@
 //! request that the assistant answers with a tool call.
 
 use crate::index::Snapshot;
+use crate::index::render::THINKING_END;
 
 /// Openings of a message that announces what it is about to do ("I'll run the suite", "Let me read the
 /// README"): in Claude Code's history the words of such a message echo the request, while what was found comes
@@ -36,9 +37,11 @@ pub fn is_question(text: &[u8]) -> bool {
         .is_some_and(|&b| b == b'?')
 }
 
-/// Whether a message opens by announcing an action (see `ANNOUNCEMENTS`); a leading `[thinking] ` marker and
-/// one interjection ("Now,", "OK.", "Good!", "Perfect!") are skipped.
+/// Whether a message opens by announcing an action (see `ANNOUNCEMENTS`): what a reply says, after its
+/// thinking ([`said_words`]), or else its thinking after the `[thinking] ` marker; one interjection ("Now,",
+/// "OK.", "Good!", "Perfect!") is skipped.
 pub fn announces_action(text: &[u8]) -> bool {
+    let text = said_words(text);
     let head = String::from_utf8_lossy(&text[..text.len().min(160)]).to_lowercase();
     let mut t = head
         .strip_prefix("[thinking] ")
@@ -53,6 +56,26 @@ pub fn announces_action(text: &[u8]) -> bool {
     }
     let t = t.strip_prefix("now ").unwrap_or(t);
     ANNOUNCEMENTS.iter().any(|a| t.starts_with(a))
+}
+
+/// Where the words a reply says begin: a reply written with extended thinking opens with it (`[thinking] The user
+/// wants …`, ended by [`THINKING_END`]), and what the model thought is not what it said — the thinking of an
+/// answer often plans the next step ("Let me …") while its words give the answer. The text itself when it does not
+/// open with thinking, when its thinking has no end (stored before the end was marked) or when no words follow it
+/// (a reply of only thinking and calls).
+fn said_words(text: &[u8]) -> &[u8] {
+    if !text.starts_with(b"[thinking] ") {
+        return text;
+    }
+    let Some(at) = memchr::memmem::find(text, THINKING_END.as_bytes()) else {
+        return text;
+    };
+    let rest = text[at + THINKING_END.len()..].trim_ascii_start();
+    if rest.is_empty() || rest.starts_with(b"[thinking] ") || rest.starts_with(b"[tool") {
+        text
+    } else {
+        rest
+    }
 }
 
 /// Whether a message is the echo of a file edit ("The file … has been updated. Here's the result of running
@@ -111,6 +134,8 @@ mod tests {
             "[thinking] Good! Now let me update the documentation (README and CLAUDE.md)",
             "Now, let me read the README.",
             "OK. I'm going to check the migration.",
+            "[thinking] The user asks why the port differs.\n[/thinking]\nLet me read the config.\n[tool] Read: x",
+            "[thinking] Let me think.\n[/thinking]\n[tool] Read: config.toml",
         ] {
             assert!(announces_action(t.as_bytes()), "{t}");
         }
@@ -119,6 +144,7 @@ mod tests {
             "All 72 tests pass. Let me run the full suite to make sure nothing else broke:",
             "Perfect! Now I have all the information needed. Let me create a comprehensive report.",
             "Letters from the users are in the inbox.",
+            "[thinking] Let me check the port.\n[/thinking]\nIt listens on 8417, set in `config.toml`.",
             "",
         ] {
             assert!(!announces_action(t.as_bytes()), "{t}");
