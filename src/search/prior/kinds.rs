@@ -38,7 +38,7 @@ pub fn is_question(text: &[u8]) -> bool {
 }
 
 /// Whether a message opens by announcing an action (see `ANNOUNCEMENTS`): what a reply says, after its
-/// thinking ([`said_words`]), or else its thinking after the `[thinking] ` marker; one interjection ("Now,",
+/// thinking (`said_words`), or else its thinking after the `[thinking] ` marker; one interjection ("Now,",
 /// "OK.", "Good!", "Perfect!") is skipped.
 pub fn announces_action(text: &[u8]) -> bool {
     let text = said_words(text);
