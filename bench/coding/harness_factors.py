@@ -1,7 +1,6 @@
 #!/usr/bin/env python3
-"""Factors on ghola's top forty, read the way the shared harness reads (issue #47; docs/search.md, "Three more
-factors under the shared harness"): a length prior, a factor on short messages, one on subagents' messages, and
-rule `announcement` judged by the words a reply says rather than by its thinking,
+"""Factors on ghola's top forty, read the way the shared harness reads (issue #47; docs/search.md, "More under
+the shared harness, tried and not kept"): a length prior, a factor on short messages and one on subagents' messages,
 each applied to the scores ghola returns and the forty re-ordered, then scored by the first line with text that
 is gold (MRR@10, any@1, any@10) on the 150, on the held-out sets, and per corpus folder (the folds).
 
@@ -13,7 +12,7 @@ text among a question's gold) and builds each folder's index under --work/<folde
 whose gold is not first, where the first hit is (the gold's session or not; a line the harness does not know).
 """
 import argparse, json, math, os, subprocess
-from collections import Counter, defaultdict
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -25,7 +24,6 @@ ap.add_argument("--scope", choices=["project", "global"], default="project")
 ap.add_argument("--ghola", default=str(root / "target/release/ghola"))
 ap.add_argument("--model-dir", default=str(root / "models/all-MiniLM-L6-v2"))
 ap.add_argument("--dump", help="write every question's top forty here")
-ap.add_argument("--corpus", default=str(root.parent / "shared/corpus"))
 a = ap.parse_args()
 
 jobs = []
@@ -64,50 +62,6 @@ def scored(rs, factor):
     return tuple(sum(x[j] for x in out) / max(len(out), 1) for j in range(3))
 
 
-# Rule `announcement` reads a message's opening, and a reply's text opens with its thinking when it has one
-# ("[thinking] The user wants … Let me …"). Which replies the rule judges by the thinking otherwise than by the words
-# the reply says (its first text block), by the uuid that names the reply (its first line with text).
-ANNOUNCEMENTS = ("i'll ", "i will ", "let me ", "let's ", "i'm going to ", "i am going to ")
-
-
-def announces(text):
-    """`search::prior::announces_action`, in Python."""
-    t = text[:160].lower()
-    t = (t[len("[thinking] "):] if t.startswith("[thinking] ") else t).lstrip()
-    word, _, rest = t.partition(" ")
-    if rest and len(word) > 1 and word[-1] in ",!." and word[:-1].isalpha():
-        t = rest.lstrip()
-    return t.removeprefix("now ").startswith(ANNOUNCEMENTS)
-
-
-judged = {}  # uuid naming a reply -> (announces as the rule reads it now, announces by its said words)
-for f in Path(a.corpus).glob("*/projects/**/*.jsonl"):
-    blocks, order = defaultdict(list), []
-    for line in open(f, encoding="utf-8", errors="replace"):
-        try:
-            e = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if not isinstance(e, dict) or e.get("type") != "assistant" or not isinstance(e.get("message"), dict):
-            continue
-        mid = e["message"].get("id") or e.get("uuid")
-        order += [] if mid in blocks else [mid]
-        content = e["message"].get("content")
-        blocks[mid] += [(e.get("uuid"), b) for b in content if isinstance(b, dict)] if isinstance(content, list) else []
-    for mid in order:
-        said = [(u, b.get("text") or "") for u, b in blocks[mid] if b.get("type") == "text"]
-        if not said:
-            continue
-        parts = [f"[thinking] {b.get('thinking') or ''}" if b.get("type") == "thinking" else b.get("text") or ""
-                 for _, b in blocks[mid] if b.get("type") in ("thinking", "text")]
-        judged[said[0][0]] = (announces("\n".join(parts)), announces(said[0][1]))
-
-
-def by_said_words(h):
-    now, said = judged.get(h["uuid"], (False, False))
-    return 0.75 if said and not now else 1 / 0.75 if now and not said else 1.0
-
-
 the150 = [r for r in rows if r["qid"].startswith("questions:")]
 held = [r for r in rows if not r["qid"].startswith("questions:")]
 folders = sorted({r["folder"] for r in rows})
@@ -119,7 +73,6 @@ for under in (80, 200):
         factors[f"shorter than {under} × {f}"] = lambda h, u=under, f=f: f if h["len"] < u else 1.0
 for f in (0.9, 0.8, 0.6):
     factors[f"subagent × {f}"] = lambda h, f=f: f if h["sub"] else 1.0
-factors["announcement by said words"] = by_said_words
 
 print(f"{a.scope} scope; MRR@10 / any@1 / any@10; folds are MRR@10 per corpus folder ({', '.join(folders)})")
 print(f"{'factor':<26} {'the 150 (' + str(len(the150)) + ')':<20} {'held out (' + str(len(held)) + ')':<20} folds")

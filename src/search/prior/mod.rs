@@ -180,8 +180,9 @@ impl std::str::FromStr for Rule {
 /// [`ADDRESSES_THE_NAMED`] when the message addresses someone the query names, [`SAID_BY_THE_OTHER`] when it is on
 /// the side that speaks to them (both known once [`QueryIntent::read_the_candidates`] has read the candidates),
 /// [`UNSAID`] when no one wrote it in words, multiplied together; 1 for a message that may well be the answer.
-/// Rules in `off` are not applied (benchmarks only; see [`Rule`]). Two earlier rules — a hand-off to a subagent, and tool outputs under a why-question —
-/// gained nothing on held-back questions and were removed (docs/search.md).
+/// Rules in `off` are not applied (benchmarks only; see [`Rule`]). Two earlier rules — a hand-off to a subagent,
+/// and tool outputs under a why-question — gained nothing on held-back questions and were removed
+/// (docs/search.md).
 pub fn prior(snap: &Snapshot, i: usize, intent: &QueryIntent, off: &[Rule]) -> f32 {
     let text = snap.text_bytes(i);
     let on = |r: Rule| !off.contains(&r);
