@@ -150,7 +150,9 @@ fn outgoing(m: &Message, share: &Share) -> Option<(String, &'static str)> {
                 text = true;
                 lines.push(t.clone());
             }
-            Part::Thinking { text: t } if share.thinking => lines.push(format!("[thinking] {t}")),
+            Part::Thinking { text: t } if share.thinking => {
+                lines.push(format!("{}{t}", crate::index::render::THINKING_MARK))
+            }
             Part::Thinking { .. } => {}
             Part::ToolUse { name, summary, .. } => {
                 tool_use = true;

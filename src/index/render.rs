@@ -90,7 +90,11 @@ pub const DEFAULT_CALL_WEIGHT: f32 = 0.5;
 /// wants to know what was run.
 pub const CALL_MARK: &str = "[call] ";
 
-/// The line that ends a thinking part (`[thinking] …` opens it): a thinking part runs over many lines, and what the
+/// What a thinking part's stored text opens with (`[thinking] The user wants …`, ended by [`THINKING_END`]): what
+/// the model thought, which a reader of the hit, a rule and a note each tell from what the reply said.
+pub const THINKING_MARK: &str = "[thinking] ";
+
+/// The line that ends a thinking part ([`THINKING_MARK`] opens it): a thinking part runs over many lines, and what the
 /// reply then says — the words a reader names it by, which a rule or a note reads — must be told from it. Text
 /// stored before this line was written has no end to its thinking, and its readers judge it as before.
 pub const THINKING_END: &str = "[/thinking]";
@@ -253,7 +257,7 @@ pub fn render(m: &Message, calls: &[String]) -> (String, &'static str, Vec<(Chun
             }
             Part::Thinking { text } => {
                 add(ChunkKind::Thinking, text);
-                format!("[thinking] {text}\n{THINKING_END}")
+                format!("{THINKING_MARK}{text}\n{THINKING_END}")
             }
             Part::ToolUse { name, summary, .. } => {
                 let l = format!("{name}: {summary}");

@@ -3,7 +3,7 @@
 //! kept; long tool output as its head and tail; thinking left out; secrets redacted. A long window is cut
 //! into chunks at message boundaries, each extracted in turn, so nothing is dropped for length.
 
-use crate::index::render::{CALL_MARK, THINKING_END};
+use crate::index::render::{CALL_MARK, THINKING_END, THINKING_MARK};
 use crate::index::snapshot::{NO_AGENT, Snapshot};
 
 /// Characters of one chunk sent to the extractor (about 20k tokens).
@@ -124,13 +124,13 @@ fn render_message(role: &str, kind: &str, when: Option<i64>, content: &str) -> S
     let mut segments: Vec<(&str, String)> = Vec::new();
     for line in content.lines() {
         // What a reply says after its thinking is its own part (text stored before the end was marked keeps the
-        // lines after `[thinking] ` with the thinking).
+        // lines after [`THINKING_MARK`] with the thinking).
         if line == THINKING_END {
             segments.push(("", String::new()));
             continue;
         }
         let marker = [
-            "[thinking] ",
+            THINKING_MARK,
             "[tool] ",
             "[tool result] ",
             "[tool error] ",
@@ -152,7 +152,7 @@ fn render_message(role: &str, kind: &str, when: Option<i64>, content: &str) -> S
     for (marker, text) in segments {
         match marker {
             // The call is the `→` line before its output.
-            "[thinking] " | CALL_MARK => continue,
+            THINKING_MARK | CALL_MARK => continue,
             "[tool] " => {
                 let line: String = text
                     .lines()

@@ -3,7 +3,7 @@
 //! request that the assistant answers with a tool call.
 
 use crate::index::Snapshot;
-use crate::index::render::THINKING_END;
+use crate::index::render::{THINKING_END, THINKING_MARK};
 
 /// Openings of a message that announces what it is about to do ("I'll run the suite", "Let me read the
 /// README"): in Claude Code's history the words of such a message echo the request, while what was found comes
@@ -44,7 +44,7 @@ pub fn announces_action(text: &[u8]) -> bool {
     let text = said_words(text);
     let head = String::from_utf8_lossy(&text[..text.len().min(160)]).to_lowercase();
     let mut t = head
-        .strip_prefix("[thinking] ")
+        .strip_prefix(THINKING_MARK)
         .unwrap_or(&head)
         .trim_start();
     if let Some((word, rest)) = t.split_once(' ')
@@ -64,14 +64,14 @@ pub fn announces_action(text: &[u8]) -> bool {
 /// open with thinking, when its thinking has no end (stored before the end was marked) or when no words follow it
 /// (a reply of only thinking and calls).
 fn said_words(text: &[u8]) -> &[u8] {
-    if !text.starts_with(b"[thinking] ") {
+    if !text.starts_with(THINKING_MARK.as_bytes()) {
         return text;
     }
     let Some(at) = memchr::memmem::find(text, THINKING_END.as_bytes()) else {
         return text;
     };
     let rest = text[at + THINKING_END.len()..].trim_ascii_start();
-    if rest.is_empty() || rest.starts_with(b"[thinking] ") || rest.starts_with(b"[tool") {
+    if rest.is_empty() || rest.starts_with(THINKING_MARK.as_bytes()) || rest.starts_with(b"[tool") {
         text
     } else {
         rest
