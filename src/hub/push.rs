@@ -13,7 +13,7 @@ use super::{HubError, model_identity};
 use crate::embed::Embedder;
 use crate::secrets::Tally;
 use crate::transcript::catalog::{Listing, SessionSummary};
-use crate::transcript::{Message, Part, Session};
+use crate::transcript::{Message, Part, Session, THINKING_MARK};
 use serde::Serialize;
 use std::collections::HashSet;
 use std::path::Path;
@@ -151,7 +151,7 @@ fn outgoing(m: &Message, share: &Share) -> Option<(String, &'static str)> {
                 lines.push(t.clone());
             }
             Part::Thinking { text: t } if share.thinking => {
-                lines.push(format!("{}{t}", crate::index::render::THINKING_MARK))
+                lines.push(format!("{THINKING_MARK}{t}"))
             }
             Part::Thinking { .. } => {}
             Part::ToolUse { name, summary, .. } => {

@@ -2,6 +2,7 @@
 //! kind, the texts to embed, each kind capped.
 
 use super::records::ChunkKind;
+pub use crate::transcript::THINKING_MARK;
 use crate::transcript::{Message, Part};
 use std::collections::HashMap;
 
@@ -90,13 +91,9 @@ pub const DEFAULT_CALL_WEIGHT: f32 = 0.5;
 /// wants to know what was run.
 pub const CALL_MARK: &str = "[call] ";
 
-/// What a thinking part's stored text opens with (`[thinking] The user wants …`, ended by [`THINKING_END`]): what
-/// the model thought, which a reader of the hit, a rule and a note each tell from what the reply said.
-pub const THINKING_MARK: &str = "[thinking] ";
-
-/// The line that ends a thinking part ([`THINKING_MARK`] opens it): a thinking part runs over many lines, and what the
-/// reply then says — the words a reader names it by, which a rule or a note reads — must be told from it. Text
-/// stored before this line was written has no end to its thinking, and its readers judge it as before.
+/// The line that ends a thinking part ([`THINKING_MARK`] opens it): a thinking part runs over many lines, and
+/// what the reply then says — the words a reader names it by, which a rule or a note reads — must be told from
+/// it. Text stored before this line was written has no end to its thinking, and its readers judge it as before.
 pub const THINKING_END: &str = "[/thinking]";
 
 /// The tool calls one conversation made so far (`Name: summary` by tool_use id), so that each tool output is

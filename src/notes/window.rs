@@ -124,7 +124,7 @@ fn render_message(role: &str, kind: &str, when: Option<i64>, content: &str) -> S
     let mut segments: Vec<(&str, String)> = Vec::new();
     for line in content.lines() {
         // What a reply says after its thinking is its own part (text stored before the end was marked keeps the
-        // lines after [`THINKING_MARK`] with the thinking).
+        // lines after `THINKING_MARK` with the thinking).
         if line == THINKING_END {
             segments.push(("", String::new()));
             continue;

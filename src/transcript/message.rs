@@ -7,6 +7,10 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// What a thinking part's text opens with wherever a message is rendered as text (`[thinking] The user wants …`):
+/// what the model thought, which a reader of the hit, a rule and a note each tell from what the reply said.
+pub const THINKING_MARK: &str = "[thinking] ";
+
 /// Who spoke.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -96,7 +100,7 @@ impl Part {
     pub fn render(&self) -> String {
         match self {
             Part::Text { text } => text.clone(),
-            Part::Thinking { text } => format!("[thinking] {text}"),
+            Part::Thinking { text } => format!("{THINKING_MARK}{text}"),
             Part::ToolUse { name, summary, .. } if summary.is_empty() => format!("[{name}]"),
             Part::ToolUse { name, summary, .. } => format!("[{name}] {summary}"),
             Part::ToolResult { text, is_error, .. } => {

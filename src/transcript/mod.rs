@@ -20,7 +20,7 @@ pub use discover::{
 };
 pub use lookup::{LookupError, is_session_name, resolve_session_id, short_id};
 pub use machine::{Machine, PathMap};
-pub use message::{Message, Part, Role};
+pub use message::{Message, Part, Role, THINKING_MARK};
 pub use project_path::{is_within, normal_form};
 pub use reader::{
     EntryAt, FileReport, MAX_LINE_BYTES, ReadOutcome, is_complete_line, read_entries,
