@@ -13,7 +13,9 @@ use super::{HubError, model_identity};
 use crate::embed::Embedder;
 use crate::secrets::Tally;
 use crate::transcript::catalog::{Listing, SessionSummary};
-use crate::transcript::{Message, Part, Session, THINKING_MARK};
+use crate::transcript::{
+    Message, Part, Session, THINKING_MARK, TOOL_ERROR_MARK, TOOL_MARK, TOOL_RESULT_MARK,
+};
 use serde::Serialize;
 use std::collections::HashSet;
 use std::path::Path;
@@ -156,18 +158,18 @@ fn outgoing(m: &Message, share: &Share) -> Option<(String, &'static str)> {
             Part::Thinking { .. } => {}
             Part::ToolUse { name, summary, .. } => {
                 tool_use = true;
-                lines.push(format!("[tool] {name}: {summary}"));
+                lines.push(format!("{TOOL_MARK}{name}: {summary}"));
             }
             Part::ToolResult {
                 text: t, is_error, ..
             } if share.tools => {
                 result = true;
-                let tag = if *is_error {
-                    "tool error"
+                let mark = if *is_error {
+                    TOOL_ERROR_MARK
                 } else {
-                    "tool result"
+                    TOOL_RESULT_MARK
                 };
-                lines.push(format!("[{tag}] {t}"));
+                lines.push(format!("{mark}{t}"));
             }
             Part::ToolResult { .. } => {}
         }

@@ -2,8 +2,8 @@
 //! kind, the texts to embed, each kind capped.
 
 use super::records::ChunkKind;
-pub use crate::transcript::THINKING_MARK;
 use crate::transcript::{Message, Part};
+pub use crate::transcript::{THINKING_MARK, TOOL_ERROR_MARK, TOOL_MARK, TOOL_RESULT_MARK};
 use std::collections::HashMap;
 
 /// How many chunks of each kind a message may have embedded. Text is what people search for, so it gets the
@@ -259,18 +259,16 @@ pub fn render(m: &Message, calls: &[String]) -> (String, &'static str, Vec<(Chun
             Part::ToolUse { name, summary, .. } => {
                 let l = format!("{name}: {summary}");
                 add(ChunkKind::ToolUse, &l);
-                format!("[tool] {l}")
+                format!("{TOOL_MARK}{l}")
             }
             Part::ToolResult { text, is_error, .. } => {
                 add(ChunkKind::ToolResult, &without_line_numbers(text));
-                format!(
-                    "[{}] {text}",
-                    if *is_error {
-                        "tool error"
-                    } else {
-                        "tool result"
-                    }
-                )
+                let mark = if *is_error {
+                    TOOL_ERROR_MARK
+                } else {
+                    TOOL_RESULT_MARK
+                };
+                format!("{mark}{text}")
             }
         };
         if !content.is_empty() {

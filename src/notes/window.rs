@@ -3,7 +3,9 @@
 //! kept; long tool output as its head and tail; thinking left out; secrets redacted. A long window is cut
 //! into chunks at message boundaries, each extracted in turn, so nothing is dropped for length.
 
-use crate::index::render::{CALL_MARK, THINKING_END, THINKING_MARK};
+use crate::index::render::{
+    CALL_MARK, THINKING_END, THINKING_MARK, TOOL_ERROR_MARK, TOOL_MARK, TOOL_RESULT_MARK,
+};
 use crate::index::snapshot::{NO_AGENT, Snapshot};
 
 /// Characters of one chunk sent to the extractor (about 20k tokens).
@@ -131,9 +133,9 @@ fn render_message(role: &str, kind: &str, when: Option<i64>, content: &str) -> S
         }
         let marker = [
             THINKING_MARK,
-            "[tool] ",
-            "[tool result] ",
-            "[tool error] ",
+            TOOL_MARK,
+            TOOL_RESULT_MARK,
+            TOOL_ERROR_MARK,
             CALL_MARK,
         ]
         .into_iter()
@@ -153,7 +155,7 @@ fn render_message(role: &str, kind: &str, when: Option<i64>, content: &str) -> S
         match marker {
             // The call is the `→` line before its output.
             THINKING_MARK | CALL_MARK => continue,
-            "[tool] " => {
+            TOOL_MARK => {
                 let line: String = text
                     .lines()
                     .next()
@@ -163,10 +165,10 @@ fn render_message(role: &str, kind: &str, when: Option<i64>, content: &str) -> S
                     .collect();
                 out.push_str(&format!("→ {line}\n"));
             }
-            "[tool result] " => {
+            TOOL_RESULT_MARK => {
                 out.push_str(&format!("← {}\n", head_tail(text.trim(), RESULT_CHARS)));
             }
-            "[tool error] " => {
+            TOOL_ERROR_MARK => {
                 out.push_str(&format!(
                     "← ERROR: {}\n",
                     head_tail(text.trim(), ERROR_CHARS)

@@ -34,7 +34,7 @@ pub fn asks_how_or_why(query: &str) -> bool {
 /// Whether a message is a file as the Read tool returns it: a tool's output whose first lines are numbered in
 /// sequence (`     1→text`; see [`crate::index::render::is_numbered_listing`]), read in its first 4 KB.
 pub fn is_file_listing(text: &[u8]) -> bool {
-    let Some(rest) = text.strip_prefix(b"[tool result] ") else {
+    let Some(rest) = text.strip_prefix(crate::index::render::TOOL_RESULT_MARK.as_bytes()) else {
         return false;
     };
     let head = String::from_utf8_lossy(&rest[..rest.len().min(4 * 1024)]);

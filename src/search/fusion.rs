@@ -232,7 +232,7 @@ pub(super) fn collapse_copies(snap: &Snapshot, ranked: Vec<Scored>) -> Vec<Score
         }
         let bytes = crate::index::render::without_calls(snap.text_bytes(s.message as usize));
         let body = bytes
-            .strip_prefix(b"[tool result] ".as_slice())
+            .strip_prefix(crate::index::render::TOOL_RESULT_MARK.as_bytes())
             .unwrap_or(bytes)
             .trim_ascii();
         if body.len() < COPY_MIN_BYTES {

@@ -11,6 +11,19 @@ use serde_json::Value;
 /// what the model thought, which a reader of the hit, a rule and a note each tell from what the reply said.
 pub const THINKING_MARK: &str = "[thinking] ";
 
+/// What a tool call's line opens with wherever a message is rendered as stored or shared text (`[tool] Bash:
+/// cargo test`): what the model ran, which a rule (a reply of only calls says nothing) and a note (the `→` line)
+/// each tell from what it said.
+pub const TOOL_MARK: &str = "[tool] ";
+
+/// What a tool's output opens with wherever a message is rendered as text (`[tool result] 3 suites, 0
+/// failures`): what a program printed rather than what anyone said, which rules weigh and notes cut apart.
+pub const TOOL_RESULT_MARK: &str = "[tool result] ";
+
+/// What a failed tool's output opens with (`[tool error] Exit code 1`): an error, which a note keeps longer
+/// than an output and a rule reads as a reason.
+pub const TOOL_ERROR_MARK: &str = "[tool error] ";
+
 /// Who spoke.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -105,9 +118,9 @@ impl Part {
             Part::ToolUse { name, summary, .. } => format!("[{name}] {summary}"),
             Part::ToolResult { text, is_error, .. } => {
                 if *is_error {
-                    format!("[tool error] {text}")
+                    format!("{TOOL_ERROR_MARK}{text}")
                 } else {
-                    format!("[tool result] {text}")
+                    format!("{TOOL_RESULT_MARK}{text}")
                 }
             }
         }

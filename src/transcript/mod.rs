@@ -20,7 +20,9 @@ pub use discover::{
 };
 pub use lookup::{LookupError, is_session_name, resolve_session_id, short_id};
 pub use machine::{Machine, PathMap};
-pub use message::{Message, Part, Role, THINKING_MARK};
+pub use message::{
+    Message, Part, Role, THINKING_MARK, TOOL_ERROR_MARK, TOOL_MARK, TOOL_RESULT_MARK,
+};
 pub use project_path::{is_within, normal_form};
 pub use reader::{
     EntryAt, FileReport, MAX_LINE_BYTES, ReadOutcome, is_complete_line, read_entries,

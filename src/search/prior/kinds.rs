@@ -3,7 +3,9 @@
 //! request that the assistant answers with a tool call.
 
 use crate::index::Snapshot;
-use crate::index::render::{THINKING_END, THINKING_MARK};
+use crate::index::render::{
+    THINKING_END, THINKING_MARK, TOOL_ERROR_MARK, TOOL_MARK, TOOL_RESULT_MARK,
+};
 
 /// Openings of a message that announces what it is about to do ("I'll run the suite", "Let me read the
 /// README"): in Claude Code's history the words of such a message echo the request, while what was found comes
@@ -26,7 +28,7 @@ const REQUEST_REPLY_MESSAGES: usize = 3;
 /// what came of them. A call after words of the assistant's own stays unweighted: those words may be the
 /// answer ("All 49 tests pass. Let me close the bead.").
 pub fn is_bare_tool_call(text: &[u8]) -> bool {
-    text.starts_with(b"[tool] ")
+    text.starts_with(TOOL_MARK.as_bytes())
 }
 
 /// Whether a message's text is a question: it ends with `?` (trailing whitespace aside).
@@ -71,7 +73,7 @@ fn said_words(text: &[u8]) -> &[u8] {
         return text;
     };
     let rest = text[at + THINKING_END.len()..].trim_ascii_start();
-    if rest.is_empty() || rest.starts_with(THINKING_MARK.as_bytes()) || rest.starts_with(b"[tool") {
+    if rest.is_empty() || rest.starts_with(THINKING_MARK.as_bytes()) || opens_with_tool_part(rest) {
         text
     } else {
         rest
@@ -83,7 +85,7 @@ fn said_words(text: &[u8]) -> &[u8] {
 /// in the call and the explanation around it.
 pub fn echoes_an_edit(text: &[u8]) -> bool {
     let head = &text[..text.len().min(400)];
-    let Some(rest) = head.strip_prefix(b"[tool result] ") else {
+    let Some(rest) = head.strip_prefix(TOOL_RESULT_MARK.as_bytes()) else {
         return false;
     };
     rest.starts_with(b"File created successfully at: ")
@@ -93,14 +95,22 @@ pub fn echoes_an_edit(text: &[u8]) -> bool {
 
 /// Whether a message is a tool's output (`[tool result] …`, `[tool error] …`).
 pub fn is_tool_output(text: &[u8]) -> bool {
-    text.starts_with(b"[tool result]") || text.starts_with(b"[tool error]")
+    // The marks without their space: an output with no text may be stored trimmed.
+    [TOOL_RESULT_MARK, TOOL_ERROR_MARK]
+        .iter()
+        .any(|m| text.starts_with(m.trim_end().as_bytes()))
+}
+
+/// Whether a text opens with a tool's part — a call, an output or an error — rather than with words.
+fn opens_with_tool_part(text: &[u8]) -> bool {
+    is_bare_tool_call(text) || is_tool_output(text)
 }
 
 /// Whether live message `i` is the user's own words: a user's message that is not a tool's output nor a
 /// notification Claude Code wrote in the user's name (`<task-notification>`, `<command-name>`).
 pub(super) fn is_users_own_words(snap: &Snapshot, i: usize, text: &[u8]) -> bool {
     snap.role(i) == "user"
-        && !text.starts_with(b"[tool")
+        && !opens_with_tool_part(text)
         && !text.trim_ascii_start().starts_with(b"<")
 }
 
@@ -118,7 +128,8 @@ pub(super) fn is_request(snap: &Snapshot, i: usize, text: &[u8]) -> bool {
         .take_while(|&n| crate::search::same_window(m, &snap.messages[n]))
         .any(|n| {
             let t = snap.text_bytes(n);
-            t.starts_with(b"[tool] ") || memchr::memmem::find(t, b"\n[tool] ").is_some()
+            t.split(|&b| b == b'\n')
+                .any(|line| line.starts_with(TOOL_MARK.as_bytes()))
         })
 }
 
