@@ -128,8 +128,9 @@ pub(super) fn is_request(snap: &Snapshot, i: usize, text: &[u8]) -> bool {
         .take_while(|&n| crate::search::same_window(m, &snap.messages[n]))
         .any(|n| {
             let t = snap.text_bytes(n);
-            t.split(|&b| b == b'\n')
-                .any(|line| line.starts_with(TOOL_MARK.as_bytes()))
+            // A line that opens with the mark, found by memmem (a tool's output may run to 50 KB).
+            memchr::memmem::find_iter(t, TOOL_MARK.as_bytes())
+                .any(|at| at == 0 || t[at - 1] == b'\n')
         })
 }
 
@@ -188,6 +189,15 @@ mod tests {
         assert!(is_tool_output(b"[tool result] 3 suites, 87 examples"));
         assert!(is_tool_output(b"[tool error] Exit code 1"));
         assert!(!is_tool_output(b"[tool] Bash: rspec"));
+        assert!(is_tool_output(b"[tool result]"));
+        for part in [
+            &b"[tool] Read: x"[..],
+            b"[tool result] ok",
+            b"[tool error] boom",
+        ] {
+            assert!(opens_with_tool_part(part));
+        }
+        assert!(!opens_with_tool_part(b"[toolbox] is the folder I meant"));
         assert!(!is_tool_output(b"The tool result was empty"));
     }
 }
