@@ -13,9 +13,7 @@ use super::{HubError, model_identity};
 use crate::embed::Embedder;
 use crate::secrets::Tally;
 use crate::transcript::catalog::{Listing, SessionSummary};
-use crate::transcript::{
-    Message, Part, Session, THINKING_MARK, TOOL_ERROR_MARK, TOOL_MARK, TOOL_RESULT_MARK,
-};
+use crate::transcript::{Message, Part, Session, THINKING_MARK, TOOL_MARK, tool_output_mark};
 use serde::Serialize;
 use std::collections::HashSet;
 use std::path::Path;
@@ -164,12 +162,7 @@ fn outgoing(m: &Message, share: &Share) -> Option<(String, &'static str)> {
                 text: t, is_error, ..
             } if share.tools => {
                 result = true;
-                let mark = if *is_error {
-                    TOOL_ERROR_MARK
-                } else {
-                    TOOL_RESULT_MARK
-                };
-                lines.push(format!("{mark}{t}"));
+                lines.push(format!("{}{t}", tool_output_mark(*is_error)));
             }
             Part::ToolResult { .. } => {}
         }

@@ -2,7 +2,7 @@
 //! kind, the texts to embed, each kind capped.
 
 use super::records::ChunkKind;
-use crate::transcript::{Message, Part};
+use crate::transcript::{Message, Part, tool_output_mark};
 pub use crate::transcript::{THINKING_MARK, TOOL_ERROR_MARK, TOOL_MARK, TOOL_RESULT_MARK};
 use std::collections::HashMap;
 
@@ -263,12 +263,7 @@ pub fn render(m: &Message, calls: &[String]) -> (String, &'static str, Vec<(Chun
             }
             Part::ToolResult { text, is_error, .. } => {
                 add(ChunkKind::ToolResult, &without_line_numbers(text));
-                let mark = if *is_error {
-                    TOOL_ERROR_MARK
-                } else {
-                    TOOL_RESULT_MARK
-                };
-                format!("{mark}{text}")
+                format!("{}{text}", tool_output_mark(*is_error))
             }
         };
         if !content.is_empty() {

@@ -24,6 +24,16 @@ pub const TOOL_RESULT_MARK: &str = "[tool result] ";
 /// than an output and a rule reads as a reason.
 pub const TOOL_ERROR_MARK: &str = "[tool error] ";
 
+/// The mark a tool's output opens with: [`TOOL_ERROR_MARK`] when the tool failed, else [`TOOL_RESULT_MARK`]. The
+/// one choice `show`, the stored text and the hub's shared text all make.
+pub fn tool_output_mark(is_error: bool) -> &'static str {
+    if is_error {
+        TOOL_ERROR_MARK
+    } else {
+        TOOL_RESULT_MARK
+    }
+}
+
 /// Who spoke.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -117,11 +127,7 @@ impl Part {
             Part::ToolUse { name, summary, .. } if summary.is_empty() => format!("[{name}]"),
             Part::ToolUse { name, summary, .. } => format!("[{name}] {summary}"),
             Part::ToolResult { text, is_error, .. } => {
-                if *is_error {
-                    format!("{TOOL_ERROR_MARK}{text}")
-                } else {
-                    format!("{TOOL_RESULT_MARK}{text}")
-                }
+                format!("{}{text}", tool_output_mark(*is_error))
             }
         }
     }

@@ -22,6 +22,7 @@ pub use lookup::{LookupError, is_session_name, resolve_session_id, short_id};
 pub use machine::{Machine, PathMap};
 pub use message::{
     Message, Part, Role, THINKING_MARK, TOOL_ERROR_MARK, TOOL_MARK, TOOL_RESULT_MARK,
+    tool_output_mark,
 };
 pub use project_path::{is_within, normal_form};
 pub use reader::{
