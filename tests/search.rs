@@ -647,9 +647,11 @@ fn copies_collapse_to_the_first_and_weak_hits_fall_under_the_floor() {
 }
 
 /// The search scans the int8 copy of the vectors and re-scores its best hits from the f32 rows: on a real
-/// history its results are those of the f32 scan, hit for hit and score for score; and an index whose segments
-/// predate the int8 copy and the fixed-width records (no `.q8`, no `.rows` files) is scanned in f32, its records
-/// built from `.meta`, and answers the same.
+/// history its results are those of the f32 scan, hit for hit and score for score. The scan of a large history
+/// reads the 4-bit copy first: its best messages above the floor are the int8 scan's, score for score, and so
+/// are the keyword matches it is asked to refine (`prefiltered_scan_keeps_what_the_int8_scan_keeps`). An index
+/// whose segments predate the int8 copy and the fixed-width records (no `.q8`, no `.rows` files) is scanned in
+/// f32, its records built from `.meta`, and answers the same.
 #[test]
 fn int8_scan_answers_like_the_f32_scan_and_old_segments_still_search() {
     let corpus =
@@ -667,7 +669,10 @@ fn int8_scan_answers_like_the_f32_scan_and_old_segments_still_search() {
     let newer: Vec<_> = fs::read_dir(&segments)
         .unwrap()
         .map(|f| f.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "q8" || x == "rows"))
+        .filter(|p| {
+            p.extension()
+                .is_some_and(|x| x == "q8" || x == "q4" || x == "rows")
+        })
         .collect();
     let metas = fs::read_dir(&segments)
         .unwrap()
@@ -681,9 +686,10 @@ fn int8_scan_answers_like_the_f32_scan_and_old_segments_still_search() {
         .count();
     assert_eq!(
         newer.len(),
-        2 * metas,
-        "every segment carries its int8 copy and its records"
+        3 * metas,
+        "every segment carries its int8 and 4-bit copies and its records"
     );
+    prefiltered_scan_keeps_what_the_int8_scan_keeps(Path::new(&e.idx), true);
     let queries = [
         "how does the recorder use the audio worklet",
         "how are recordings saved to disk",
@@ -734,7 +740,15 @@ fn int8_scan_answers_like_the_f32_scan_and_old_segments_still_search() {
         );
         answers.push(scored(&int8));
     }
-    for f in newer {
+    // Segments written before the 4-bit copy: a prefiltered scan reads their int8 rows.
+    for f in newer
+        .iter()
+        .filter(|p| p.extension().is_some_and(|x| x == "q4"))
+    {
+        fs::remove_file(f).unwrap();
+    }
+    prefiltered_scan_keeps_what_the_int8_scan_keeps(Path::new(&e.idx), false);
+    for f in newer.iter().filter(|p| p.exists()) {
         fs::remove_file(f).unwrap();
     }
     for (q, before) in queries.iter().zip(answers) {
@@ -749,6 +763,63 @@ fn int8_scan_answers_like_the_f32_scan_and_old_segments_still_search() {
             before,
             "{q}: segments without the int8 copy answer differently"
         );
+    }
+}
+
+/// A prefiltered scan against the int8 scan, for queries that are messages' own vectors (each has close
+/// neighbours): the best `keep` messages above the floor are the same with the same scores, a keyword match
+/// refined afterwards reads its int8 score, and no other score is further than `INT4_ERROR` from it. Without
+/// the 4-bit copy (`with_nibbles` false) every score is the int8 one.
+fn prefiltered_scan_keeps_what_the_int8_scan_keeps(idx: &Path, with_nibbles: bool) {
+    use ghola::search::scan::{INT4_ERROR, Precision, SemanticScan};
+    let snap = ghola::index::Snapshot::open(idx).unwrap();
+    let ok = vec![true; snap.messages.len()];
+    let (floor, keep) = (0.3, 25);
+    let best_above = |best: &[f32]| {
+        let mut top: Vec<(usize, f32)> = best
+            .iter()
+            .copied()
+            .enumerate()
+            .filter(|(_, s)| *s >= floor)
+            .collect();
+        top.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        top.truncate(keep);
+        top
+    };
+    let n = snap.chunks.len();
+    assert!(n > 1000, "a real history: {n} chunks");
+    for probe in [0, n / 7, n / 3, n / 2, 4 * n / 5, n - 1] {
+        let q = snap.vector(&snap.chunks[probe]).to_vec();
+        let int8 = SemanticScan::run(&snap, &q, &ok, Precision::Int8);
+        let mut pre = SemanticScan::run(&snap, &q, &ok, Precision::Prefiltered { floor, keep });
+        let top = best_above(&int8.best);
+        assert!(
+            top.len() >= 2,
+            "probe {probe}: the query finds its own message and more"
+        );
+        assert_eq!(best_above(&pre.best), top, "probe {probe}");
+        let mut coarse = 0;
+        for (m, (a, b)) in int8.best.iter().zip(&pre.best).enumerate() {
+            // A message without vectors (or not eligible) has no score in either.
+            assert!(
+                a == b || (a - b).abs() <= INT4_ERROR,
+                "probe {probe}, message {m}: {a} vs {b}"
+            );
+            coarse += usize::from(a != b);
+        }
+        assert_eq!(
+            coarse > 0,
+            with_nibbles,
+            "probe {probe}: {coarse} 4-bit scores"
+        );
+        let matches: Vec<u32> = (0..snap.messages.len() as u32).step_by(97).collect();
+        pre.refine(&snap, &q, matches.iter().copied());
+        for m in matches {
+            assert_eq!(
+                pre.best[m as usize], int8.best[m as usize],
+                "probe {probe}, match {m}"
+            );
+        }
     }
 }
 

@@ -502,8 +502,14 @@ pub fn search_bench(work: &Path, messages: usize, model_dir: Option<&Path>) -> R
                 times.sort_by(f64::total_cmp);
                 figures.push((percentile(&times, 0.5), percentile(&times, 0.95)));
             }
+            // What the default scan reads at this size (see `search::scan_precision`).
+            let quantized = if snap.chunks.len() >= search::scan::PREFILTER_MIN_CHUNKS {
+                "4-bit then int8 scan"
+            } else {
+                "int8 scan"
+            };
             println!(
-                "{n:>9} messages, {scope:<11}: ranking p50 {:.1} ms, p95 {:.1} ms (int8 scan; f32 scan p50 {:.1}, \
+                "{n:>9} messages, {scope:<11}: ranking p50 {:.1} ms, p95 {:.1} ms ({quantized}; f32 scan p50 {:.1}, \
                  p95 {:.1} ms; same ten hits for {same}/{} queries; snapshot open {:.0} ms)",
                 figures[0].0 * 1e3,
                 figures[0].1 * 1e3,

@@ -8,6 +8,7 @@ mod embed_pass;
 pub mod file_map;
 pub mod forget;
 pub mod format;
+pub mod int4;
 pub mod int8;
 pub mod lexical;
 pub mod machines;
@@ -30,7 +31,7 @@ mod writer;
 
 pub use embed_pass::{EmbedProgress, EmbedSummary, embed_pending, messages_waiting};
 pub use records::{ChunkKind, FileState, Manifest, StoredMessage};
-pub use snapshot::{LiveChunk, MessageRow, NO_AGENT, Snapshot, SnapshotCache};
+pub use snapshot::{ConversationRun, LiveChunk, MessageRow, NO_AGENT, Snapshot, SnapshotCache};
 pub use update::{
     DEFER_FROM, Progress, UpdateOptions, UpdateSummary, update, update_with, update_words_only,
 };

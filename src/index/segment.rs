@@ -1,4 +1,4 @@
-//! An immutable segment, six files written once, fsynced, never modified:
+//! An immutable segment, seven files written once, fsynced, never modified:
 //! - `<id>.meta`: the compact message records and chunk records (bincode), the segment's full description;
 //! - `<id>.rows`: the same records in a fixed-width layout, memory-mapped by readers and writers alike (see
 //!   [`super::rows`]; a segment written before it existed has them built from `.meta` when opened);
@@ -7,6 +7,8 @@
 //!   best candidates of a search);
 //! - `<id>.q8`: the same rows as int8 with a per-row scale (memory-mapped; what a search scans, see
 //!   [`super::int8`]);
+//! - `<id>.q4`: the same rows as 4-bit values with a per-row scale (memory-mapped; what a search over a large
+//!   history scans first, see [`super::int4`]);
 //! - `<id>.hash`: (text hash, first row, rows) records sorted by hash, so a writer finds a stored vector for an
 //!   identical text by binary search instead of loading every segment's metadata.
 //!
@@ -15,6 +17,7 @@
 //! vectors; the `.todo` file goes with the segment it belongs to.
 
 use super::format::{self, FormatError, HEADER_LEN};
+use super::int4::{NIBBLE_MAGIC, NibbleVectors};
 use super::int8::{COMPACT_MAGIC, CompactVectors, quantize_row};
 use super::records::{ChunkKind, ChunkRecord, MessageMeta, StoredMessage};
 use super::rows::{ROWS_MAGIC, Rows};
@@ -50,6 +53,8 @@ pub struct SegmentPaths {
     pub vectors: PathBuf,
     /// The int8 copy of the vectors (absent in segments written before it existed).
     pub compact: PathBuf,
+    /// The 4-bit copy of the vectors (absent in segments written before it existed).
+    pub nibbles: PathBuf,
     /// The fixed-width records (absent in segments written before they existed).
     pub rows: PathBuf,
     pub text: PathBuf,
@@ -59,13 +64,14 @@ pub struct SegmentPaths {
 }
 
 impl SegmentPaths {
-    /// All six, for deleting a merged segment or damaging one in a test.
-    pub fn all(&self) -> [&Path; 6] {
+    /// All seven, for deleting a merged segment or damaging one in a test.
+    pub fn all(&self) -> [&Path; 7] {
         [
             &self.meta,
             &self.rows,
             &self.vectors,
             &self.compact,
+            &self.nibbles,
             &self.text,
             &self.hashes,
         ]
@@ -79,6 +85,7 @@ pub fn paths(dir: &Path, id: u64) -> SegmentPaths {
         meta: base.join(format!("{id:08}.meta")),
         vectors: base.join(format!("{id:08}.vec")),
         compact: base.join(format!("{id:08}.q8")),
+        nibbles: base.join(format!("{id:08}.q4")),
         rows: base.join(format!("{id:08}.rows")),
         text: base.join(format!("{id:08}.txt")),
         hashes: base.join(format!("{id:08}.hash")),
@@ -196,10 +203,12 @@ pub struct SegmentBuilder {
     text: Vec<u8>,
     /// Little-endian f32 rows, as written (no second copy at write time).
     vectors: Vec<u8>,
-    /// The same rows quantized (see [`super::compact`]).
+    /// The same rows quantized to int8 (see [`super::int8`]).
     compact: Vec<u8>,
-    /// Where rows go instead when streaming (a merge): straight to the segment's `.vec` and `.q8` files.
-    vector_file: Option<(format::FramedWriter, format::FramedWriter)>,
+    /// The same rows quantized to 4 bits (see [`super::int4`]).
+    nibbles: Vec<u8>,
+    /// Where rows go instead when streaming (a merge): straight to the segment's `.vec`, `.q8` and `.q4` files.
+    vector_file: Option<[format::FramedWriter; 3]>,
     rows: u32,
     syms: HashMap<String, u32>,
     spill_error: Option<std::io::Error>,
@@ -253,21 +262,24 @@ impl SegmentBuilder {
             text_hash,
         });
         self.rows += 1;
-        let (start, compact_start) = (self.vectors.len(), self.compact.len());
         for v in vector {
             self.vectors.extend_from_slice(&v.to_le_bytes());
         }
         quantize_row(vector, &mut self.compact);
-        if let Some((f, q)) = &mut self.vector_file {
-            // Streaming: the row goes to the files now; a write error is kept for `write` to report.
+        super::int4::quantize_row(vector, &mut self.nibbles);
+        if let Some([f, q, n]) = &mut self.vector_file {
+            // Streaming: the row goes to the files now (the buffers hold only it); a write error is kept for
+            // `write` to report.
             if let Err(e) = f
-                .write(&self.vectors[start..])
-                .and_then(|_| q.write(&self.compact[compact_start..]))
+                .write(&self.vectors)
+                .and_then(|_| q.write(&self.compact))
+                .and_then(|_| n.write(&self.nibbles))
             {
                 self.spill_error.get_or_insert(e);
             }
             self.vectors.clear();
             self.compact.clear();
+            self.nibbles.clear();
         }
     }
 
@@ -277,10 +289,11 @@ impl SegmentBuilder {
         fs_err::create_dir_all(dir.join("segments"))?;
         let p = paths(dir, id);
         Ok(Self {
-            vector_file: Some((
+            vector_file: Some([
                 format::FramedWriter::create(&p.vectors, VEC_MAGIC)?,
                 format::FramedWriter::create(&p.compact, COMPACT_MAGIC)?,
-            )),
+                format::FramedWriter::create(&p.nibbles, NIBBLE_MAGIC)?,
+            ]),
             ..Self::default()
         })
     }
@@ -303,13 +316,15 @@ impl SegmentBuilder {
             return Err(e);
         }
         match self.vector_file {
-            Some((f, q)) => {
-                f.finish()?;
-                q.finish()?;
+            Some(files) => {
+                for f in files {
+                    f.finish()?;
+                }
             }
             None => {
                 format::write_framed(&p.vectors, VEC_MAGIC, &self.vectors)?;
                 format::write_framed(&p.compact, COMPACT_MAGIC, &self.compact)?;
+                format::write_framed(&p.nibbles, NIBBLE_MAGIC, &self.nibbles)?;
             }
         }
         format::write_framed(&p.text, TEXT_MAGIC, &self.text)?;
@@ -429,6 +444,9 @@ pub struct OpenSegment {
     pub vectors: Vectors,
     /// The int8 rows a search scans; `None` for a segment written before they existed (scanned in f32).
     pub compact: Option<CompactVectors>,
+    /// The 4-bit rows a search over a large history scans first; `None` for a segment written before they
+    /// existed (scanned in int8 alone).
+    pub nibbles: Option<NibbleVectors>,
     /// Mapped and checked with the rest, so a damaged hash file is found by readers too.
     pub hashes: Hashes,
     text: Mmap,
@@ -485,6 +503,16 @@ impl OpenSegment {
         } else {
             None
         };
+        let nibbles = if p.nibbles.exists() && compact.is_some() {
+            let map = map_framed(&p.nibbles, NIBBLE_MAGIC, "4-bit vector", verify)?;
+            Some(NibbleVectors::new(
+                map,
+                vector_rows,
+                &p.nibbles.display().to_string(),
+            )?)
+        } else {
+            None
+        };
         let text = map_framed(&p.text, TEXT_MAGIC, "text", verify)?;
         let hashes = Hashes::open(dir, id, verify)?;
         if matches!(verify, Verify::Always) {
@@ -503,6 +531,7 @@ impl OpenSegment {
             rows,
             vectors,
             compact,
+            nibbles,
             hashes,
             text,
             stamp,

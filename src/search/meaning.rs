@@ -72,7 +72,10 @@ pub(super) fn read(
         match e.embed_chunked(&[&text], 1) {
             Ok(v) if v.first().is_some_and(|c| !c.is_empty()) => {
                 let v = v[0][0];
-                *scan = Some(scan::SemanticScan::run(snap, &v, ok, p.exact_scan));
+                let precision = super::scan_precision(snap, p, timed);
+                let mut again = scan::SemanticScan::run(snap, &v, ok, precision);
+                again.refine(snap, &v, lex_sorted.iter().map(|(m, _)| *m));
+                *scan = Some(again);
                 meaning_vec = Some(v);
                 // Weighted fusion ranks no candidate by its place: the ranks are empty.
                 (_, *best_semantic) = semantic_candidates(p, timed, scan.as_ref());

@@ -72,14 +72,17 @@ struct Scored {
     rank: u32,
 }
 
-/// Messages that pass the filters.
+/// Messages that pass the filters. The filters of a conversation (project, machine, subagent, session) are
+/// decided once per conversation run ([`Snapshot::conversations`]); only the time filters and the excluded
+/// session's latest window read each message.
 fn eligible(snap: &Snapshot, p: &SearchParams) -> Vec<bool> {
     // The excluded session's latest window.
     let excluded = p.exclude_session.as_deref().and_then(|id| snap.sym_of(id));
     let latest_window = excluded.map(|sym| {
-        snap.messages
+        snap.conversations()
             .iter()
-            .filter(|m| m.session == sym)
+            .filter(|r| r.session == sym)
+            .flat_map(|r| &snap.messages[r.start as usize..r.end as usize])
             .map(|m| m.window)
             .max()
             .unwrap_or(0)
@@ -93,54 +96,56 @@ fn eligible(snap: &Snapshot, p: &SearchParams) -> Vec<bool> {
     // Whether each session passes the machine filter, decided once per session (a session's files are all on
     // one machine's side).
     let mut machine_ok = vec![0u8; snap.sym_count()];
-    snap.messages
-        .iter()
-        .enumerate()
-        .map(|(i, m)| {
-            if let Some(project) = &p.project {
-                let known = &mut project_ok[m.project as usize];
-                if *known == 0 {
-                    *known = if is_within(snap.sym(m.project), project) {
-                        1
-                    } else {
-                        2
-                    };
-                }
-                if *known == 2 {
-                    return false;
-                }
+    let mut ok = vec![false; snap.messages.len()];
+    for run in snap.conversations() {
+        if let Some(project) = &p.project {
+            let known = &mut project_ok[run.project as usize];
+            if *known == 0 {
+                *known = if is_within(snap.sym(run.project), project) {
+                    1
+                } else {
+                    2
+                };
             }
-            if !p.machines.is_empty() {
-                let known = &mut machine_ok[m.session as usize];
-                if *known == 0 {
-                    let machine = machine_of(snap, snap.source(i), p);
-                    *known = if p.machines.contains(&machine) { 1 } else { 2 };
-                }
-                if *known == 2 {
-                    return false;
-                }
+            if *known == 2 {
+                continue;
             }
-            if !p.include_subagents && m.agent != NO_AGENT {
-                return false;
+        }
+        if !p.machines.is_empty() {
+            let known = &mut machine_ok[run.session as usize];
+            if *known == 0 {
+                let machine = machine_of(snap, snap.source(run.start as usize), p);
+                *known = if p.machines.contains(&machine) { 1 } else { 2 };
             }
-            if only.is_some_and(|sym| sym != Some(m.session)) {
-                return false;
+            if *known == 2 {
+                continue;
             }
-            if let (Some(sym), Some(w)) = (excluded, latest_window)
-                && m.session == sym
+        }
+        if !p.include_subagents && run.agent != NO_AGENT {
+            continue;
+        }
+        if only.is_some_and(|sym| sym != Some(run.session)) {
+            continue;
+        }
+        let range = run.start as usize..run.end as usize;
+        let in_excluded = excluded == Some(run.session);
+        if !in_excluded && after.is_none() && before.is_none() {
+            ok[range].fill(true);
+            continue;
+        }
+        for i in range {
+            let m = &snap.messages[i];
+            if let (true, Some(w)) = (in_excluded, latest_window)
                 && m.window == w
             {
-                return false;
+                continue;
             }
             let t = m.timestamp_ms;
-            if after.is_some_and(|a| t.is_none_or(|t| t < a))
-                || before.is_some_and(|b| t.is_none_or(|t| t >= b))
-            {
-                return false;
-            }
-            true
-        })
-        .collect()
+            ok[i] = !(after.is_some_and(|a| t.is_none_or(|t| t < a))
+                || before.is_some_and(|b| t.is_none_or(|t| t >= b)));
+        }
+    }
+    ok
 }
 
 /// Why the filters left nothing to search, for a reader who would otherwise blame the query's words: the
@@ -281,11 +286,7 @@ fn semantic_candidates(
     timed: f32,
     scan: Option<&scan::SemanticScan>,
 ) -> (FxHashMap<u32, usize>, Vec<u32>) {
-    let floor = if p.fusion == Fusion::Rrf {
-        f32::NEG_INFINITY
-    } else {
-        timed - 0.02
-    };
+    let floor = candidate_floor(p, timed);
     let mut sem_top: Vec<(u32, f32)> = scan
         .map(|sc| {
             sc.best
@@ -323,6 +324,33 @@ fn timed_threshold(p: &SearchParams) -> f32 {
     (p.threshold - TIMED_MARGIN).max(0.0)
 }
 
+/// The lowest semantic score a message may have to be a semantic candidate: `timed` (see [`timed_threshold`])
+/// less a margin for the int8 scan's error; none under rank fusion, which ranks every message.
+fn candidate_floor(p: &SearchParams, timed: f32) -> f32 {
+    if p.fusion == Fusion::Rrf {
+        f32::NEG_INFINITY
+    } else {
+        timed - 0.02
+    }
+}
+
+/// Which copy of the vectors the scan reads: the f32 rows when asked; the 4-bit rows first over a large history
+/// under the weighted fusion, which reads only the best [`SEMANTIC_CANDIDATES`] above the floor of
+/// [`semantic_candidates`] (and the keyword matches, refined apart); the int8 rows otherwise (rank fusion ranks
+/// every message).
+pub(super) fn scan_precision(snap: &Snapshot, p: &SearchParams, timed: f32) -> scan::Precision {
+    if p.exact_scan {
+        scan::Precision::Exact
+    } else if p.fusion == Fusion::Weighted && snap.chunks.len() >= scan::PREFILTER_MIN_CHUNKS {
+        scan::Precision::Prefiltered {
+            floor: candidate_floor(p, timed),
+            keep: SEMANTIC_CANDIDATES,
+        }
+    } else {
+        scan::Precision::Int8
+    }
+}
+
 /// Ranks eligible messages for the query; returns them best first, and what the keyword side tells the reader
 /// (why it is missing from the ranking, if it is; the words read as typos).
 fn rank(
@@ -334,9 +362,11 @@ fn rank(
 ) -> (Vec<Scored>, KeywordNotes) {
     // The vector scan and the BM25 search are independent: the search runs on a thread of its own (not rayon's
     // pool, which a background embedding pass may keep busy) while this one scans.
+    let timed = timed_threshold(p);
+    let precision = scan_precision(snap, p, timed);
     let (mut scan, (lexical, lex_sorted, keyword_notes)) = std::thread::scope(|s| {
         let words = s.spawn(|| lexical_matches(snap, p, ok, embedder));
-        let scan = query_vec.map(|q| scan::SemanticScan::run(snap, q, ok, p.exact_scan));
+        let scan = query_vec.map(|q| scan::SemanticScan::run(snap, q, ok, precision));
         let words = words.join().unwrap_or_else(|panic| {
             let why = panic
                 .downcast_ref::<&str>()
@@ -359,7 +389,10 @@ fn rank(
         // The next update takes the full path, which checks the lexical index and rebuilds it.
         crate::index::report_damage(&snap.dir, why);
     }
-    let timed = timed_threshold(p);
+    // The keyword matches are read whatever their semantic place: scored in int8 at least.
+    if let (Some(q), Some(sc)) = (query_vec, scan.as_mut()) {
+        sc.refine(snap, q, lex_sorted.iter().map(|(m, _)| *m));
+    }
     let (sem_rank, mut best_semantic) = semantic_candidates(p, timed, scan.as_ref());
     // Every candidate `fuse` scores is a lexical match or one of these semantic ones.
     let reading = if p.fusion == Fusion::Weighted {

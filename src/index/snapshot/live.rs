@@ -139,6 +139,7 @@ impl Snapshot {
         // rather than at random; a segment's chunks mostly stay together.
         self.chunks.sort_by_key(|c| c.message);
         self.messages = rows;
+        self.runs = std::sync::OnceLock::new();
         self.syms = syms;
         self.local_syms = local_syms;
     }
@@ -278,6 +279,7 @@ impl Snapshot {
         chunks.sort_by_key(|c| c.message);
         self.by_gid = GidIndex::new(&rows, self.manifest.next_gid);
         self.messages = rows;
+        self.runs = std::sync::OnceLock::new();
         self.chunks = chunks;
         self.syms = prev.syms.iter().cloned().chain(new_syms).collect();
         self.local_syms = local_syms;
