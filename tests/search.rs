@@ -696,6 +696,8 @@ fn int8_scan_answers_like_the_f32_scan_and_old_segments_still_search() {
         "vendor prefixes removed from the docs",
         "AudioContext",
         "which browsers are supported",
+        // A time named: the meaning is scanned for again without it.
+        "what changed in the recorder in July 2025",
     ];
     let scored = |v: &Value| -> Vec<(String, String)> {
         v["results"]
@@ -732,11 +734,32 @@ fn int8_scan_answers_like_the_f32_scan_and_old_segments_still_search() {
             ],
         )
         .unwrap();
+        // The 4-bit copy read first, as over a large history: the same answer.
+        let prefiltered = search(
+            &e,
+            "UTC",
+            &[
+                q,
+                "--global",
+                "--context",
+                "0",
+                "--limit",
+                "20",
+                "--prefilter-from",
+                "0",
+            ],
+        )
+        .unwrap();
         assert!(!scored(&int8).is_empty(), "{q}: no hits");
         assert_eq!(
             scored(&int8),
             scored(&f32),
             "{q}: int8 and f32 scans differ"
+        );
+        assert_eq!(
+            scored(&prefiltered),
+            scored(&int8),
+            "{q}: the prefiltered and int8 scans differ"
         );
         answers.push(scored(&int8));
     }

@@ -436,6 +436,10 @@ pub struct SearchArgs {
     /// Scan the f32 vectors instead of their int8 copy (for comparing the two; results should not differ).
     #[arg(long, hide = true)]
     pub exact_scan: bool,
+    /// Read the 4-bit copy of the vectors first from this many chunks on (for comparing the scans; results
+    /// should not differ).
+    #[arg(long, hide = true, value_name = "CHUNKS")]
+    pub prefilter_from: Option<usize>,
     /// Turn a ranking rule off, to measure what it is worth (benchmarks; see docs/search.md).
     #[arg(long, hide = true, value_name = "RULE")]
     pub without_rule: Vec<search::Rule>,
@@ -497,6 +501,7 @@ pub fn search_cmd(
         fusion: a.fusion,
         lexical_weight: a.lexical_weight,
         exact_scan: a.exact_scan,
+        prefilter_from: a.prefilter_from,
         without_rules: a.without_rule,
     };
     r.format = if a.json { Format::Json } else { Format::Text };

@@ -341,7 +341,7 @@ fn candidate_floor(p: &SearchParams, timed: f32) -> f32 {
 pub(super) fn scan_precision(snap: &Snapshot, p: &SearchParams, timed: f32) -> scan::Precision {
     if p.exact_scan {
         scan::Precision::Exact
-    } else if p.fusion == Fusion::Weighted && snap.chunks.len() >= scan::PREFILTER_MIN_CHUNKS {
+    } else if p.fusion == Fusion::Weighted && snap.chunks.len() >= p.prefilter_from {
         scan::Precision::Prefiltered {
             floor: candidate_floor(p, timed),
             keep: SEMANTIC_CANDIDATES,
@@ -409,6 +409,23 @@ fn rank(
     } else {
         meaning::Reading::default()
     };
+    // Fusion also reads the message after each candidate (it may inherit a share and become a hit of its own):
+    // under a prefiltered scan it too is scored in int8, so that the ranking reads no 4-bit score.
+    if let (Some(q), Some(sc)) = (
+        reading.meaning_vec.as_ref().map(|v| &v[..]).or(query_vec),
+        scan.as_mut(),
+    ) {
+        let next = lex_sorted
+            .iter()
+            .map(|(m, _)| *m)
+            .chain(best_semantic.iter().copied());
+        sc.refine(
+            snap,
+            q,
+            next.map(|m| m + 1)
+                .filter(|n| (*n as usize) < snap.messages.len()),
+        );
+    }
     let lex_rank = rrf_ranks(p, &lex_sorted);
     let ev = Evidence {
         lexical,

@@ -76,6 +76,9 @@ pub struct SearchParams {
     pub relative_floor: f32,
     /// Scan the f32 vectors rather than their int8 copy (benchmarks compare the two).
     pub exact_scan: bool,
+    /// From how many live chunks the scan reads the 4-bit copy first ([`super::scan::PREFILTER_MIN_CHUNKS`];
+    /// tests set 0 to compare the two scans on a small history).
+    pub prefilter_from: usize,
     /// The response is cut under this many characters (at most [`super::response::RESPONSE_CHARS`], the
     /// default; the CLI reads the experiment variable `GHOLA_RESPONSE_CHARS` into it).
     pub response_chars: usize,
@@ -118,6 +121,7 @@ impl SearchParams {
             lexical_weight: None,
             relative_floor: RELATIVE_FLOOR,
             exact_scan: false,
+            prefilter_from: super::scan::PREFILTER_MIN_CHUNKS,
             response_chars: super::response::RESPONSE_CHARS,
             without_rules: Vec::new(),
             machines: Vec::new(),

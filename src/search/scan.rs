@@ -25,7 +25,8 @@ const NO_CHUNK: u32 = u32::MAX;
 pub const PREFILTER_MIN_CHUNKS: usize = 250_000;
 
 /// How far a 4-bit score may be from the int8 one: the worst error measured over the real vectors of
-/// `../shared` against 523 questions was 0.041 (standard deviation 0.007); a margin of seven deviations.
+/// `../shared` against its questions was 0.041 (standard deviation 0.007, `bench/quant_error.py`); a margin of
+/// seven deviations.
 pub const INT4_ERROR: f32 = 0.05;
 
 /// Which copy of the vectors a scan reads.
@@ -51,6 +52,8 @@ pub struct SemanticScan {
     chunk: Vec<u32>,
     /// The quantized query, kept when some scores are still 4-bit ones (for [`SemanticScan::refine`]).
     coarse: Option<CompactQuery>,
+    /// Whether the CPU has AVX2 (found once per scan; refining then uses the AVX2 int8 kernel).
+    avx2: bool,
 }
 
 /// Dot product written so the compiler vectorises it: eight independent accumulators.
@@ -80,8 +83,18 @@ enum Rows<'a> {
     Int4(&'a CompactQuery, i32),
 }
 
+/// Whether the CPU has what [`scan_avx2`] and the AVX2 kernels were compiled for.
+fn has_avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
 /// One chunk's score from the rows `rows` names, falling back to the next finer copy its segment has; with the
-/// AVX2 integer kernels when `AVX2` (only [`scan_avx2`], which runs after the CPU was checked, passes true).
+/// AVX2 integer kernels when `AVX2` (true only where [`has_avx2`] was found true).
 #[inline(always)]
 fn chunk_score<const AVX2: bool>(
     snap: &Snapshot,
@@ -94,7 +107,7 @@ fn chunk_score<const AVX2: bool>(
     {
         #[cfg(target_arch = "x86_64")]
         if AVX2 {
-            // SAFETY: AVX2 is true only inside `scan_avx2`, called once the CPU was found to have AVX2.
+            // SAFETY: AVX2 is true only once `has_avx2` found the CPU to have it.
             return cq.scale * scale * unsafe { dot_u4_i8_avx2(cq, sum, row) } as f32;
         }
         return cq.scale * scale * dot_u4_i8(cq, sum, row) as f32;
@@ -172,6 +185,7 @@ impl SemanticScan {
             best: vec![f32::NEG_INFINITY; snap.messages.len()],
             chunk: vec![NO_CHUNK; snap.messages.len()],
             coarse: None,
+            avx2: has_avx2(),
         };
         if q.len() != DIM {
             return out;
@@ -199,8 +213,7 @@ impl SemanticScan {
 
     fn scan(snap: &Snapshot, q: &[f32], rows: Rows, ok: &[bool], out: &mut Self) {
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
+        if out.avx2 {
             // SAFETY: the CPU supports the features the function was compiled for (checked just above).
             unsafe { scan_avx2(snap, q, rows, ok, out) };
             return;
@@ -230,7 +243,12 @@ impl SemanticScan {
         let Some(cq) = &self.coarse else { return };
         let (mut best, mut chunk) = (f32::NEG_INFINITY, NO_CHUNK);
         for ci in self.chunks_of(snap, m) {
-            let s = chunk_score::<false>(snap, q, Rows::Int8(cq), &snap.chunks[ci]);
+            let c = &snap.chunks[ci];
+            let s = if self.avx2 {
+                chunk_score::<true>(snap, q, Rows::Int8(cq), c)
+            } else {
+                chunk_score::<false>(snap, q, Rows::Int8(cq), c)
+            };
             if s > best {
                 (best, chunk) = (s, ci as u32);
             }

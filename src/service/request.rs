@@ -112,6 +112,8 @@ pub struct Tuning {
     /// `None`: chosen by the query.
     pub lexical_weight: Option<f32>,
     pub exact_scan: bool,
+    /// `None`: [`crate::search::scan::PREFILTER_MIN_CHUNKS`].
+    pub prefilter_from: Option<usize>,
     pub without_rules: Vec<Rule>,
 }
 
@@ -251,6 +253,9 @@ impl SearchRequest {
         p.fusion = self.tuning.fusion;
         p.lexical_weight = self.tuning.lexical_weight;
         p.exact_scan = self.tuning.exact_scan;
+        if let Some(n) = self.tuning.prefilter_from {
+            p.prefilter_from = n;
+        }
         p.without_rules = self.tuning.without_rules.clone();
         // The answer is bounded again in the form it is sent in (`HistoryService::search`).
         p.response_chars = MAX_CHARS;
