@@ -712,44 +712,18 @@ fn int8_scan_answers_like_the_f32_scan_and_old_segments_still_search() {
             })
             .collect()
     };
+    // The top twenty of a global search, with a scan's flags.
+    let ask = |q: &str, scan: &[&str]| -> Value {
+        let mut args = vec![q, "--global", "--context", "0", "--limit", "20"];
+        args.extend_from_slice(scan);
+        search(&e, "UTC", &args).unwrap()
+    };
     let mut answers = Vec::new();
     for q in queries {
-        let int8 = search(
-            &e,
-            "UTC",
-            &[q, "--global", "--context", "0", "--limit", "20"],
-        )
-        .unwrap();
-        let f32 = search(
-            &e,
-            "UTC",
-            &[
-                q,
-                "--global",
-                "--context",
-                "0",
-                "--limit",
-                "20",
-                "--exact-scan",
-            ],
-        )
-        .unwrap();
+        let int8 = ask(q, &[]);
+        let f32 = ask(q, &["--exact-scan"]);
         // The 4-bit copy read first, as over a large history: the same answer.
-        let prefiltered = search(
-            &e,
-            "UTC",
-            &[
-                q,
-                "--global",
-                "--context",
-                "0",
-                "--limit",
-                "20",
-                "--prefilter-from",
-                "0",
-            ],
-        )
-        .unwrap();
+        let prefiltered = ask(q, &["--prefilter-from", "0"]);
         assert!(!scored(&int8).is_empty(), "{q}: no hits");
         assert_eq!(
             scored(&int8),
@@ -775,12 +749,7 @@ fn int8_scan_answers_like_the_f32_scan_and_old_segments_still_search() {
         fs::remove_file(f).unwrap();
     }
     for (q, before) in queries.iter().zip(answers) {
-        let old = search(
-            &e,
-            "UTC",
-            &[q, "--global", "--context", "0", "--limit", "20"],
-        )
-        .unwrap();
+        let old = ask(q, &[]);
         assert_eq!(
             scored(&old),
             before,

@@ -8,10 +8,8 @@
 //! Byte `j` of a row holds dimension `j` in its low half and dimension `j + DIM / 2` in its high half, each as
 //! the value plus 8 (1 ..= 15), so that a scan multiplies two contiguous halves of the query.
 
-use super::format::{FormatError, HEADER_LEN};
 use super::int8::CompactQuery;
 use crate::embed::DIM;
-use memmap2::Mmap;
 
 /// Magic of a `<id>.q4` file.
 pub(crate) const NIBBLE_MAGIC: &[u8; 8] = b"GHOLAQ4V";
@@ -22,14 +20,8 @@ const OFFSET: i32 = 8;
 
 /// Appends `v` quantized to `out`: scale = max |v_i| / 7, values = round(v_i / scale). A zero row has scale 0.
 pub fn quantize_row(v: &[f32], out: &mut Vec<u8>) {
-    let max = v.iter().take(DIM).fold(0f32, |m, x| m.max(x.abs()));
-    let scale = if max > 0.0 && max.is_finite() {
-        max / 7.0
-    } else {
-        0.0
-    };
+    let (scale, inv) = super::int8::row_scale(v, 7.0);
     out.extend_from_slice(&scale.to_le_bytes());
-    let inv = if scale > 0.0 { 1.0 / scale } else { 0.0 };
     // A short row (never written by ghola) reads as zeros past its end.
     let value = |i: usize| {
         let x = v.get(i).copied().unwrap_or(0.0);
@@ -96,48 +88,13 @@ pub unsafe fn dot_u4_i8_avx2(q: &CompactQuery, query_sum: i32, row: &[u8]) -> i3
     super::int8::sum_lanes(acc) - OFFSET * query_sum
 }
 
-/// A segment's 4-bit rows, memory-mapped.
-pub struct NibbleVectors(Mmap);
-
-impl NibbleVectors {
-    /// Wraps a mapped and checked `<id>.q4` file; `rows` is how many rows the metadata refers to.
-    pub fn new(map: Mmap, rows: usize, name: &str) -> Result<Self, FormatError> {
-        let payload = map.len() - HEADER_LEN;
-        if !payload.is_multiple_of(NIBBLE_ROW) || payload / NIBBLE_ROW < rows {
-            return Err(FormatError::Damaged(name.to_string()));
-        }
-        Ok(Self(map))
-    }
-
-    /// Row `row`: its scale and its bytes (empty when out of range, which the open check rules out).
-    #[inline(always)]
-    pub fn row(&self, row: u32) -> (f32, &[u8]) {
-        let start = HEADER_LEN + row as usize * NIBBLE_ROW;
-        match self.0.get(start..start + NIBBLE_ROW) {
-            Some(r) => (f32::from_le_bytes([r[0], r[1], r[2], r[3]]), &r[4..]),
-            None => (0.0, &[]),
-        }
-    }
-}
+/// A segment's 4-bit rows, memory-mapped (`<id>.q4`).
+pub type NibbleVectors = super::int8::ScaledRows<NIBBLE_ROW>;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn unit(seed: u64) -> Vec<f32> {
-        let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
-        let mut v: Vec<f32> = (0..DIM)
-            .map(|_| {
-                s = s
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                ((s >> 33) as f32 / (1u64 << 31) as f32) - 0.5
-            })
-            .collect();
-        let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-        v.iter_mut().for_each(|x| *x /= n);
-        v
-    }
+    use crate::index::int8::tests::unit;
 
     fn approx(q: &[f32], row: &[f32]) -> f32 {
         let cq = CompactQuery::new(q);

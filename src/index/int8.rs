@@ -12,16 +12,22 @@ pub(crate) const COMPACT_MAGIC: &[u8; 8] = b"GHOLAQ8V";
 /// Bytes of one compact row: its scale (little-endian f32) then `DIM` signed bytes.
 pub const COMPACT_ROW: usize = 4 + DIM;
 
+/// A row's scale for values up to ±`levels` (max |v_i| / levels; 0 for a zero or non-finite row) and its
+/// inverse (0 when the scale is): the int8 and 4-bit copies quantize alike.
+pub(crate) fn row_scale(v: &[f32], levels: f32) -> (f32, f32) {
+    let max = v.iter().take(DIM).fold(0f32, |m, x| m.max(x.abs()));
+    if max > 0.0 && max.is_finite() {
+        let scale = max / levels;
+        (scale, 1.0 / scale)
+    } else {
+        (0.0, 0.0)
+    }
+}
+
 /// Appends `v` quantized to `out`: scale = max |v_i| / 127, bytes = round(v_i / scale). A zero row has scale 0.
 pub fn quantize_row(v: &[f32], out: &mut Vec<u8>) {
-    let max = v.iter().fold(0f32, |m, x| m.max(x.abs()));
-    let scale = if max > 0.0 && max.is_finite() {
-        max / 127.0
-    } else {
-        0.0
-    };
+    let (scale, inv) = row_scale(v, 127.0);
     out.extend_from_slice(&scale.to_le_bytes());
-    let inv = if scale > 0.0 { 1.0 / scale } else { 0.0 };
     out.extend(
         v.iter()
             .take(DIM)
@@ -112,14 +118,15 @@ pub(crate) fn sum_lanes(v: std::arch::x86_64::__m256i) -> i32 {
     _mm_cvtsi128_si32(s)
 }
 
-/// A segment's compact rows, memory-mapped.
-pub struct CompactVectors(Mmap);
+/// A mapped file of fixed-width rows, each a scale (little-endian f32) then `ROW - 4` bytes: what the int8 copy
+/// and the 4-bit copy ([`super::int4`]) have in common.
+pub struct ScaledRows<const ROW: usize>(Mmap);
 
-impl CompactVectors {
-    /// Wraps a mapped and checked `<id>.q8` file; `rows` is how many rows the metadata refers to.
+impl<const ROW: usize> ScaledRows<ROW> {
+    /// Wraps a mapped and checked file; `rows` is how many rows the metadata refers to.
     pub fn new(map: Mmap, rows: usize, name: &str) -> Result<Self, FormatError> {
         let payload = map.len() - HEADER_LEN;
-        if !payload.is_multiple_of(COMPACT_ROW) || payload / COMPACT_ROW < rows {
+        if !payload.is_multiple_of(ROW) || payload / ROW < rows {
             return Err(FormatError::Damaged(name.to_string()));
         }
         Ok(Self(map))
@@ -127,27 +134,41 @@ impl CompactVectors {
 
     /// Row `row`: its scale and its bytes (empty when out of range, which the open check rules out).
     #[inline(always)]
-    pub fn row(&self, row: u32) -> (f32, &[i8]) {
-        let start = HEADER_LEN + row as usize * COMPACT_ROW;
-        match self.0.get(start..start + COMPACT_ROW) {
-            Some(r) => {
-                let scale = f32::from_le_bytes([r[0], r[1], r[2], r[3]]);
-                let bytes = &r[4..];
-                // SAFETY: i8 and u8 have the same size and alignment, and every bit pattern is valid for both.
-                let signed =
-                    unsafe { std::slice::from_raw_parts(bytes.as_ptr() as *const i8, bytes.len()) };
-                (scale, signed)
-            }
+    pub fn row(&self, row: u32) -> (f32, &[u8]) {
+        let start = HEADER_LEN + row as usize * ROW;
+        match self.0.get(start..start + ROW) {
+            Some(r) => (f32::from_le_bytes([r[0], r[1], r[2], r[3]]), &r[4..]),
             None => (0.0, &[]),
         }
     }
 }
 
+/// A segment's compact rows, memory-mapped.
+pub struct CompactVectors(ScaledRows<COMPACT_ROW>);
+
+impl CompactVectors {
+    /// Wraps a mapped and checked `<id>.q8` file; `rows` is how many rows the metadata refers to.
+    pub fn new(map: Mmap, rows: usize, name: &str) -> Result<Self, FormatError> {
+        ScaledRows::new(map, rows, name).map(Self)
+    }
+
+    /// Row `row`: its scale and its signed bytes (empty when out of range, which the open check rules out).
+    #[inline(always)]
+    pub fn row(&self, row: u32) -> (f32, &[i8]) {
+        let (scale, bytes) = self.0.row(row);
+        // SAFETY: i8 and u8 have the same size and alignment, and every bit pattern is valid for both.
+        let signed =
+            unsafe { std::slice::from_raw_parts(bytes.as_ptr() as *const i8, bytes.len()) };
+        (scale, signed)
+    }
+}
+
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn unit(seed: u64) -> Vec<f32> {
+    /// A pseudo-random unit vector of `DIM` floats (the quantization tests' rows and queries).
+    pub(crate) fn unit(seed: u64) -> Vec<f32> {
         let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
         let mut v: Vec<f32> = (0..DIM)
             .map(|_| {
