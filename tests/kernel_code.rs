@@ -1,4 +1,4 @@
-//! The machine code of the embedding kernels, read back from the built `ghola` with `objdump`.
+//! The machine code of the embedding kernels (and the search's vector scan), read back from the built `ghola` with `objdump`.
 //!
 //! Many kernels cannot run on the machine a test runs on (AVX-512 and AVX-512 BF16 are chosen on AMD Zen 4 and
 //! recent Intel Xeons; some of this project's machines have AVX2 only), so their speed cannot always be
@@ -166,6 +166,9 @@ fn each_kernel_step_is_compiled_whole_for_its_instructions() {
             2 * 12 + 8 + 16,
         ),
         ("ghola_embed::amx::imp::product", "tdpbf16ps", "tmm", 1),
+        // The search's vector scan: the int8 and the 4-bit dot products inline and whole (12 steps of 32 bytes
+        // each; the compiler's own loop widened every byte to 32 bits and took a fifth longer).
+        ("ghola::search::scan::scan_avx2", "vpmaddubsw", "ymm", 24),
     ] {
         let found = count(&fns, function, mnemonic, register);
         assert!(
