@@ -73,9 +73,7 @@ pub(super) fn read(
             Ok(v) if v.first().is_some_and(|c| !c.is_empty()) => {
                 let v = v[0][0];
                 let precision = super::scan_precision(snap, p, timed);
-                let mut again = scan::SemanticScan::run(snap, &v, ok, precision);
-                again.refine(snap, &v, lex_sorted.iter().map(|(m, _)| *m));
-                *scan = Some(again);
+                *scan = Some(scan::SemanticScan::run(snap, &v, ok, precision));
                 meaning_vec = Some(v);
                 // Weighted fusion ranks no candidate by its place: the ranks are empty.
                 (_, *best_semantic) = semantic_candidates(p, timed, scan.as_ref());

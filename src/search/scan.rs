@@ -9,13 +9,13 @@
 //! ([`Precision::Prefiltered`]); every candidate the ranking reads is scored in int8 or better.
 
 use crate::embed::DIM;
-use crate::index::Snapshot;
 use crate::index::int4::dot_u4_i8;
 #[cfg(target_arch = "x86_64")]
 use crate::index::int4::dot_u4_i8_avx2;
 #[cfg(target_arch = "x86_64")]
 use crate::index::int8::dot_i8_avx2;
 use crate::index::int8::{CompactQuery, dot_i8};
+use crate::index::{LiveChunk, Snapshot};
 
 /// [`SemanticScan::chunk`] of a message without a scored chunk.
 const NO_CHUNK: u32 = u32::MAX;
@@ -96,12 +96,7 @@ fn has_avx2() -> bool {
 /// One chunk's score from the rows `rows` names, falling back to the next finer copy its segment has; with the
 /// AVX2 integer kernels when `AVX2` (true only where [`has_avx2`] was found true).
 #[inline(always)]
-fn chunk_score<const AVX2: bool>(
-    snap: &Snapshot,
-    q: &[f32],
-    rows: Rows,
-    c: &crate::index::LiveChunk,
-) -> f32 {
+fn chunk_score<const AVX2: bool>(snap: &Snapshot, q: &[f32], rows: Rows, c: &LiveChunk) -> f32 {
     if let Rows::Int4(cq, sum) = rows
         && let Some((scale, row)) = snap.nibble_row(c)
     {
@@ -214,7 +209,7 @@ impl SemanticScan {
     fn scan(snap: &Snapshot, q: &[f32], rows: Rows, ok: &[bool], out: &mut Self) {
         #[cfg(target_arch = "x86_64")]
         if out.avx2 {
-            // SAFETY: the CPU supports the features the function was compiled for (checked just above).
+            // SAFETY: `avx2` is `has_avx2()`: the CPU supports what the function was compiled for.
             unsafe { scan_avx2(snap, q, rows, ok, out) };
             return;
         }
@@ -238,28 +233,41 @@ impl SemanticScan {
         lo..hi
     }
 
+    /// The best of message `m`'s chunks by `score`, and which chunk it is (`None` for a message without one).
+    fn best_of_chunks(
+        &self,
+        snap: &Snapshot,
+        m: usize,
+        score: impl Fn(&LiveChunk) -> f32,
+    ) -> Option<(f32, u32)> {
+        self.chunks_of(snap, m)
+            .map(|ci| (score(&snap.chunks[ci]), ci as u32))
+            // As the scan: a score must beat -inf (a NaN never does); the first of equal ones stays.
+            .filter(|(s, _)| *s > f32::NEG_INFINITY)
+            .fold(None, |best, (s, ci)| match best {
+                Some((b, _)) if b >= s => best,
+                _ => Some((s, ci)),
+            })
+    }
+
     /// Message `m`'s best chunk from its int8 rows (a scan with only 4-bit scores).
     fn refine_one(&mut self, snap: &Snapshot, q: &[f32], m: usize) {
         let Some(cq) = &self.coarse else { return };
-        let (mut best, mut chunk) = (f32::NEG_INFINITY, NO_CHUNK);
-        for ci in self.chunks_of(snap, m) {
-            let c = &snap.chunks[ci];
-            let s = if self.avx2 {
+        let found = self.best_of_chunks(snap, m, |c| {
+            if self.avx2 {
                 chunk_score::<true>(snap, q, Rows::Int8(cq), c)
             } else {
                 chunk_score::<false>(snap, q, Rows::Int8(cq), c)
-            };
-            if s > best {
-                (best, chunk) = (s, ci as u32);
             }
-        }
-        if chunk != NO_CHUNK {
-            (self.best[m], self.chunk[m]) = (best, chunk);
+        });
+        if let Some((s, ci)) = found {
+            (self.best[m], self.chunk[m]) = (s, ci);
         }
     }
 
     /// Scores `messages` from their int8 rows where the scan left them a 4-bit score (nothing to do after an
-    /// int8 or exact scan): the keyword matches, which the ranking reads whatever their semantic place.
+    /// int8 or exact scan): what fusion reads beyond the semantic candidates (the keyword matches, the message
+    /// after each candidate).
     pub fn refine(&mut self, snap: &Snapshot, q: &[f32], messages: impl Iterator<Item = u32>) {
         if self.coarse.is_none() {
             return;
@@ -274,15 +282,8 @@ impl SemanticScan {
     pub fn rescore(&mut self, snap: &Snapshot, q: &[f32], m: u32) {
         let m = m as usize;
         if self.coarse.is_some() {
-            let (mut best, mut chunk) = (f32::NEG_INFINITY, NO_CHUNK);
-            for ci in self.chunks_of(snap, m) {
-                let s = dot_lanes(q, snap.vector(&snap.chunks[ci]));
-                if s > best {
-                    (best, chunk) = (s, ci as u32);
-                }
-            }
-            if chunk != NO_CHUNK {
-                (self.best[m], self.chunk[m]) = (best, chunk);
+            if let Some((s, ci)) = self.best_of_chunks(snap, m, |c| dot_lanes(q, snap.vector(c))) {
+                (self.best[m], self.chunk[m]) = (s, ci);
             }
         } else if let Some(&ci) = self.chunk.get(m)
             && ci != NO_CHUNK
