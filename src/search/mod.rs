@@ -4,6 +4,7 @@
 pub mod compact;
 pub mod count;
 pub mod explain;
+mod filters;
 mod fusion;
 pub mod grouped;
 mod meaning;
@@ -22,8 +23,8 @@ pub use prior::{QUESTION_PRIOR, QueryIntent, Rule};
 pub use response::{SearchHit, SearchResponse};
 
 use crate::embed::Embedder;
-use crate::index::{ChunkEmbedder, MessageRow, NO_AGENT, Snapshot};
-use crate::transcript::is_within;
+use crate::index::{ChunkEmbedder, MessageRow, Snapshot};
+use filters::{eligible, machine_of, out_of_scope};
 use fusion::{Evidence, collapse_copies};
 use response::{BODY_CHARS, ContextMessage, IndexInfo, MatchedMessage, Scores, cut_around};
 use rustc_hash::FxHashMap;
@@ -70,115 +71,6 @@ struct Scored {
     session_gain: f32,
     /// Position in the ranking (0 = best), after ties are broken.
     rank: u32,
-}
-
-/// Messages that pass the filters. The filters of a conversation (project, machine, subagent, session) are
-/// decided once per conversation run ([`Snapshot::conversations`]); only the time filters and the excluded
-/// session's latest window read each message.
-fn eligible(snap: &Snapshot, p: &SearchParams) -> Vec<bool> {
-    // The excluded session's latest window.
-    let excluded = p.exclude_session.as_deref().and_then(|id| snap.sym_of(id));
-    let latest_window = excluded.map(|sym| {
-        snap.conversations()
-            .iter()
-            .filter(|r| r.session == sym)
-            .flat_map(|r| &snap.messages[r.start as usize..r.end as usize])
-            .map(|m| m.window)
-            .max()
-            .unwrap_or(0)
-    });
-    let after = p.after.map(|t| t.timestamp_millis());
-    let before = p.before.map(|t| t.timestamp_millis());
-    // Only one session: its symbol (`Some(None)`: a session the index does not hold, so nothing passes).
-    let only = p.only_session.as_deref().map(|id| snap.sym_of(id));
-    // Whether each project symbol passes the project filter, decided once per project (0: not yet known).
-    let mut project_ok = vec![0u8; snap.sym_count()];
-    // Whether each session passes the machine filter, decided once per session (a session's files are all on
-    // one machine's side).
-    let mut machine_ok = vec![0u8; snap.sym_count()];
-    let mut ok = vec![false; snap.messages.len()];
-    for run in snap.conversations() {
-        if let Some(project) = &p.project {
-            let known = &mut project_ok[run.project as usize];
-            if *known == 0 {
-                *known = if is_within(snap.sym(run.project), project) {
-                    1
-                } else {
-                    2
-                };
-            }
-            if *known == 2 {
-                continue;
-            }
-        }
-        if !p.machines.is_empty() {
-            let known = &mut machine_ok[run.session as usize];
-            if *known == 0 {
-                let machine = machine_of(snap, snap.source(run.start as usize), p);
-                *known = if p.machines.contains(&machine) { 1 } else { 2 };
-            }
-            if *known == 2 {
-                continue;
-            }
-        }
-        if !p.include_subagents && run.agent != NO_AGENT {
-            continue;
-        }
-        if only.is_some_and(|sym| sym != Some(run.session)) {
-            continue;
-        }
-        let range = run.start as usize..run.end as usize;
-        let in_excluded = excluded == Some(run.session);
-        if !in_excluded && after.is_none() && before.is_none() {
-            ok[range].fill(true);
-            continue;
-        }
-        for i in range {
-            let m = &snap.messages[i];
-            if let (true, Some(w)) = (in_excluded, latest_window)
-                && m.window == w
-            {
-                continue;
-            }
-            let t = m.timestamp_ms;
-            ok[i] = !(after.is_some_and(|a| t.is_none_or(|t| t < a))
-                || before.is_some_and(|b| t.is_none_or(|t| t >= b)));
-        }
-    }
-    ok
-}
-
-/// Why the filters left nothing to search, for a reader who would otherwise blame the query's words: the
-/// project holds no session (the usual case: `ghola search` run in a directory Claude Code never worked in, as
-/// the project defaults to the current one), or the other filters exclude every message of it.
-fn out_of_scope(snap: &Snapshot, p: &SearchParams) -> String {
-    if let Some(project) = &p.project {
-        let mut projects = rustc_hash::FxHashSet::default();
-        let mut inside = false;
-        for m in &snap.messages {
-            if projects.insert(m.project) && is_within(snap.sym(m.project), project) {
-                inside = true;
-                break;
-            }
-        }
-        if !inside {
-            return format!(
-                "nothing was searched: no session of this history was recorded in {project} or below it; a \
-                 search of every project (`--global`, or scope \"global\") looks at the other {} project{}",
-                projects.len(),
-                if projects.len() == 1 { "" } else { "s" }
-            );
-        }
-    }
-    "nothing was searched: no message of this history passes the filters (the project's sessions are all \
-     outside the dates, session, machines or subagents asked for)"
-        .to_string()
-}
-
-/// The machine the transcript `source` was recorded on: another machine's copy's name, or this one's.
-fn machine_of(snap: &Snapshot, source: &str, p: &SearchParams) -> String {
-    crate::index::machines::machine_of_path(&snap.dir, std::path::Path::new(source))
-        .unwrap_or_else(|| p.this_machine.clone())
 }
 
 /// What the BM25 side found: eligible messages matching the query's words, by score (the map, and the same
@@ -389,10 +281,6 @@ fn rank(
         // The next update takes the full path, which checks the lexical index and rebuilds it.
         crate::index::report_damage(&snap.dir, why);
     }
-    // The keyword matches are read whatever their semantic place: scored in int8 at least.
-    if let (Some(q), Some(sc)) = (query_vec, scan.as_mut()) {
-        sc.refine(snap, q, lex_sorted.iter().map(|(m, _)| *m));
-    }
     let (sem_rank, mut best_semantic) = semantic_candidates(p, timed, scan.as_ref());
     // Every candidate `fuse` scores is a lexical match or one of these semantic ones.
     let reading = if p.fusion == Fusion::Weighted {
@@ -409,22 +297,21 @@ fn rank(
     } else {
         meaning::Reading::default()
     };
-    // Fusion also reads the message after each candidate (it may inherit a share and become a hit of its own):
-    // under a prefiltered scan it too is scored in int8, so that the ranking reads no 4-bit score.
+    // Fusion reads the keyword matches whatever their semantic place, and the message after each candidate (it
+    // may inherit a share and become a hit of its own): under a prefiltered scan they too are scored in int8
+    // (from the vector of the last scan, which `meaning::read` may have redone), so the ranking reads no 4-bit
+    // score.
     if let (Some(q), Some(sc)) = (
         reading.meaning_vec.as_ref().map(|v| &v[..]).or(query_vec),
         scan.as_mut(),
     ) {
-        let next = lex_sorted
-            .iter()
-            .map(|(m, _)| *m)
-            .chain(best_semantic.iter().copied());
-        sc.refine(
-            snap,
-            q,
-            next.map(|m| m + 1)
-                .filter(|n| (*n as usize) < snap.messages.len()),
-        );
+        let lex = lex_sorted.iter().map(|(m, _)| *m);
+        let next = lex
+            .clone()
+            .chain(best_semantic.iter().copied())
+            .map(|m| m + 1)
+            .filter(|n| (*n as usize) < snap.messages.len());
+        sc.refine(snap, q, lex.chain(next));
     }
     let lex_rank = rrf_ranks(p, &lex_sorted);
     let ev = Evidence {
