@@ -930,7 +930,7 @@ fn requests_and_the_main_thread_for_agents_rank_below_answers() {
     let first = |q: &str, project: &str| ranked(q, project, &[]);
     let unsaid_off = |q: &str| ranked(q, "/w/z", &["--without-rule", "unsaid"]);
     let pos = |r: &[String], u: &str| r.iter().position(|x| x == u).unwrap_or(usize::MAX);
-    // The request (× 0.75) ranks below the tool's output that matches as well, measured without rule unsaid,
+    // The request (× ASK_PRIOR) ranks below the tool's output that matches as well, measured without rule unsaid,
     // which moves the output below the reply that read it for every query (a why-question moves it no further).
     let r = unsaid_off("ZEPHYR cache eviction setting");
     assert!(
@@ -986,7 +986,7 @@ fn requests_and_the_main_thread_for_agents_rank_below_answers() {
     let (request_on, output_on) = scores(&[]);
     let (request_off, output_off) = scores(&["--without-rule", "users-words-asked"]);
     assert!(
-        (request_on * 0.75 - request_off).abs() < 2e-3,
+        (request_on * f64::from(ghola::search::ASK_PRIOR) - request_off).abs() < 2e-3,
         "the request's own words: {request_on} with the rule, {request_off} without"
     );
     assert!(
@@ -994,6 +994,56 @@ fn requests_and_the_main_thread_for_agents_rank_below_answers() {
         "{output_on} {output_off}"
     );
     assert!(request_on > output_on, "{request_on} {output_on}");
+}
+
+/// A question keeps the gentler factor (in a dialogue it is where a topic is raised); what passes the work on, an
+/// announcement here, takes [`ghola::search::ASK_PRIOR`]. Each factor is read as the score with its rule over the
+/// score without it, in sessions of their own so that nothing inherits from the other.
+#[test]
+fn a_question_takes_a_gentler_factor_than_an_announcement() {
+    let tmp = tempfile::tempdir().unwrap();
+    let claude = tmp.path().join("claude");
+    chat(
+        &claude,
+        "/w/asks",
+        "sq",
+        &["hello there", "is the KESTREL queue depth limit 64?"],
+    );
+    chat(
+        &claude,
+        "/w/asks",
+        "sa",
+        &["hi", "Let me check the KESTREL queue depth limit."],
+    );
+    let e = indexed(tmp);
+    let score = |uuid: &str, extra: &[&str]| {
+        let mut args = vec![
+            "KESTREL queue depth limit",
+            "--project",
+            "/w/asks",
+            "--context",
+            "0",
+            "--relative-floor",
+            "0",
+            "--lexical-weight",
+            "1",
+            "--without-rule",
+            "session-evidence",
+        ];
+        args.extend_from_slice(extra);
+        score_of(&search(&e, "UTC", &args).unwrap(), uuid)
+    };
+    let question = score("sq-1", &[]) / score("sq-1", &["--without-rule", "question"]);
+    let announcement = score("sa-1", &[]) / score("sa-1", &["--without-rule", "announcement"]);
+    assert!(
+        (question - f64::from(ghola::search::QUESTION_PRIOR)).abs() < 2e-3,
+        "the question's factor: {question}"
+    );
+    assert!(
+        (announcement - f64::from(ghola::search::ASK_PRIOR)).abs() < 2e-3,
+        "the announcement's factor: {announcement}"
+    );
+    assert!(announcement < question, "{announcement} {question}");
 }
 
 #[test]

@@ -19,7 +19,7 @@ pub use params::{
     Fusion, MAX_CONTEXT, MAX_RESULTS, RELATIVE_FLOOR, SearchError, SearchParams,
     default_lexical_weight, parse_bound, parse_since,
 };
-pub use prior::{QUESTION_PRIOR, QueryIntent, Rule};
+pub use prior::{ASK_PRIOR, QUESTION_PRIOR, QueryIntent, Rule};
 pub use response::{SearchHit, SearchResponse};
 
 use crate::embed::Embedder;
