@@ -223,6 +223,27 @@ fn talk_ratio(e: &Env, q: &str, extra: &[&str], a: &str, b: &str) -> f64 {
     score_of(&v, a) / score_of(&v, b)
 }
 
+/// The answer to query `q` in `project` by its words alone (`--lexical-weight 1`; no context, no relative floor,
+/// no session's share, which adds to every message of a session and would blur a prior's factor), with `extra`
+/// search arguments: how a rule moves one message's score.
+fn words_only(e: &Env, q: &str, project: &str, extra: &[&str]) -> Value {
+    let mut args = vec![
+        q,
+        "--project",
+        project,
+        "--context",
+        "0",
+        "--relative-floor",
+        "0",
+        "--lexical-weight",
+        "1",
+        "--without-rule",
+        "session-evidence",
+    ];
+    args.extend_from_slice(extra);
+    search(e, "UTC", &args).unwrap()
+}
+
 fn sessions(v: &Value) -> Vec<String> {
     let mut s: Vec<String> = v["results"]
         .as_array()
@@ -966,21 +987,8 @@ fn requests_and_the_main_thread_for_agents_rank_below_answers() {
     assert_eq!(r[0], "sc-0", "{r:?}");
     // Asked what the user said, the request is the answer: it takes no ask factor, and nothing else moves.
     let scores = |extra: &[&str]| {
-        let mut args = vec![
-            "what did I ask about the ZEPHYR cache eviction setting",
-            "--project",
-            "/w/z",
-            "--context",
-            "0",
-            "--relative-floor",
-            "0",
-            "--lexical-weight",
-            "1",
-            "--without-rule",
-            "session-evidence",
-        ];
-        args.extend_from_slice(extra);
-        let v = search(&e, "UTC", &args).unwrap();
+        let q = "what did I ask about the ZEPHYR cache eviction setting";
+        let v = words_only(&e, q, "/w/z", extra);
         (score_of(&v, "sz-0"), score_of(&v, "sz-2"))
     };
     let (request_on, output_on) = scores(&[]);
@@ -1017,21 +1025,10 @@ fn a_question_takes_a_gentler_factor_than_an_announcement() {
     );
     let e = indexed(tmp);
     let score = |uuid: &str, extra: &[&str]| {
-        let mut args = vec![
-            "KESTREL queue depth limit",
-            "--project",
-            "/w/asks",
-            "--context",
-            "0",
-            "--relative-floor",
-            "0",
-            "--lexical-weight",
-            "1",
-            "--without-rule",
-            "session-evidence",
-        ];
-        args.extend_from_slice(extra);
-        score_of(&search(&e, "UTC", &args).unwrap(), uuid)
+        score_of(
+            &words_only(&e, "KESTREL queue depth limit", "/w/asks", extra),
+            uuid,
+        )
     };
     let question = score("sq-1", &[]) / score("sq-1", &["--without-rule", "question"]);
     let announcement = score("sa-1", &[]) / score("sa-1", &["--without-rule", "announcement"]);
