@@ -198,12 +198,12 @@ fn score_of(v: &Value, uuid: &str) -> f64 {
     hit_of(v, uuid).map_or(0.0, |r| r["score"].as_f64().unwrap())
 }
 
-/// The answer to query `q` in project `/w/talk` (no context, no relative floor), with `extra` search arguments.
-fn talk(e: &Env, q: &str, extra: &[&str]) -> Value {
+/// The answer to query `q` in `project` (no context, no relative floor), with `extra` search arguments.
+fn in_project(e: &Env, q: &str, project: &str, extra: &[&str]) -> Value {
     let mut args = vec![
         q,
         "--project",
-        "/w/talk",
+        project,
         "--context",
         "0",
         "--relative-floor",
@@ -211,6 +211,11 @@ fn talk(e: &Env, q: &str, extra: &[&str]) -> Value {
     ];
     args.extend_from_slice(extra);
     search(e, "UTC", &args).unwrap()
+}
+
+/// The answer to query `q` in project `/w/talk` (see [`in_project`]).
+fn talk(e: &Env, q: &str, extra: &[&str]) -> Value {
+    in_project(e, q, "/w/talk", extra)
 }
 
 /// The score of message `a` over that of message `b` for query `q` in project `/w/talk` (see [`talk`]): how a
@@ -223,25 +228,18 @@ fn talk_ratio(e: &Env, q: &str, extra: &[&str], a: &str, b: &str) -> f64 {
     score_of(&v, a) / score_of(&v, b)
 }
 
-/// The answer to query `q` in `project` by its words alone (`--lexical-weight 1`; no context, no relative floor,
-/// no session's share, which adds to every message of a session and would blur a prior's factor), with `extra`
-/// search arguments: how a rule moves one message's score.
+/// The answer to query `q` in `project` by its words alone (`--lexical-weight 1`; see [`in_project`]; no session's
+/// share, which adds to every message of a session and would blur a prior's factor), with `extra` search
+/// arguments: how a rule moves one message's score.
 fn words_only(e: &Env, q: &str, project: &str, extra: &[&str]) -> Value {
     let mut args = vec![
-        q,
-        "--project",
-        project,
-        "--context",
-        "0",
-        "--relative-floor",
-        "0",
         "--lexical-weight",
         "1",
         "--without-rule",
         "session-evidence",
     ];
     args.extend_from_slice(extra);
-    search(e, "UTC", &args).unwrap()
+    in_project(e, q, project, &args)
 }
 
 fn sessions(v: &Value) -> Vec<String> {
