@@ -610,7 +610,7 @@ fn function_words_are_not_evidence_and_long_queries_get_a_clear_limit() {
 }
 
 #[test]
-fn copies_collapse_to_the_first_and_weak_hits_fall_under_the_floor() {
+fn copies_collapse_to_the_first_and_weak_hits_fall_under_a_models_floor() {
     let report = "AGENT-REPORT: the QUOKKA parser keeps a cache of compiled grammars; ".to_string()
         + &"each grammar is keyed by its source hash. ".repeat(8);
     let tmp = tempfile::tempdir().unwrap();
@@ -652,12 +652,27 @@ fn copies_collapse_to_the_first_and_weak_hits_fall_under_the_floor() {
     let kept = all("0");
     assert_eq!(kept[0], "sq-1", "{kept:?}");
     assert!(!kept.contains(&"sq-4".to_string()), "{kept:?}");
-    // The sticker shares one word with the query: a hit with the floor off, gone under the default floor.
-    assert!(kept.contains(&"sq-6".to_string()), "{kept:?}");
-    let floored = search(
+    // The sticker shares one word with the query: a hit with the floor off (a person's default, last in the
+    // list), gone under a model's floor.
+    assert_eq!(kept.last().map(String::as_str), Some("sq-6"), "{kept:?}");
+    let by_default = search(
         &e,
         "UTC",
         &["QUOKKA parser grammar cache", "--global", "--context", "0"],
+    )
+    .unwrap();
+    assert_eq!(uuids(&by_default), kept);
+    let floored = search(
+        &e,
+        "UTC",
+        &[
+            "QUOKKA parser grammar cache",
+            "--global",
+            "--context",
+            "0",
+            "--relative-floor",
+            "0.5",
+        ],
     )
     .unwrap();
     assert_eq!(uuids(&floored), vec!["sq-1".to_string()], "{floored:#}");

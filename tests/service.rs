@@ -313,3 +313,43 @@ fn with_a_watcher_the_listing_is_kept_until_a_change_is_seen() {
         .write(&claude);
     assert!(h.session_files("a7777777").is_ok());
 }
+
+#[test]
+fn a_persons_list_keeps_the_weak_hits_a_models_answer_leaves_out() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (claude, idx) = (tmp.path().join("claude"), tmp.path().join("idx"));
+    Transcript::new("e5555555-0000-0000-0000-000000000000", "/w/app")
+        .user("Why did the QUOKKA_GATEWAY deployment stall?")
+        .assistant("The QUOKKA_GATEWAY deployment stalled on its readiness probe: QUOKKA_GATEWAY waits for the queue.")
+        .user(&format!(
+            "Unrelated: the docs deployment went out. {}",
+            "The changelog, the screenshots and the index page were refreshed. ".repeat(8)
+        ))
+        .write(&claude);
+    index(&claude, &idx);
+    let h = service(&claude, &idx);
+    let texts = |r: &SearchRequest| -> Vec<String> {
+        let mut r = r.clone();
+        r.project = None;
+        r.context = 0;
+        let answer = h.search(&r).unwrap().response;
+        answer
+            .results
+            .iter()
+            .map(|x| x.matched_message.content.clone())
+            .collect()
+    };
+    let person = texts(&SearchRequest::for_person("QUOKKA_GATEWAY deployment"));
+    let model = texts(&SearchRequest::for_model("QUOKKA_GATEWAY deployment"));
+    // The weak match (one common query word in a long message) is shown to a person, last, and left out of the
+    // answer a model reads; the strong ones lead both, in the same order.
+    assert!(
+        person.last().is_some_and(|t| t.starts_with("Unrelated")),
+        "{person:?}"
+    );
+    assert!(
+        !model.iter().any(|t| t.starts_with("Unrelated")),
+        "{model:?}"
+    );
+    assert_eq!(person[..model.len()], model[..], "{person:?} / {model:?}");
+}

@@ -429,9 +429,10 @@ pub struct SearchArgs {
     /// an identifier or path, 0.4 for one that names someone or something, 0.2 for one that only describes.
     #[arg(long)]
     pub lexical_weight: Option<f32>,
-    /// Leave out hits scoring under this fraction of the best hit's score (0 keeps every hit); both are judged
-    /// without the share a hit gains from the other hits of its session.
-    #[arg(long, default_value_t = search::params::RELATIVE_FLOOR)]
+    /// Leave out hits scoring under this fraction of the best hit's score (0, the default, keeps every hit; the
+    /// MCP tools' answers use 0.5); both are judged without the share a hit gains from the other hits of its
+    /// session.
+    #[arg(long, default_value_t = request::PERSON_RELATIVE_FLOOR)]
     pub relative_floor: f32,
     /// Scan the f32 vectors instead of their int8 copy (for comparing the two; results should not differ).
     #[arg(long, hide = true)]
