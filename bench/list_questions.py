@@ -8,7 +8,7 @@ session before them, and ghola's top hundred re-ordered by the new scores.
 
 --work is where `bench/locomo_recall.py` copied the corpus and built its index (run that first).
 """
-import argparse, json, re
+import argparse, json, re, subprocess
 from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -39,7 +39,7 @@ def asks_for_several(q):
 
 
 def top100(q):
-    r = __import__("subprocess").run(
+    r = subprocess.run(
         ghola + ["search", q["question"], "--project", q["cwd"], "--context", "0", "--limit", "100",
                  "--relative-floor", "0", "--json", "--no-update"], capture_output=True, text=True, check=True)
     return [(h["matched_message"]["uuid"], h["score"]) for h in json.loads(r.stdout)["results"]]

@@ -632,49 +632,21 @@ fn copies_collapse_to_the_first_and_weak_hits_fall_under_a_models_floor() {
             "content": report.clone()}]}});
     write(&claude, "/w/q", "sq", &lines);
     let e = indexed(tmp);
-    let all = |floor: &str| {
-        let v = search(
-            &e,
-            "UTC",
-            &[
-                "QUOKKA parser grammar cache",
-                "--global",
-                "--context",
-                "0",
-                "--relative-floor",
-                floor,
-            ],
-        )
-        .unwrap();
-        uuids(&v)
+    // The query in every project, no context, with `extra` arguments.
+    let answer = |extra: &[&str]| {
+        let mut args = vec!["QUOKKA parser grammar cache", "--global", "--context", "0"];
+        args.extend_from_slice(extra);
+        search(&e, "UTC", &args).unwrap()
     };
     // The report and its hand-back are one hit, shown where it was first said.
-    let kept = all("0");
+    let kept = uuids(&answer(&["--relative-floor", "0"]));
     assert_eq!(kept[0], "sq-1", "{kept:?}");
     assert!(!kept.contains(&"sq-4".to_string()), "{kept:?}");
     // The sticker shares one word with the query: a hit with the floor off (a person's default, last in the
     // list), gone under a model's floor.
     assert_eq!(kept.last().map(String::as_str), Some("sq-6"), "{kept:?}");
-    let by_default = search(
-        &e,
-        "UTC",
-        &["QUOKKA parser grammar cache", "--global", "--context", "0"],
-    )
-    .unwrap();
-    assert_eq!(uuids(&by_default), kept);
-    let floored = search(
-        &e,
-        "UTC",
-        &[
-            "QUOKKA parser grammar cache",
-            "--global",
-            "--context",
-            "0",
-            "--relative-floor",
-            "0.5",
-        ],
-    )
-    .unwrap();
+    assert_eq!(uuids(&answer(&[])), kept);
+    let floored = answer(&["--relative-floor", "0.5"]);
     assert_eq!(uuids(&floored), vec!["sq-1".to_string()], "{floored:#}");
     assert_eq!(floored["total_matches"], 1);
     assert!(search(&e, "UTC", &["x", "--relative-floor", "1.5"]).is_err());
