@@ -25,6 +25,7 @@ mod notes;
 mod notes_extract;
 mod recall;
 mod remote;
+mod search;
 mod secrets;
 mod start;
 mod status;
@@ -119,7 +120,7 @@ pub enum Command {
     /// bytes); they stay out of later updates unless --allow-reindex.
     Forget(recall::ForgetArgs),
     /// Search past conversations (hybrid lexical + semantic ranking).
-    Search(recall::SearchArgs),
+    Search(search::SearchArgs),
     /// The sessions that created, edited, read or ran a command on a file, newest first, each change with the
     /// request that led to it; with :LINE, the changes that wrote that line first.
     Files(files::FilesArgs),
@@ -405,7 +406,7 @@ pub fn run(cli: Cli) -> Result<()> {
             args,
         ),
         Command::Files(args) => files::files_cmd(&index_dir, &claude_dir, &knobs, args),
-        Command::Search(args) => recall::search_cmd(
+        Command::Search(args) => search::search_cmd(
             &index_dir,
             &claude_dir,
             cli.model_dir.as_deref(),
