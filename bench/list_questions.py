@@ -56,9 +56,9 @@ print("questions asking for several things:",
 def taking_turns(hits, d, f):
     seen, out = Counter(), []
     for uuid, score in hits:
-        k = seen[session.get(uuid)]
-        out.append((score * d ** max(0, k - f + 1), uuid))
-        seen[session.get(uuid)] += 1
+        s = session.get(uuid)
+        out.append((score * d ** max(0, seen[s] - f + 1), uuid))
+        seen[s] += 1
     return [u for _, u in sorted(out, key=lambda x: -x[0])]
 
 
