@@ -23,7 +23,7 @@ ap.add_argument("--work", default="/tmp/coding-shared")
 ap.add_argument("--scope", choices=["project", "global"], default="project")
 ap.add_argument("--ghola", default=str(root / "target/release/ghola"))
 ap.add_argument("--model-dir", default=str(root / "models/all-MiniLM-L6-v2"))
-ap.add_argument("--dump", help="write every question's top forty here")
+ap.add_argument("--dump", help="write every question's top forty here (with each hit's text)")
 a = ap.parse_args()
 
 jobs = []
@@ -42,8 +42,10 @@ def top40(job):
     for h in (json.loads(out)["results"] if out.strip() else []):
         m = h["matched_message"]
         hits.append({"uuid": m["uuid"], "score": h["score"], "kind": m.get("kind"), "sub": m.get("is_subagent", False),
-                     "session": m.get("session_id"), "len": len(m.get("content") or "")})
-    return {"folder": home.name, "qid": q["qid"], "gold": q["gold_uuids"], "sessions": q["gold_sessions"], "hits": hits}
+                     "session": m.get("session_id"), "len": len(m.get("content") or ""),
+                     "text": m.get("content") or ""})
+    return {"folder": home.name, "qid": q["qid"], "question": q["question"], "gold": q["gold_uuids"],
+            "sessions": q["gold_sessions"], "hits": hits}
 
 
 with ThreadPoolExecutor(2) as ex:
