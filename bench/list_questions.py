@@ -8,17 +8,14 @@ session before them, and ghola's top hundred re-ordered by the new scores.
 
 --work is where `bench/locomo_recall.py` copied the corpus and built its index (run that first).
 """
-import argparse, json, re, subprocess
+import json, re, sys
 from collections import Counter, defaultdict
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-here = Path(__file__).resolve().parent
-ap = argparse.ArgumentParser()
-ap.add_argument("--ghola", default=str(here.parent / "target/release/ghola"))
-ap.add_argument("--model-dir", default=str(here.parent / "models/all-MiniLM-L6-v2"))
-ap.add_argument("--work", default="/tmp/locomo-recall")
-a = ap.parse_args()
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from locomo_runs import arguments, top_hits  # noqa: E402
+
+a = arguments().parse_args()
 
 work = Path(a.work)
 questions = json.load(open(work / "corpus/gold.json"))
@@ -26,8 +23,6 @@ session = {}
 for line in open(work / "corpus/messages.jsonl"):
     t = json.loads(line)
     session[t["uuid"]] = t["session_id"]
-ghola = [a.ghola, "--claude-dir", str(work / "corpus/.claude"), "--index-dir", str(work / "index"),
-         "--model-dir", a.model_dir]
 CATEGORIES = {4: "single-hop", 1: "multi-hop", 2: "temporal", 3: "open-domain"}
 
 
@@ -38,15 +33,7 @@ def asks_for_several(q):
     return w.endswith("s") and w not in {"is", "was", "does", "has", "this", "its", "his", "kinds", "sorts", "types"}
 
 
-def top100(q):
-    r = subprocess.run(
-        ghola + ["search", q["question"], "--project", q["cwd"], "--context", "0", "--limit", "100",
-                 "--relative-floor", "0", "--json", "--no-update"], capture_output=True, text=True, check=True)
-    return [(h["matched_message"]["uuid"], h["score"]) for h in json.loads(r.stdout)["results"]]
-
-
-with ThreadPoolExecutor(2) as pool:
-    ranked = list(pool.map(top100, questions))
+ranked = [[(h["matched_message"]["uuid"], h["score"]) for h in hits] for hits in top_hits(a, questions, 100)]
 several = [asks_for_several(q["question"]) for q in questions]
 print("questions asking for several things:",
       ", ".join(f"{CATEGORIES[c]} {sum(s for q, s in zip(questions, several) if q['category'] == c)}"

@@ -8,30 +8,27 @@ over the question's word pieces of the best cosine among the hit's, both from Mi
 ghola ships; `bench/minilm_tokens.py`). The hit's score becomes (1 − λ)·score/best + λ·maxsim/best maxsim.
 
     /tmp/benchvenv/bin/python bench/maxsim_study.py DUMP.json [--lambdas 0.1,0.2,0.3] [--cache F.pkl]
-    /tmp/benchvenv/bin/python bench/maxsim_study.py --locomo /tmp/locomo-recall [--lambdas …]
+    /tmp/benchvenv/bin/python bench/maxsim_study.py --locomo [--work /tmp/locomo-recall] [--lambdas …]
 
 DUMP.json is `bench/coding/harness_factors.py --dump` (the coding sets under the shared harness, gold by line):
 prints MRR@10 / any@1 / any@10 for the 150, the held-out questions and each corpus folder (the folds). With
---locomo (the --work of `bench/locomo_recall.py`, run first) it asks ghola for each dev question's top forty
+--locomo (and --work, that of `bench/locomo_recall.py`, run first) it asks ghola for each dev question's top forty
 and prints R@5 / R@10 per category, then R@10 per conversation (the folds).
 """
-import argparse, json, pickle, subprocess, sys
-from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor
+import json, pickle, sys
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from locomo_runs import arguments, top_hits  # noqa: E402
 from minilm_tokens import MiniLM  # noqa: E402
 
 STOP = set("a an the of to in on for and or is are was were be been did do does we i you it this that what which "
            "how why when where who with at by from as about our my me us".split())
-ap = argparse.ArgumentParser()
+ap = arguments()
 ap.add_argument("dump", nargs="?")
-ap.add_argument("--locomo", help="the --work of bench/locomo_recall.py")
-ap.add_argument("--ghola", default=str(Path(__file__).resolve().parent.parent / "target/release/ghola"))
-ap.add_argument("--model-dir", default=str(Path(__file__).resolve().parent.parent / "models/all-MiniLM-L6-v2"))
+ap.add_argument("--locomo", action="store_true", help="LoCoMo dev from --work instead of a coding dump")
 ap.add_argument("--lambdas", default="0.1,0.2,0.3,0.5")
 ap.add_argument("--cache", default="/tmp/maxsim-cache.pkl")
 ap.add_argument("--spread", action="store_true", help="weigh the question's pieces by their spread in the list")
@@ -40,31 +37,22 @@ a = ap.parse_args()
 CATEGORIES = {4: "single-hop", 1: "multi-hop", 2: "temporal", 3: "open-domain"}
 
 
-def locomo_rows(work):
+def locomo_rows():
     """Each dev question's top forty, in the coding dump's shape (the folder is the conversation)."""
-    work = Path(work)
     text = {}
-    for line in open(work / "corpus/messages.jsonl"):
+    for line in open(Path(a.work) / "corpus/messages.jsonl"):
         t = json.loads(line)
         text[t["uuid"]] = t["text"]
-    ghola = [a.ghola, "--claude-dir", str(work / "corpus/.claude"), "--index-dir", str(work / "index"),
-             "--model-dir", a.model_dir]
-
-    def top40(q):
-        r = subprocess.run(ghola + ["search", q["question"], "--project", q["cwd"], "--context", "0", "--limit", "40",
-                                    "--relative-floor", "0", "--json", "--no-update"],
-                           capture_output=True, text=True, check=True)
-        hits = [{"uuid": h["matched_message"]["uuid"], "score": h["score"],
-                 "text": text.get(h["matched_message"]["uuid"], h["matched_message"].get("content") or "")}
-                for h in json.loads(r.stdout)["results"]]
-        return {"folder": q["conversation"], "qid": q["qid"], "category": q["category"], "question": q["question"],
-                "gold": q["gold_uuids"], "hits": hits}
-
-    with ThreadPoolExecutor(2) as pool:
-        return list(pool.map(top40, json.load(open(work / "corpus/gold.json"))))
+    questions = json.load(open(Path(a.work) / "corpus/gold.json"))
+    return [{"folder": q["conversation"], "qid": q["qid"], "category": q["category"], "question": q["question"],
+             "gold": q["gold_uuids"],
+             "hits": [{"uuid": h["matched_message"]["uuid"], "score": h["score"],
+                       "text": text.get(h["matched_message"]["uuid"], h["matched_message"].get("content") or "")}
+                      for h in hits]}
+            for q, hits in zip(questions, top_hits(a, questions, 40))]
 
 
-rows = locomo_rows(a.locomo) if a.locomo else json.load(open(a.dump))
+rows = locomo_rows() if a.locomo else json.load(open(a.dump))
 m = MiniLM(a.model_dir)
 cache = pickle.load(open(a.cache, "rb")) if Path(a.cache).exists() else {}
 

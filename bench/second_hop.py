@@ -10,22 +10,17 @@ R@5 / R@10 per category (single-hop, multi-hop, temporal, open-domain) and R@10 
 
 --work is where `bench/locomo_recall.py` copied the corpus and built its index (run that first).
 """
-import argparse, json, math, subprocess, sys
+import json, math, sys
 from collections import Counter, defaultdict
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
-here = Path(__file__).resolve().parent
-sys.path.insert(0, str(here))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from locomo_runs import arguments, top_hits  # noqa: E402
 from plain_fusion import bm25, words  # noqa: E402
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--ghola", default=str(here.parent / "target/release/ghola"))
-ap.add_argument("--model-dir", default=str(here.parent / "models/all-MiniLM-L6-v2"))
-ap.add_argument("--work", default="/tmp/locomo-recall")
-a = ap.parse_args()
+a = arguments().parse_args()
 
 # src/index/lexical.rs FUNCTION_WORDS, plus contractions' tails and LoCoMo's image caption words
 FUNCTION = set("""a about above after again all also am an and any are as at be because been before being below
@@ -44,19 +39,7 @@ for m in messages:
 docs = {c: [Counter(words(m["text"])) for m in ms] for c, ms in turns.items()}
 position = {c: {m["uuid"]: i for i, m in enumerate(ms)} for c, ms in turns.items()}
 df = {c: Counter(w for d in ds for w in d) for c, ds in docs.items()}
-ghola = [a.ghola, "--claude-dir", str(work / "corpus/.claude"), "--index-dir", str(work / "index"),
-         "--model-dir", a.model_dir]
-
-
-def top100(q):
-    r = subprocess.run(ghola + ["search", q["question"], "--project", q["cwd"], "--context", "0", "--limit", "100",
-                                "--relative-floor", "0", "--json", "--no-update"],
-                       capture_output=True, text=True, check=True)
-    return [(h["matched_message"]["uuid"], h["score"]) for h in json.loads(r.stdout)["results"]]
-
-
-with ThreadPoolExecutor(2) as pool:
-    ranked = list(pool.map(top100, questions))
+ranked = [[(h["matched_message"]["uuid"], h["score"]) for h in hits] for hits in top_hits(a, questions, 100)]
 
 
 def second_hop(q, hits, k, n, w):

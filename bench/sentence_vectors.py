@@ -10,7 +10,7 @@ neighbour). No keyword score and no rule: what the unit adds to the semantic hal
 
 --work is where `bench/locomo_recall.py` copied the corpus (its `corpus/`); vectors are cached there.
 """
-import argparse, json, re, sys
+import json, re, sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -18,13 +18,10 @@ import numpy as np
 
 here = Path(__file__).resolve().parent
 sys.path.insert(0, str(here))
+from locomo_runs import arguments  # noqa: E402
 from plain_fusion import embedded  # noqa: E402
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--ghola", default=str(here.parent / "target/release/ghola"))
-ap.add_argument("--model-dir", default=str(here.parent / "models/all-MiniLM-L6-v2"))
-ap.add_argument("--work", default="/tmp/locomo-recall")
-a = ap.parse_args()
+a = arguments().parse_args()
 
 corpus = Path(a.work) / "corpus"
 questions = json.load(open(corpus / "gold.json"))
