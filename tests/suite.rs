@@ -25,6 +25,7 @@ mod recall_mcp;
 mod remote;
 mod replay;
 mod search;
+mod search_rules;
 mod secrets;
 mod service;
 mod start;
