@@ -1,5 +1,7 @@
 //! Search over a fixture history written by the test: filters, date rules in two time zones, exclusion of the
-//! calling session's latest window, window merging, pagination, exact identifiers, the output bound.
+//! calling session's latest window, window merging, pagination, exact identifiers, the output bound, the int8
+//! scan, a question nothing answers, a tool output found by its call's words. The ranking rules' tests are in
+//! `search_rules.rs`, which borrows this file's history helpers.
 
 use crate::common;
 
