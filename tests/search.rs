@@ -187,6 +187,13 @@ pub(crate) fn chat(claude: &Path, cwd: &str, session: &str, texts: &[&str]) {
     write(claude, cwd, session, &lines);
 }
 
+/// A history of one such conversation (see [`chat`]), indexed.
+pub(crate) fn indexed_chat(cwd: &str, session: &str, texts: &[&str]) -> Env {
+    let tmp = tempfile::tempdir().unwrap();
+    chat(&tmp.path().join("claude"), cwd, session, texts);
+    indexed(tmp)
+}
+
 /// The result whose hit is message `uuid` in a search response.
 pub(crate) fn hit_of<'a>(v: &'a Value, uuid: &str) -> Option<&'a Value> {
     v["results"]

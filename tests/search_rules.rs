@@ -5,8 +5,8 @@
 
 use crate::common;
 use crate::search::{
-    Env, chat, entry, hit_of, indexed, indexed_from, score_of, search, talk, talk_ratio, uuids,
-    words_only, write,
+    Env, chat, entry, hit_of, indexed, indexed_chat, indexed_from, score_of, search, talk,
+    talk_ratio, uuids, words_only, write,
 };
 
 use serde_json::{Value, json};
@@ -352,9 +352,7 @@ fn an_answer_type_rule_moves_down_what_does_not_say_it(
     not_asked: &str,
     rule: &str,
 ) {
-    let tmp = tempfile::tempdir().unwrap();
-    chat(&tmp.path().join("claude"), cwd, prefix, texts);
-    let e = indexed(tmp);
+    let e = indexed_chat(cwd, prefix, texts);
     let (plain, answer) = (format!("{prefix}-0"), format!("{prefix}-1"));
     an_answer_type_rule_moves_down(&e, cwd, &plain, &answer, asked, not_asked, rule);
 }
@@ -517,9 +515,7 @@ fn a_question_about_how_prefers_the_explanation_to_the_file_listing() {
 /// answer; `--without-rule addresses-the-named` takes the factor away, and a question naming nobody is as before.
 #[test]
 fn a_message_addressing_the_named_person_is_not_their_words() {
-    let tmp = tempfile::tempdir().unwrap();
-    chat(
-        &tmp.path().join("claude"),
+    let e = indexed_chat(
         "/w/talk",
         "sa",
         &[
@@ -528,7 +524,6 @@ fn a_message_addressing_the_named_person_is_not_their_words() {
             "the kettle is broken again",
         ],
     );
-    let e = indexed(tmp);
     let ratio = |q: &str, extra: &[&str]| talk_ratio(&e, q, extra, "sa-0", "sa-1");
     let q = "What does Ana paint?";
     let with_rule = ratio(q, &[]);
@@ -549,9 +544,7 @@ fn a_message_addressing_the_named_person_is_not_their_words() {
 /// `addresses-the-named` leaves it as it is (its factor applies only when the speaker is not named).
 #[test]
 fn a_message_between_the_two_named_parties_is_not_moved_down() {
-    let tmp = tempfile::tempdir().unwrap();
-    chat(
-        &tmp.path().join("claude"),
+    let e = indexed_chat(
         "/w/talk",
         "sa",
         &[
@@ -564,7 +557,6 @@ fn a_message_between_the_two_named_parties_is_not_moved_down() {
             "the kettle is broken again",
         ],
     );
-    let e = indexed(tmp);
     // The advice's own score, without the session's share (which the other hits' factors would move).
     let advice = |q: &str, rule_off: bool| {
         let mut extra = vec!["--without-rule", "session-evidence"];
@@ -589,9 +581,7 @@ fn a_message_between_the_two_named_parties_is_not_moved_down() {
 /// words; with no one addressed (a name that is nobody in the history) nothing changes.
 #[test]
 fn the_other_party_of_a_dialogue_is_not_the_named_person() {
-    let tmp = tempfile::tempdir().unwrap();
-    chat(
-        &tmp.path().join("claude"),
+    let e = indexed_chat(
         "/w/talk",
         "sa",
         &[
@@ -604,7 +594,6 @@ fn the_other_party_of_a_dialogue_is_not_the_named_person() {
             "I paint portraits of my cat",
         ],
     );
-    let e = indexed(tmp);
     let ratio = |q: &str, extra: &[&str]| talk_ratio(&e, q, extra, "sa-6", "sa-1");
     let off = ["--without-rule", "said-by-the-other"];
     let q = "What does Ana paint?";
@@ -650,9 +639,7 @@ fn semantic_of(v: &Value, uuid: &str) -> Option<f64> {
 
 #[test]
 fn a_partys_name_is_left_out_of_what_the_query_means() {
-    let tmp = tempfile::tempdir().unwrap();
-    chat(
-        &tmp.path().join("claude"),
+    let e = indexed_chat(
         "/w/talk",
         "sa",
         &[
@@ -666,7 +653,6 @@ fn a_partys_name_is_left_out_of_what_the_query_means() {
             "I paint seascapes, mostly at dawn",
         ],
     );
-    let e = indexed(tmp);
     let cosine = |q: &str, extra: &[&str]| semantic_of(&talk(&e, q, extra), "sa-7");
     let off = ["--without-rule", "parties-unnamed"];
     // Ana is addressed three times: she is a party, and her own words never say "Ana".
@@ -747,10 +733,7 @@ fn a_session_that_says_more_about_the_query_goes_first() {
 /// as its neighbour ("other").
 #[test]
 fn a_typo_in_the_query_finds_what_the_right_word_finds_and_says_so() {
-    let tmp = tempfile::tempdir().unwrap();
-    let claude = tmp.path().join("claude");
-    chat(
-        &claude,
+    let e = indexed_chat(
         "/w/talk",
         "st",
         &[
@@ -760,7 +743,6 @@ fn a_typo_in_the_query_finds_what_the_right_word_finds_and_says_so() {
             "the harvest festival was packed",
         ],
     );
-    let e = indexed_from(&claude, tmp);
     // The index holds "festival" as the stem "festiv"; the note names the word a message has.
     let v = talk(&e, "tell me about the fesetival", &[]);
     assert_eq!(uuids(&v)[0], "st-3", "{v}");
