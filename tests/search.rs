@@ -1,6 +1,7 @@
 //! Search over a fixture history written by the test: filters, date rules in two time zones, exclusion of the
 //! calling session's latest window, window merging, pagination, exact identifiers, the output bound, the int8
-//! scan, a question nothing answers, a tool output found by its call's words. The ranking rules' tests are in
+//! scan, a question nothing answers, a tool output found by its call's words, a word of Japanese inside a
+//! sentence. The ranking rules' tests are in
 //! `search_rules.rs`, which borrows this file's history helpers.
 
 use crate::common;
@@ -297,6 +298,55 @@ fn identifiers_are_found_whole_and_by_parts() {
         let probe = q.to_lowercase().replace("token.rs", "token");
         assert!(top.contains(&probe), "{q}: top hit {top:?}");
     }
+}
+
+/// Japanese is written without spaces between words: a word of it is found inside the sentences that use it
+/// (the keyword index holds pairs of characters, `index::terms`), here in the real session of
+/// `d-kimuson-claude-code-viewer` that a user held in Japanese. Before, a run of characters up to the next
+/// space or sign was one term, and a word inside it matched nothing. An index whose keyword half an older
+/// analysis wrote is rebuilt by the next update, which says so.
+#[test]
+fn a_word_of_japanese_is_found_inside_the_sentences_that_use_it() {
+    let e = indexed_from(
+        &common::corpus().join("d-kimuson-claude-code-viewer"),
+        tempfile::tempdir().unwrap(),
+    );
+    let found = |e: &Env, q: &str| {
+        let v = search(e, "UTC", &[q, "--global", "--context", "0"]).unwrap();
+        let top = &v["results"][0];
+        let content = top["matched_message"]["content"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            content.starts_with("CLAUDE.mdファイルを最新の状態にアップデートしました")
+                && top["scores"]["lexical"].as_f64() > Some(0.0),
+            "{q}: {v:#}"
+        );
+    };
+    for q in [
+        "コンポーネント名",
+        "技術スタック",
+        "ディレクトリ構造",
+        "ポート",
+    ] {
+        found(&e, q);
+    }
+    // The commit of the keyword index as ghola wrote it before pairs: its generation alone.
+    let meta = Path::new(&e.idx).join("lexical/meta.json");
+    let mut m: Value = serde_json::from_str(&fs::read_to_string(&meta).unwrap()).unwrap();
+    let generation = m["payload"].as_str().unwrap().split('/').next().unwrap();
+    m["payload"] = json!(generation);
+    fs::write(&meta, m.to_string()).unwrap();
+    let out = common::run_ok(Command::new(env!("CARGO_BIN_EXE_ghola")).args([
+        "--claude-dir",
+        &e.claude,
+        "--index-dir",
+        &e.idx,
+        "index",
+    ]));
+    let said = String::from_utf8_lossy(&out);
+    assert!(said.contains("keyword index rebuilt"), "{said}");
+    found(&e, "コンポーネント名");
 }
 
 #[test]

@@ -216,7 +216,9 @@ pub fn index_cmd(
             s.chunks_reused,
             s.publishes,
             s.merges,
-            if s.files_read == 0 && s.publishes == 0 {
+            if s.lexical_rebuilt {
+                "keyword index rebuilt"
+            } else if s.files_read == 0 && s.publishes == 0 {
                 "nothing changed"
             } else if s.full_update {
                 "full update"

@@ -16,6 +16,13 @@ use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Te
 
 const TOKENIZER: &str = "ghola_code";
 
+/// The version of what a text is indexed as (the tokenizer and its filters), written beside the generation in
+/// every commit. Bump it when [`super::terms::terms`] or [`analyzer`] changes the terms of any text: an index
+/// written by another version is rebuilt from the stored text by the next update, as a damaged one is, so no
+/// query is ever analysed one way against postings made another. 1 was the bare generation (until 2026-12-07);
+/// 2 indexes Chinese, Japanese and Korean by pairs of characters.
+pub const ANALYSIS: u32 = 2;
+
 /// tantivy's writer, which on drop waits for the merges it started in the background: a merge still running when
 /// the next update opens its own writer races it over the same files (seen as a segment file missing from under
 /// the next writer's reader).
@@ -161,9 +168,12 @@ impl Lexical {
         Ok(Self { index, gid, text })
     }
 
-    /// The manifest generation of the last commit, if any.
+    /// The manifest generation of the last commit, if any, and if its terms were made as this build makes them
+    /// ([`ANALYSIS`]): an index another analysis wrote reads as no generation, and is rebuilt from the stored text.
     pub fn generation(&self) -> Option<u64> {
-        self.index.load_metas().ok()?.payload?.parse().ok()
+        let payload = self.index.load_metas().ok()?.payload?;
+        let (generation, analysis) = payload.split_once('/')?;
+        (analysis.parse() == Ok(ANALYSIS)).then_some(generation.parse().ok())?
     }
 
     /// A writer (tantivy holds its own lock file; only the ghola writer, under the index lock, calls this).
@@ -207,10 +217,10 @@ impl Lexical {
         Ok(())
     }
 
-    /// Commits with the manifest generation as payload.
+    /// Commits with the manifest generation and the analysis as payload (`12/2`).
     pub fn commit(&self, w: &mut IndexWriter, generation: u64) -> tantivy::Result<()> {
         let mut prepared = w.prepare_commit()?;
-        prepared.set_payload(&generation.to_string());
+        prepared.set_payload(&format!("{generation}/{ANALYSIS}"));
         prepared.commit()?;
         Ok(())
     }
@@ -435,6 +445,56 @@ mod tests {
             .search(&r, "retry", 5, None, Some(&Scope::of([])))
             .unwrap();
         assert!(none.is_empty());
+    }
+
+    /// A commit names the analysis that made its terms; one written before it did (the bare generation) or by
+    /// another analysis has no generation here, which is what sends the next update to rebuild it.
+    #[test]
+    fn a_commit_of_another_analysis_has_no_generation() {
+        let dir = tempfile::tempdir().unwrap();
+        let lex = Lexical::open(dir.path()).unwrap();
+        assert_eq!(lex.generation(), None);
+        let mut w = lex.writer(false).unwrap();
+        lex.add(&w, 1, "デフォルトポート3000に修正").unwrap();
+        lex.commit(&mut w, 7).unwrap();
+        assert_eq!(lex.generation(), Some(7));
+        for old in [
+            "7".to_string(),
+            format!("7/{}", super::ANALYSIS + 1),
+            "7/".into(),
+        ] {
+            let mut prepared = w.prepare_commit().unwrap();
+            prepared.set_payload(&old);
+            prepared.commit().unwrap();
+            assert_eq!(
+                Lexical::open(dir.path()).unwrap().generation(),
+                None,
+                "{old}"
+            );
+        }
+    }
+
+    /// A word of Japanese is found inside the sentences that use it, the message using it whole first.
+    #[test]
+    fn a_word_of_japanese_is_found_inside_a_sentence() {
+        let dir = tempfile::tempdir().unwrap();
+        let lex = Lexical::open(dir.path()).unwrap();
+        let mut w = lex.writer(false).unwrap();
+        lex.add(&w, 1, "主な更新内容：技術スタック更新、Next.js 15")
+            .unwrap();
+        lex.add(&w, 2, "サーバー情報の更新：デフォルトポート3000に修正")
+            .unwrap();
+        lex.add(&w, 3, "スタックトレースを確認しました").unwrap();
+        lex.commit(&mut w, 1).unwrap();
+        let r = lex.reader().unwrap();
+        let found = |q: &str| {
+            let (hits, _) = lex.search(&r, q, 10, None, None).unwrap();
+            hits.into_iter().map(|h| h.0).collect::<Vec<_>>()
+        };
+        assert_eq!(found("技術スタック").first(), Some(&1));
+        assert_eq!(found("ポート"), vec![2]);
+        assert_eq!(found("next.js"), vec![1]);
+        assert!(found("更新内容のデータ").starts_with(&[1]));
     }
 
     /// The index holds stems; a note shows the word as a message writes it.

@@ -1,5 +1,8 @@
 //! The lexical tokenizer, for code and prose alike: `ERR_CONNECTION_REFUSED`, `src/index/store.rs`,
-//! `parseUserToken` and `v2.1.38` are indexed whole and by their parts, so either finds them.
+//! `parseUserToken` and `v2.1.38` are indexed whole and by their parts, so either finds them. Chinese, Japanese
+//! and Korean, written without spaces between words, are indexed by pairs of adjacent characters (`技術スタック`
+//! → 技術, 術ス, スタ, タッ, ック), as Lucene's CJK analyser does: a query's pairs then find a word wherever it
+//! stands in a sentence, where the whole run of characters would only ever match itself.
 
 use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 
@@ -8,19 +11,48 @@ fn is_joiner(c: char) -> bool {
     matches!(c, '_' | '.' | '/' | '-' | ':' | '\\')
 }
 
+/// Whether `c` belongs to a script written without spaces between words: Han ideographs, kana, and Hangul
+/// (whose words carry their particles: 서버를, "the server" as an object). Such characters are indexed by pairs
+/// ([`terms`]), never as part of a word of another script (`CLAUDE.mdファイル` is `claude.md` and ファイル).
+pub fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x1100..=0x11FF // Hangul Jamo
+        | 0x3005..=0x3007 // 々 〆 〇
+        | 0x3040..=0x30FF // Hiragana, Katakana (with ー)
+        | 0x3130..=0x318F // Hangul compatibility Jamo
+        | 0x31F0..=0x31FF // Katakana phonetic extensions
+        | 0x3400..=0x4DBF // CJK extension A
+        | 0x4E00..=0x9FFF // CJK unified ideographs
+        | 0xAC00..=0xD7AF // Hangul syllables
+        | 0xF900..=0xFAFF // CJK compatibility ideographs
+        | 0xFF66..=0xFF9F // halfwidth Katakana
+        | 0x20000..=0x2FFFF // CJK extensions B and after
+    )
+}
+
 /// Splits `text` into lowercase terms with their byte spans: each word whole (joiners included) and, when it
-/// has several, its alphanumeric parts and their camelCase pieces.
+/// has several, its alphanumeric parts and their camelCase pieces; a run of [`is_cjk`] characters as its
+/// overlapping pairs (a lone character as itself).
 pub fn terms(text: &str) -> Vec<(usize, usize, String)> {
     let mut out = Vec::new();
     let mut chars = text.char_indices().peekable();
     while let Some(&(start, c)) = chars.peek() {
+        if is_cjk(c) {
+            let mut run = Vec::new();
+            while let Some(&(i, c)) = chars.peek().filter(|(_, c)| is_cjk(*c)) {
+                run.push((i, c));
+                chars.next();
+            }
+            emit_pairs(text, &run, &mut out);
+            continue;
+        }
         if !c.is_alphanumeric() {
             chars.next();
             continue;
         }
         let mut end = start;
         while let Some(&(i, c)) = chars.peek() {
-            if c.is_alphanumeric() || is_joiner(c) {
+            if !is_cjk(c) && (c.is_alphanumeric() || is_joiner(c)) {
                 end = i + c.len_utf8();
                 chars.next();
             } else {
@@ -31,6 +63,19 @@ pub fn terms(text: &str) -> Vec<(usize, usize, String)> {
         emit_word(word, start, &mut out);
     }
     out
+}
+
+/// The terms of a run of [`is_cjk`] characters (`run`: each one's byte offset in `text`): every two adjacent
+/// characters, or the character itself when it stands alone.
+fn emit_pairs(text: &str, run: &[(usize, char)], out: &mut Vec<(usize, usize, String)>) {
+    let end_of = |k: usize| run[k].0 + run[k].1.len_utf8();
+    if let [(at, _)] = run {
+        out.push((*at, end_of(0), text[*at..end_of(0)].to_string()));
+    }
+    for k in 1..run.len() {
+        let (from, to) = (run[k - 1].0, end_of(k));
+        out.push((from, to, text[from..to].to_lowercase()));
+    }
 }
 
 fn emit_word(word: &str, start: usize, out: &mut Vec<(usize, usize, String)>) {
@@ -158,9 +203,41 @@ mod tests {
 
     #[test]
     fn spans_point_at_the_text() {
-        let t = "call parseUserToken now";
-        for (a, b, s) in terms(t) {
-            assert_eq!(t[a..b].to_lowercase(), s);
+        for t in [
+            "call parseUserToken now",
+            "CLAUDE.mdファイルを更新、デフォルトポート3000に修正",
+        ] {
+            for (a, b, s) in terms(t) {
+                assert_eq!(t[a..b].to_lowercase(), s);
+            }
         }
+    }
+
+    /// A word of Japanese inside a sentence is found by its pairs, which the query's word shares; a run of
+    /// them is never one term, nor part of a word of Latin letters beside it.
+    #[test]
+    fn runs_without_spaces_are_indexed_by_pairs() {
+        assert_eq!(
+            words("技術スタック"),
+            ["技術", "術ス", "スタ", "タッ", "ック"]
+        );
+        let sentence = words("主な更新内容：技術スタック更新");
+        for pair in words("技術スタック") {
+            assert!(sentence.contains(&pair), "{pair} in {sentence:?}");
+        }
+        assert_eq!(
+            words("CLAUDE.mdファイル"),
+            ["claude.md", "claude", "md", "ファ", "ァイ", "イル"]
+        );
+        assert_eq!(
+            words("ポート3000に修正"),
+            ["ポー", "ート", "3000", "に修", "修正"]
+        );
+        assert_eq!(words("中 文"), ["中", "文"]);
+        assert_eq!(words("서버를 재시작"), ["서버", "버를", "재시", "시작"]);
+        assert_eq!(
+            words("在src/main.rs中"),
+            ["在", "src/main.rs", "src", "main", "rs", "中"]
+        );
     }
 }

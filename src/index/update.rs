@@ -122,6 +122,8 @@ pub struct UpdateSummary {
     pub merges: usize,
     /// The full path ran: the whole index was opened and verified.
     pub full_update: bool,
+    /// The keyword index was rebuilt from the stored text: it was damaged, belonged to another generation, or
+    /// its terms were made by another analysis (`index::lexical::ANALYSIS`).
     pub lexical_rebuilt: bool,
     /// An index of an older format was upgraded in place.
     pub upgraded: bool,
