@@ -16,6 +16,8 @@ use serde_json::{Value, json};
 const ALICE_APP: &str = "a11ce000-0000-4000-8000-000000000001";
 const ALICE_PRIVATE: &str = "a11ce000-0000-4000-8000-000000000002";
 const BOB_APP: &str = "b0b00000-0000-4000-8000-000000000001";
+const KENJI_APP: &str = "4e7a0000-0000-4000-8000-000000000001";
+const YUKI_OWN: &str = "9e7a0000-0000-4000-8000-000000000001";
 
 /// A GitHub token of the right shape (never a real one), planted in a shared session.
 fn token() -> String {
@@ -455,6 +457,73 @@ fn a_person_finds_what_was_shared_with_them_and_never_an_unshared_project() {
     run_fails(
         bob.ghola().args(["hub", "invite", "dave"]),
         "admin credential",
+    );
+}
+
+/// Japanese is written without spaces between words: a word of it is found inside the team's sentences that
+/// use it, the hub's words (`ghola.words_of`) being pairs of characters as ghola's own index's are. A hub made
+/// before the pairs, whose words were the English configuration's alone, finds no such word; `ghola hub init`
+/// run again gives it the pairs.
+#[test]
+fn a_word_of_japanese_is_found_in_the_team_history_and_an_older_hub_is_given_pairs() {
+    let Some(pg) = postgres() else { return };
+    let (admin, urls) = team(&pg, &["kenji", "yuki"]);
+    let kenji = machine("kenji-mac");
+    Transcript::new(KENJI_APP, "/work/app")
+        .user("サーバーの設定を確認してください")
+        .assistant("サーバー情報の更新：デフォルトポート3000に修正しました")
+        .write(&kenji.claude);
+    run_ok(kenji.ghola().args(["hub", "login", &urls[0]]));
+    run_ok(kenji.ghola().args(["index"]));
+    run_ok(kenji.ghola().args(["hub", "share", "/work/app"]));
+    run_ok(kenji.ghola().args(["hub", "push"]));
+    let yuki = machine("yuki-box");
+    Transcript::new(YUKI_OWN, "/work/other")
+        .user("how do I run the linter?")
+        .assistant("run cargo clippy --all-targets")
+        .write(&yuki.claude);
+    run_ok(yuki.ghola().args(["hub", "login", &urls[1]]));
+    run_ok(yuki.ghola().args(["index"]));
+    // Only hits that share a word with the query (no cosine passes 0.99).
+    let by_words = |q: &str| -> Vec<String> {
+        let v = run_json(yuki.ghola().args([
+            "search",
+            q,
+            "--global",
+            "--team",
+            "--json",
+            "--threshold",
+            "0.99",
+        ]));
+        hits(&v)
+            .iter()
+            .filter(|h| h["matched_message"]["origin"] == "hub")
+            .map(|h| h["matched_message"]["content"].to_string())
+            .collect()
+    };
+    let fixed = |found: &[String]| found.iter().any(|c| c.contains("3000に修正"));
+    for q in ["デフォルトポート", "ポート", "情報の更新"] {
+        assert!(fixed(&by_words(q)), "{q}: {:?}", by_words(q));
+    }
+    as_admin(
+        &pg,
+        "alter table ghola.messages drop column words; alter table ghola.messages add column words tsvector \
+         generated always as (to_tsvector('english', content)) stored",
+    );
+    assert!(by_words("デフォルトポート").is_empty());
+    let again = stdout(&run_ok(admin.ghola().args([
+        "hub",
+        "init",
+        &pg.admin_url(),
+    ])));
+    assert!(again.contains("was at schema version 1"), "{again}");
+    assert!(fixed(&by_words("デフォルトポート")));
+    assert_eq!(
+        as_admin(
+            &pg,
+            "select count(*) from pg_indexes where indexname = 'messages_words'"
+        ),
+        "1"
     );
 }
 

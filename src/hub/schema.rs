@@ -14,6 +14,22 @@ const V1: &str = r#"
 create extension if not exists vector;
 create schema if not exists ghola;
 create table if not exists ghola.meta (key text primary key, value text not null);
+
+-- What a message's words are: Chinese, Japanese and Korean, written without spaces between words, as the
+-- overlapping pairs of each run of their characters (a lone one as itself), everything else by the English
+-- configuration — as ghola's own keyword index reads them (index::terms, whose ranges these are; the client
+-- analyses a query the same way, hub::search::query_words).
+create or replace function ghola.cjk_pairs(t text) returns text
+language sql immutable strict parallel safe set search_path = pg_catalog as $$
+  select coalesce(string_agg(substr(m[1], i, 2), ' '), '')
+  from regexp_matches(t, '[\u1100-\u11ff\u3005-\u3007\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0002ffff]+', 'g') m,
+       generate_series(1, greatest(length(m[1]) - 1, 1)) i
+$$;
+create or replace function ghola.words_of(t text) returns tsvector
+language sql immutable strict parallel safe set search_path = pg_catalog as $$
+  select to_tsvector('english', regexp_replace(t, '[\u1100-\u11ff\u3005-\u3007\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0002ffff]+', ' ', 'g'))
+    || to_tsvector('simple', ghola.cjk_pairs(t))
+$$;
 do $$ begin
   if not exists (select from pg_roles where rolname = 'ghola_team') then
     create role ghola_team nologin;
@@ -65,10 +81,20 @@ create table if not exists ghola.messages (
   content text not null,
   model text not null,
   embedding halfvec(384),
-  words tsvector generated always as (to_tsvector('english', content)) stored,
+  words tsvector generated always as (ghola.words_of(content)) stored,
   primary key (owner, id),
   foreign key (owner, session_id) references ghola.sessions (owner, session_id) on delete cascade
 );
+-- A hub made before the pairs (its words the English configuration's alone) is given them: the column is
+-- computed again for every row, once.
+do $$ begin
+  if not exists (select from pg_attrdef d join pg_attribute a on a.attrelid = d.adrelid and a.attnum = d.adnum
+                 where d.adrelid = 'ghola.messages'::regclass and a.attname = 'words'
+                   and pg_get_expr(d.adbin, d.adrelid) like '%words_of%') then
+    alter table ghola.messages drop column if exists words;
+    alter table ghola.messages add column words tsvector generated always as (ghola.words_of(content)) stored;
+  end if;
+end $$;
 create index if not exists messages_embedding on ghola.messages using hnsw (embedding halfvec_cosine_ops);
 create index if not exists messages_words on ghola.messages using gin (words);
 create index if not exists messages_session on ghola.messages (owner, session_id, at, seq);

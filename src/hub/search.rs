@@ -110,9 +110,14 @@ pub async fn search(client: &mut Client, q: &TeamQuery) -> Result<Vec<HubHit>, H
     // few. Either way at most MATCHES_RANKED matching rows are ranked, so a common word cannot make a search
     // rank the team's whole history. `ghola.word_search` runs as the schema's owner with the policies' own
     // predicate (`ghola.can_read`) for the logged-in person: under row-level security the text index is unusable.
+    // The query analysed as `ghola.words_of` analyses a message: its other words by the English configuration,
+    // the pairs of its runs of Chinese, Japanese or Korean by the simple one. (A hub whose `ghola hub init`
+    // predates the pairs holds none, and finds such a query by its other words alone.)
+    let (english, pairs) = query_words(&q.text);
+    let both = "(plainto_tsquery('english', $1) && plainto_tsquery('simple', $9))";
     for query in [
-        "plainto_tsquery('english', $1)",
-        "nullif(replace(plainto_tsquery('english', $1)::text, '&', '|'), '')::tsquery",
+        both.to_string(),
+        format!("nullif(replace({both}::text, '&', '|'), '')::tsquery"),
     ] {
         let rows = tx
             .query(
@@ -121,7 +126,7 @@ pub async fn search(client: &mut Client, q: &TeamQuery) -> Result<Vec<HubHit>, H
                      ghola.word_search(q.t, $2, $3::name[], $4, $5, $6, $7, $8) w where q.t is not null"
                 ),
                 &[
-                    &q.text,
+                    &english,
                     &q.project_name,
                     &roles,
                     &q.machines,
@@ -129,6 +134,7 @@ pub async fn search(client: &mut Client, q: &TeamQuery) -> Result<Vec<HubHit>, H
                     &q.before,
                     &(MATCHES_RANKED as i32),
                     &(CANDIDATES as i32),
+                    &pairs,
                 ],
             )
             .await
@@ -273,4 +279,42 @@ pub async fn facets(client: &Client) -> Result<(Vec<String>, Vec<String>), HubEr
     machines.sort();
     machines.dedup();
     Ok((people, machines))
+}
+
+/// A query's words as the hub's word index holds a message's (`ghola.words_of` in the schema): the text with its
+/// runs of Chinese, Japanese or Korean blanked, for the English configuration, and those runs' pairs of
+/// characters separated by spaces, for the simple one — the pairs ghola's own index makes of them
+/// ([`crate::index::terms::terms`]).
+pub fn query_words(text: &str) -> (String, String) {
+    use crate::index::terms::{is_cjk, terms};
+    let english = text
+        .chars()
+        .map(|c| if is_cjk(c) { ' ' } else { c })
+        .collect();
+    let pairs: Vec<String> = terms(text)
+        .into_iter()
+        .filter(|t| t.2.chars().all(is_cjk))
+        .map(|t| t.2)
+        .collect();
+    (english, pairs.join(" "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::query_words;
+
+    #[test]
+    fn a_query_is_split_as_the_hub_indexes_a_message() {
+        assert_eq!(
+            query_words("技術スタック in CLAUDE.mdファイル"),
+            (
+                "       in CLAUDE.md    ".to_string(),
+                "技術 術ス スタ タッ ック ファ ァイ イル".to_string()
+            )
+        );
+        assert_eq!(
+            query_words("flaky upload test"),
+            ("flaky upload test".to_string(), String::new())
+        );
+    }
 }
