@@ -304,7 +304,7 @@ fn identifiers_are_found_whole_and_by_parts() {
 /// (the keyword index holds pairs of characters, `index::terms`), here in the real session of
 /// `d-kimuson-claude-code-viewer` that a user held in Japanese. Before, a run of characters up to the next
 /// space or sign was one term, and a word inside it matched nothing. An index whose keyword half an older
-/// analysis wrote is rebuilt by the next update, which says so.
+/// analysis wrote is searched by its words until the next update rebuilds it, which says so.
 #[test]
 fn a_word_of_japanese_is_found_inside_the_sentences_that_use_it() {
     let e = indexed_from(
@@ -337,6 +337,12 @@ fn a_word_of_japanese_is_found_inside_the_sentences_that_use_it() {
     let generation = m["payload"].as_str().unwrap().split('/').next().unwrap();
     m["payload"] = json!(generation);
     fs::write(&meta, m.to_string()).unwrap();
+    // Searched as it is until the next update rebuilds it: its other words are still found by their words.
+    let v = search(&e, "UTC", &["orchestrator", "--global", "--context", "0"]).unwrap();
+    assert!(
+        v["results"][0]["scores"]["lexical"].as_f64() > Some(0.0),
+        "{v:#}"
+    );
     let out = common::run_ok(Command::new(env!("CARGO_BIN_EXE_ghola")).args([
         "--claude-dir",
         &e.claude,

@@ -18,9 +18,9 @@ const TOKENIZER: &str = "ghola_code";
 
 /// The version of what a text is indexed as (the tokenizer and its filters), written beside the generation in
 /// every commit. Bump it when [`super::terms::terms`] or [`analyzer`] changes the terms of any text: an index
-/// written by another version is rebuilt from the stored text by the next update, as a damaged one is, so no
-/// query is ever analysed one way against postings made another. 1 was the bare generation (until 2026-12-07);
-/// 2 indexes Chinese, Japanese and Korean by pairs of characters.
+/// written by another version is rebuilt from the stored text by the next update ([`Lexical::is_current`]), as a
+/// damaged one is, and searched as it is until then ([`Lexical::generation`]). 1 was the bare generation (until
+/// 2026-12-07); 2 indexes Chinese, Japanese and Korean by pairs of characters.
 pub const ANALYSIS: u32 = 2;
 
 /// tantivy's writer, which on drop waits for the merges it started in the background: a merge still running when
@@ -168,12 +168,30 @@ impl Lexical {
         Ok(Self { index, gid, text })
     }
 
-    /// The manifest generation of the last commit, if any, and if its terms were made as this build makes them
-    /// ([`ANALYSIS`]): an index another analysis wrote reads as no generation, and is rebuilt from the stored text.
-    pub fn generation(&self) -> Option<u64> {
+    /// The manifest generation and the analysis of the last commit (`12/2`; a bare `12` is analysis 1, as ghola
+    /// wrote before it named the analysis).
+    fn last_commit(&self) -> Option<(u64, u32)> {
         let payload = self.index.load_metas().ok()?.payload?;
-        let (generation, analysis) = payload.split_once('/')?;
-        (analysis.parse() == Ok(ANALYSIS)).then_some(generation.parse().ok())?
+        match payload.split_once('/') {
+            Some((generation, analysis)) => {
+                Some((generation.parse().ok()?, analysis.parse().ok()?))
+            }
+            None => Some((payload.parse().ok()?, 1)),
+        }
+    }
+
+    /// The manifest generation of the last commit, if any, whatever analysis made its terms: a reader searches an
+    /// index of an older analysis until the writer has rebuilt it ([`Self::is_current`]), since the two read
+    /// alike every text but the one the newer analysis changed (for analysis 2, Chinese, Japanese and Korean),
+    /// where keywords are better late than never.
+    pub fn generation(&self) -> Option<u64> {
+        self.last_commit().map(|(generation, _)| generation)
+    }
+
+    /// Whether the last commit belongs to manifest `generation` and its terms were made as this build makes them
+    /// ([`ANALYSIS`]): the writer rebuilds anything else from the stored text.
+    pub fn is_current(&self, generation: u64) -> bool {
+        self.last_commit() == Some((generation, ANALYSIS))
     }
 
     /// A writer (tantivy holds its own lock file; only the ghola writer, under the index lock, calls this).
@@ -447,30 +465,32 @@ mod tests {
         assert!(none.is_empty());
     }
 
-    /// A commit names the analysis that made its terms; one written before it did (the bare generation) or by
-    /// another analysis has no generation here, which is what sends the next update to rebuild it.
+    /// A commit names the analysis that made its terms. One written before it did (the bare generation) or by
+    /// another analysis is still searched at its generation, but is not current, which is what sends the next
+    /// update to rebuild it; a payload that names neither is no generation at all.
     #[test]
-    fn a_commit_of_another_analysis_has_no_generation() {
+    fn a_commit_of_another_analysis_is_searched_but_not_current() {
         let dir = tempfile::tempdir().unwrap();
         let lex = Lexical::open(dir.path()).unwrap();
         assert_eq!(lex.generation(), None);
+        assert!(!lex.is_current(0));
         let mut w = lex.writer(false).unwrap();
         lex.add(&w, 1, "デフォルトポート3000に修正").unwrap();
         lex.commit(&mut w, 7).unwrap();
         assert_eq!(lex.generation(), Some(7));
-        for old in [
-            "7".to_string(),
-            format!("7/{}", super::ANALYSIS + 1),
-            "7/".into(),
+        assert!(lex.is_current(7) && !lex.is_current(8));
+        for (payload, generation) in [
+            ("7".to_string(), Some(7)),
+            (format!("7/{}", super::ANALYSIS + 1), Some(7)),
+            ("7/".into(), None),
+            ("seven".into(), None),
         ] {
             let mut prepared = w.prepare_commit().unwrap();
-            prepared.set_payload(&old);
+            prepared.set_payload(&payload);
             prepared.commit().unwrap();
-            assert_eq!(
-                Lexical::open(dir.path()).unwrap().generation(),
-                None,
-                "{old}"
-            );
+            let lex = Lexical::open(dir.path()).unwrap();
+            assert_eq!(lex.generation(), generation, "{payload}");
+            assert!(!lex.is_current(7), "{payload}");
         }
     }
 

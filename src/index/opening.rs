@@ -127,8 +127,7 @@ pub(super) fn index_is_sound(
         && indexed_identity(embedder, neighbour, dir, Some(manifest))
             .is_ok_and(|(id, w)| id == manifest.model_id && w == manifest.weights_sha256)
         && segments_untouched(dir)
-        && Lexical::open(&dir.join("lexical"))
-            .is_ok_and(|l| l.generation() == Some(manifest.generation))
+        && Lexical::open(&dir.join("lexical")).is_ok_and(|l| l.is_current(manifest.generation))
 }
 
 /// Deletes segment files the manifest does not name: retired by a merge, a swap or a forget but still mapped by
@@ -241,8 +240,9 @@ pub(super) fn full_writer<'a>(
     }
     let lexical = Lexical::open(&lex_dir)?;
     let mut lex_writer = lexical.writer(true)?;
-    if lexical.generation() != Some(manifest.generation) {
-        // Never trust a lexical index that does not belong to this manifest: rebuild it from the stored text.
+    if !lexical.is_current(manifest.generation) {
+        // Never trust a lexical index that does not belong to this manifest, or whose terms another analysis
+        // made: rebuild it from the stored text.
         lexical.clear(&mut lex_writer)?;
         for i in 0..snapshot.messages.len() {
             lexical.add(&lex_writer, snapshot.messages[i].gid, &snapshot.content(i))?;
