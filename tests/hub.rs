@@ -471,7 +471,7 @@ fn a_word_of_japanese_is_found_in_the_team_history_and_an_older_hub_is_given_pai
     let kenji = machine("kenji-mac");
     Transcript::new(KENJI_APP, "/work/app")
         .user("サーバーの設定を確認してください")
-        .assistant("サーバー情報の更新：デフォルトポート3000に修正しました")
+        .assistant("サーバー情報の更新：デフォルトポート3000に修正しました。ＡＰＩキーも")
         .write(&kenji.claude);
     run_ok(kenji.ghola().args(["hub", "login", &urls[0]]));
     run_ok(kenji.ghola().args(["index"]));
@@ -502,7 +502,7 @@ fn a_word_of_japanese_is_found_in_the_team_history_and_an_older_hub_is_given_pai
             .collect()
     };
     let fixed = |found: &[String]| found.iter().any(|c| c.contains("3000に修正"));
-    for q in ["デフォルトポート", "ポート", "情報の更新"] {
+    for q in ["デフォルトポート", "ポート", "情報の更新", "API"] {
         assert!(fixed(&by_words(q)), "{q}: {:?}", by_words(q));
     }
     as_admin(

@@ -331,6 +331,16 @@ fn a_word_of_japanese_is_found_inside_the_sentences_that_use_it() {
     ] {
         found(&e, q);
     }
+    // Letters of the full width, as Japanese text often writes them, are ASCII's.
+    let v = search(&e, "UTC", &["ＣＬＡＵＤＥ", "--global", "--context", "0"]).unwrap();
+    let top = &v["results"][0];
+    assert!(
+        top["matched_message"]["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("CLAUDE"))
+            && top["scores"]["lexical"].as_f64() > Some(0.0),
+        "{v:#}"
+    );
     // The commit of the keyword index as ghola wrote it before pairs: its generation alone.
     let meta = Path::new(&e.idx).join("lexical/meta.json");
     let mut m: Value = serde_json::from_str(&fs::read_to_string(&meta).unwrap()).unwrap();

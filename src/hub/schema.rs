@@ -17,8 +17,8 @@ create table if not exists ghola.meta (key text primary key, value text not null
 
 -- What a message's words are: Chinese, Japanese and Korean, written without spaces between words, as the
 -- overlapping pairs of each run of their characters (a lone one as itself), everything else by the English
--- configuration — as ghola's own keyword index reads them (index::terms, whose ranges these are; the client
--- analyses a query the same way, hub::search::query_words).
+-- configuration, full-width letters and digits as ASCII — as ghola's own keyword index reads them
+-- (index::terms, whose ranges these are; the client analyses a query the same way, hub::search::query_words).
 create or replace function ghola.cjk_pairs(t text) returns text
 language sql immutable strict parallel safe set search_path = pg_catalog as $$
   select coalesce(string_agg(substr(m[1], i, 2), ' '), '')
@@ -27,7 +27,9 @@ language sql immutable strict parallel safe set search_path = pg_catalog as $$
 $$;
 create or replace function ghola.words_of(t text) returns tsvector
 language sql immutable strict parallel safe set search_path = pg_catalog as $$
-  select to_tsvector('english', regexp_replace(t, '[\u1100-\u11ff\u3005-\u3007\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0002ffff]+', ' ', 'g'))
+  select to_tsvector('english', translate(regexp_replace(t, '[\u1100-\u11ff\u3005-\u3007\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0002ffff]+', ' ', 'g'),
+                                         '０１２３４５６７８９ＡＢＣＤＥＦＧＨＩＪＫＬＭＮＯＰＱＲＳＴＵＶＷＸＹＺａｂｃｄｅｆｇｈｉｊｋｌｍｎｏｐｑｒｓｔｕｖｗｘｙｚ',
+                                         '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'))
     || to_tsvector('simple', ghola.cjk_pairs(t))
 $$;
 do $$ begin

@@ -282,14 +282,21 @@ pub async fn facets(client: &Client) -> Result<(Vec<String>, Vec<String>), HubEr
 }
 
 /// A query's words as the hub's word index holds a message's (`ghola.words_of` in the schema): the text with its
-/// runs of Chinese, Japanese or Korean blanked, for the English configuration, and those runs' pairs of
+/// runs of Chinese, Japanese or Korean blanked and its full-width letters and digits as ASCII, for the English
+/// configuration, and those runs' pairs of
 /// characters separated by spaces, for the simple one — the pairs ghola's own index makes of them
 /// ([`crate::index::terms::terms`]).
 pub fn query_words(text: &str) -> (String, String) {
     use crate::index::terms::{is_cjk, terms};
     let english = text
         .chars()
-        .map(|c| if is_cjk(c) { ' ' } else { c })
+        .map(|c| match c as u32 {
+            _ if is_cjk(c) => ' ',
+            0xFF10..=0xFF19 | 0xFF21..=0xFF3A | 0xFF41..=0xFF5A => {
+                char::from_u32(c as u32 - 0xFEE0).unwrap_or(c)
+            }
+            _ => c,
+        })
         .collect();
     let pairs: Vec<String> = terms(text)
         .into_iter()
@@ -312,6 +319,7 @@ mod tests {
                 "技術 術ス スタ タッ ック ファ ァイ イル".to_string()
             )
         );
+        assert_eq!(query_words("ＡＰＩ３").0, "API3");
         assert_eq!(
             query_words("flaky upload test"),
             ("flaky upload test".to_string(), String::new())

@@ -78,6 +78,18 @@ fn emit_pairs(text: &str, run: &[(usize, char)], out: &mut Vec<(usize, usize, St
     }
 }
 
+/// `word` lowercased, its full-width letters and digits read as ASCII: Japanese and Chinese text often writes
+/// ＡＰＩ or ３０００ in the width of its own characters, which a query typed as API or 3000 should find.
+fn folded(word: &str) -> String {
+    word.to_lowercase()
+        .chars()
+        .map(|c| match c as u32 {
+            0xFF10..=0xFF19 | 0xFF41..=0xFF5A => char::from_u32(c as u32 - 0xFEE0).unwrap_or(c),
+            _ => c,
+        })
+        .collect()
+}
+
 fn emit_word(word: &str, start: usize, out: &mut Vec<(usize, usize, String)>) {
     let parts: Vec<(usize, &str)> = word
         .split(|c: char| !c.is_alphanumeric())
@@ -93,17 +105,17 @@ fn emit_word(word: &str, start: usize, out: &mut Vec<(usize, usize, String)>) {
         .flat_map(|&(at, p)| camel_pieces(p).into_iter().map(move |(o, s)| (at + o, s)))
         .collect();
     if pieces.len() > 1 || parts.len() > 1 || word.len() != parts.first().map_or(0, |p| p.1.len()) {
-        out.push((start, start + word.len(), word.to_lowercase()));
+        out.push((start, start + word.len(), folded(word)));
     }
     if parts.len() > 1 {
         for &(at, p) in &parts {
-            out.push((start + at, start + at + p.len(), p.to_lowercase()));
+            out.push((start + at, start + at + p.len(), folded(p)));
         }
     }
     for (at, p) in pieces {
         let dup = parts.len() > 1 && parts.iter().any(|&(a, q)| a == at && q.len() == p.len());
         if !dup {
-            out.push((start + at, start + at + p.len(), p.to_lowercase()));
+            out.push((start + at, start + at + p.len(), folded(p)));
         }
     }
 }
@@ -206,9 +218,10 @@ mod tests {
         for t in [
             "call parseUserToken now",
             "CLAUDE.mdファイルを更新、デフォルトポート3000に修正",
+            "ＡＰＩキーを３０００に",
         ] {
             for (a, b, s) in terms(t) {
-                assert_eq!(t[a..b].to_lowercase(), s);
+                assert_eq!(folded(&t[a..b]), s);
             }
         }
     }
@@ -239,5 +252,11 @@ mod tests {
             words("在src/main.rs中"),
             ["在", "src/main.rs", "src", "main", "rs", "中"]
         );
+        // Letters and digits of the full width read as ASCII.
+        assert_eq!(
+            words("ＡＰＩキーを３０００に"),
+            ["api", "キー", "ーを", "3000", "に"]
+        );
+        assert_eq!(words("ＵｓｅｒＩＤ"), ["userid", "user", "id"]);
     }
 }
