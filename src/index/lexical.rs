@@ -20,8 +20,9 @@ const TOKENIZER: &str = "ghola_code";
 /// every commit. Bump it when [`super::terms::terms`] or [`analyzer`] changes the terms of any text: an index
 /// written by another version is rebuilt from the stored text by the next update ([`Lexical::is_current`]), as a
 /// damaged one is, and searched as it is until then ([`Lexical::generation`]). 1 was the bare generation (until
-/// 2026-12-07); 2 indexes Chinese, Japanese and Korean by pairs of characters.
-pub const ANALYSIS: u32 = 2;
+/// 2026-12-07); 2 indexed Chinese, Japanese and Korean by pairs of characters (commits `5248f92` to `c487bea`
+/// of the same day); 3 also reads letters and digits of the full width as ASCII's.
+pub const ANALYSIS: u32 = 3;
 
 /// tantivy's writer, which on drop waits for the merges it started in the background: a merge still running when
 /// the next update opens its own writer races it over the same files (seen as a segment file missing from under
@@ -168,7 +169,7 @@ impl Lexical {
         Ok(Self { index, gid, text })
     }
 
-    /// The manifest generation and the analysis of the last commit (`12/2`; a bare `12` is analysis 1, as ghola
+    /// The manifest generation and the analysis of the last commit (`12/3`; a bare `12` is analysis 1, as ghola
     /// wrote before it named the analysis).
     fn last_commit(&self) -> Option<(u64, u32)> {
         let payload = self.index.load_metas().ok()?.payload?;
@@ -182,7 +183,7 @@ impl Lexical {
 
     /// The manifest generation of the last commit, if any, whatever analysis made its terms: a reader searches an
     /// index of an older analysis until the writer has rebuilt it ([`Self::is_current`]), since the two read
-    /// alike every text but the one the newer analysis changed (for analysis 2, Chinese, Japanese and Korean),
+    /// alike every text but the one the newer analysis changed (for analyses 2 and 3, Chinese, Japanese and Korean),
     /// where keywords are better late than never.
     pub fn generation(&self) -> Option<u64> {
         self.last_commit().map(|(generation, _)| generation)
@@ -235,7 +236,7 @@ impl Lexical {
         Ok(())
     }
 
-    /// Commits with the manifest generation and the analysis as payload (`12/2`).
+    /// Commits with the manifest generation and the analysis as payload (`12/3`).
     pub fn commit(&self, w: &mut IndexWriter, generation: u64) -> tantivy::Result<()> {
         let mut prepared = w.prepare_commit()?;
         prepared.set_payload(&format!("{generation}/{ANALYSIS}"));
