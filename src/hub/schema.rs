@@ -27,10 +27,14 @@ language sql immutable strict parallel safe set search_path = pg_catalog as $$
 $$;
 create or replace function ghola.words_of(t text) returns tsvector
 language sql immutable strict parallel safe set search_path = pg_catalog as $$
-  select to_tsvector('english', translate(regexp_replace(t, '[\u1100-\u11ff\u3005-\u3007\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0002ffff]+', ' ', 'g'),
-                                         '０１２３４５６７８９ＡＢＣＤＥＦＧＨＩＪＫＬＭＮＯＰＱＲＳＴＵＶＷＸＹＺａｂｃｄｅｆｇｈｉｊｋｌｍｎｏｐｑｒｓｔｕｖｗｘｙｚ',
-                                         '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'))
-    || to_tsvector('simple', ghola.cjk_pairs(t))
+  -- Text of ASCII alone has neither pairs nor full-width letters: the English configuration alone, without
+  -- the regular expressions, which cost most of computing the column (docs/hub.md, "Search").
+  select case when octet_length(t) = length(t) then to_tsvector('english', t)
+  else to_tsvector('english', translate(regexp_replace(t, '[\u1100-\u11ff\u3005-\u3007\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0002ffff]+', ' ', 'g'),
+                                              '０１２３４５６７８９ＡＢＣＤＥＦＧＨＩＪＫＬＭＮＯＰＱＲＳＴＵＶＷＸＹＺａｂｃｄｅｆｇｈｉｊｋｌｍｎｏｐｑｒｓｔｕｖｗｘｙｚ',
+                                              '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'))
+         || to_tsvector('simple', ghola.cjk_pairs(t))
+  end
 $$;
 do $$ begin
   if not exists (select from pg_roles where rolname = 'ghola_team') then
