@@ -287,16 +287,10 @@ pub async fn facets(client: &Client) -> Result<(Vec<String>, Vec<String>), HubEr
 /// characters separated by spaces, for the simple one — the pairs ghola's own index makes of them
 /// ([`crate::index::terms::terms`]).
 pub fn query_words(text: &str) -> (String, String) {
-    use crate::index::terms::{is_cjk, terms};
+    use crate::index::terms::{is_cjk, narrow, terms};
     let english = text
         .chars()
-        .map(|c| match c as u32 {
-            _ if is_cjk(c) => ' ',
-            0xFF10..=0xFF19 | 0xFF21..=0xFF3A | 0xFF41..=0xFF5A => {
-                char::from_u32(c as u32 - 0xFEE0).unwrap_or(c)
-            }
-            _ => c,
-        })
+        .map(|c| if is_cjk(c) { ' ' } else { narrow(c) })
         .collect();
     let pairs: Vec<String> = terms(text)
         .into_iter()

@@ -78,16 +78,21 @@ fn emit_pairs(text: &str, run: &[(usize, char)], out: &mut Vec<(usize, usize, St
     }
 }
 
-/// `word` lowercased, its full-width letters and digits read as ASCII: Japanese and Chinese text often writes
-/// ＡＰＩ or ３０００ in the width of its own characters, which a query typed as API or 3000 should find.
+/// `c` as ASCII when it is a letter or digit of the full width (Ａ, ａ, ３), else itself: Japanese and Chinese text
+/// often writes ＡＰＩ or ３０００ in the width of its own characters, which a query typed as API or 3000 should
+/// find.
+pub fn narrow(c: char) -> char {
+    match c as u32 {
+        0xFF10..=0xFF19 | 0xFF21..=0xFF3A | 0xFF41..=0xFF5A => {
+            char::from_u32(c as u32 - 0xFEE0).unwrap_or(c)
+        }
+        _ => c,
+    }
+}
+
+/// `word` lowercased, its letters and digits of the full width as ASCII's ([`narrow`]).
 fn folded(word: &str) -> String {
-    word.to_lowercase()
-        .chars()
-        .map(|c| match c as u32 {
-            0xFF10..=0xFF19 | 0xFF41..=0xFF5A => char::from_u32(c as u32 - 0xFEE0).unwrap_or(c),
-            _ => c,
-        })
-        .collect()
+    word.to_lowercase().chars().map(narrow).collect()
 }
 
 fn emit_word(word: &str, start: usize, out: &mut Vec<(usize, usize, String)>) {
@@ -238,25 +243,30 @@ mod tests {
         for pair in words("技術スタック") {
             assert!(sentence.contains(&pair), "{pair} in {sentence:?}");
         }
-        assert_eq!(
-            words("CLAUDE.mdファイル"),
-            ["claude.md", "claude", "md", "ファ", "ァイ", "イル"]
-        );
-        assert_eq!(
-            words("ポート3000に修正"),
-            ["ポー", "ート", "3000", "に修", "修正"]
-        );
-        assert_eq!(words("中 文"), ["中", "文"]);
-        assert_eq!(words("서버를 재시작"), ["서버", "버를", "재시", "시작"]);
-        assert_eq!(
-            words("在src/main.rs中"),
-            ["在", "src/main.rs", "src", "main", "rs", "中"]
-        );
-        // Letters and digits of the full width read as ASCII.
-        assert_eq!(
-            words("ＡＰＩキーを３０００に"),
-            ["api", "キー", "ーを", "3000", "に"]
-        );
-        assert_eq!(words("ＵｓｅｒＩＤ"), ["userid", "user", "id"]);
+        // A run never joins a word of another script; letters and digits of the full width read as ASCII.
+        let cases: [(&str, &[&str]); 7] = [
+            (
+                "CLAUDE.mdファイル",
+                &["claude.md", "claude", "md", "ファ", "ァイ", "イル"],
+            ),
+            (
+                "ポート3000に修正",
+                &["ポー", "ート", "3000", "に修", "修正"],
+            ),
+            ("中 文", &["中", "文"]),
+            ("서버를 재시작", &["서버", "버를", "재시", "시작"]),
+            (
+                "在src/main.rs中",
+                &["在", "src/main.rs", "src", "main", "rs", "中"],
+            ),
+            (
+                "ＡＰＩキーを３０００に",
+                &["api", "キー", "ーを", "3000", "に"],
+            ),
+            ("ＵｓｅｒＩＤ", &["userid", "user", "id"]),
+        ];
+        for (text, terms) in cases {
+            assert_eq!(words(text), terms, "{text}");
+        }
     }
 }
