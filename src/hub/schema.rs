@@ -18,7 +18,8 @@ create table if not exists ghola.meta (key text primary key, value text not null
 -- What a message's words are: Chinese, Japanese and Korean, written without spaces between words, as the
 -- overlapping pairs of each run of their characters (a lone one as itself), everything else by the English
 -- configuration, full-width letters and digits as ASCII — as ghola's own keyword index reads them
--- (index::terms, whose ranges these are; the client analyses a query the same way, hub::search::query_words).
+-- (index::terms, whose ranges these are, as tests::the_hub_reads_text_as_the_index_does checks; the client
+-- analyses a query the same way, hub::search::query_words).
 create or replace function ghola.cjk_pairs(t text) returns text
 language sql immutable strict parallel safe set search_path = pg_catalog as $$
   select coalesce(string_agg(substr(m[1], i, 2), ' '), '')
@@ -252,4 +253,50 @@ pub fn quote_ident(name: &str) -> String {
 /// `text` as an SQL string literal (for statements that take no parameters, such as `create role`).
 pub fn quote_literal(text: &str) -> String {
     format!("'{}'", text.replace('\'', "''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::V1;
+    use crate::index::terms::{is_cjk, narrow};
+
+    /// The schema's words (`ghola.words_of`, `ghola.cjk_pairs`) mirror ghola's own index in SQL: both regular
+    /// expressions name exactly the characters `is_cjk` names, and the full-width letters and digits `translate`
+    /// maps are exactly those `narrow` reads as ASCII, each as `narrow` reads it.
+    #[test]
+    fn the_hub_reads_text_as_the_index_does() {
+        let classes: Vec<&str> = V1
+            .match_indices("'[")
+            .map(|(at, _)| &V1[at + 1..][..V1[at + 1..].find("]+'").unwrap() + 1])
+            .collect();
+        assert_eq!(classes.len(), 2, "{classes:?}");
+        assert_eq!(classes[0], classes[1]);
+        let ranges: Vec<(u32, u32)> = classes[0]
+            .trim_matches(['[', ']'])
+            .split('\\')
+            .filter(|r| !r.is_empty())
+            .collect::<Vec<_>>()
+            .chunks(2)
+            .map(|r| {
+                let code = |s: &str| u32::from_str_radix(s[1..].trim_end_matches('-'), 16).unwrap();
+                (code(r[0]), code(r[1]))
+            })
+            .collect();
+        for c in (0..0x30000).filter_map(char::from_u32) {
+            let in_sql = ranges.iter().any(|&(a, b)| (a..=b).contains(&(c as u32)));
+            assert_eq!(in_sql, is_cjk(c), "{c:?} U+{:04X}", c as u32);
+        }
+        let at = V1.find("translate(").unwrap();
+        let quoted: Vec<&str> = V1[at..].split('\'').collect();
+        let (wide, ascii) = (quoted[7], quoted[9]);
+        assert_eq!(wide.chars().count(), ascii.chars().count());
+        for (w, a) in wide.chars().zip(ascii.chars()) {
+            assert_eq!(narrow(w), a, "{w}");
+        }
+        let narrowed = (0..0x30000)
+            .filter_map(char::from_u32)
+            .filter(|&c| narrow(c) != c)
+            .count();
+        assert_eq!(narrowed, wide.chars().count());
+    }
 }

@@ -66,7 +66,7 @@ pub fn terms(text: &str) -> Vec<(usize, usize, String)> {
 }
 
 /// The terms of a run of [`is_cjk`] characters (`run`: each one's byte offset in `text`): every two adjacent
-/// characters, or the character itself when it stands alone.
+/// characters, or the character itself when it stands alone (these scripts have no case to lower).
 fn emit_pairs(text: &str, run: &[(usize, char)], out: &mut Vec<(usize, usize, String)>) {
     let end_of = |k: usize| run[k].0 + run[k].1.len_utf8();
     if let [(at, _)] = run {
@@ -74,7 +74,7 @@ fn emit_pairs(text: &str, run: &[(usize, char)], out: &mut Vec<(usize, usize, St
     }
     for k in 1..run.len() {
         let (from, to) = (run[k - 1].0, end_of(k));
-        out.push((from, to, text[from..to].to_lowercase()));
+        out.push((from, to, text[from..to].to_string()));
     }
 }
 
