@@ -328,9 +328,30 @@ fn a_word_of_japanese_is_found_inside_the_sentences_that_use_it() {
         "技術スタック",
         "ディレクトリ構造",
         "ポート",
+        "技術スタックの更新内容は？",
     ] {
         found(&e, q);
     }
+    // A question this history does not answer shares only grammar with it (について, した) and, to the model,
+    // looks like every Japanese line (cosine 0.57 with the request, over the floor for hits without a word).
+    let v = search(
+        &e,
+        "UTC",
+        &[
+            "リトライについて何を決めましたか",
+            "--global",
+            "--context",
+            "0",
+        ],
+    )
+    .unwrap();
+    assert!(
+        v["results"].as_array().unwrap().is_empty()
+            && v["note"]
+                .as_str()
+                .is_some_and(|n| n.contains("words alone")),
+        "{v:#}"
+    );
     // Letters of the full width, as Japanese text often writes them, are ASCII's.
     let v = search(&e, "UTC", &["ＣＬＡＵＤＥ", "--global", "--context", "0"]).unwrap();
     let top = &v["results"][0];
@@ -363,6 +384,74 @@ fn a_word_of_japanese_is_found_inside_the_sentences_that_use_it() {
     let said = String::from_utf8_lossy(&out);
     assert!(said.contains("keyword index rebuilt"), "{said}");
     found(&e, "コンポーネント名");
+}
+
+/// A question the embedding model cannot read — Chinese, Japanese, Korean: most of their characters are `[UNK]`
+/// to MiniLM, and any two sentences of them look alike to it — is ranked by its words, its pairs of grammar left
+/// out (的, 什么, した): one the history answers finds the message that shares its words, one it does not returns
+/// nothing and says why. With the rule off, the model's likeness brings every line of the language back.
+#[test]
+fn a_question_in_chinese_or_japanese_is_read_by_its_words_and_one_nothing_answers_finds_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let claude = tmp.path().join("claude");
+    chat(
+        &claude,
+        "/w/zh",
+        "zh",
+        &[
+            "数据库迁移失败了，因为外键约束冲突",
+            "我们把登录页面改成了深色主题",
+            "测试在持续集成里超时，端口被占用了",
+            "用户头像上传以后没有显示出来",
+        ],
+    );
+    chat(
+        &claude,
+        "/w/ja",
+        "ja",
+        &[
+            "本番環境にデプロイしてからメモリが増え続けています",
+            "ログイン画面のスタイルをダークテーマに変更しました",
+            "この関数を非同期にリファクタリングしました",
+        ],
+    );
+    let e = indexed(tmp);
+    let ask = |q: &str, extra: &[&str]| {
+        let mut args = vec![q, "--global", "--context", "0"];
+        args.extend(extra);
+        search(&e, "UTC", &args).unwrap()
+    };
+    for (q, answer) in [
+        ("数据库迁移为什么失败？", "数据库迁移失败了"),
+        ("持续集成里的测试怎么了", "测试在持续集成里超时"),
+        (
+            "ログイン画面のテーマは何に変えた？",
+            "ログイン画面のスタイル",
+        ),
+        ("メモリが増えた原因", "本番環境にデプロイ"),
+    ] {
+        let v = ask(q, &[]);
+        let top = v["results"][0]["matched_message"]["content"].as_str();
+        assert!(
+            top.is_some_and(|t| t.starts_with(answer))
+                && v["note"]
+                    .as_str()
+                    .is_some_and(|n| n.contains("words alone")),
+            "{q}: {v:#}"
+        );
+    }
+    for q in [
+        "リトライについて何を決めましたか",
+        "缓存的过期时间是怎么设置的？",
+    ] {
+        let v = ask(q, &[]);
+        assert!(v["results"].as_array().unwrap().is_empty(), "{q}: {v:#}");
+        let v = ask(q, &["--without-rule", "script-unread"]);
+        assert!(!v["results"].as_array().unwrap().is_empty(), "{q}: {v:#}");
+    }
+    // An English question of the same history is read by the model as before.
+    let v = ask("why did the database migration fail", &[]);
+    assert!(v["note"].is_null(), "{v:#}");
 }
 
 #[test]

@@ -114,7 +114,7 @@ pub async fn search(client: &mut Client, q: &TeamQuery) -> Result<Vec<HubHit>, H
     // the pairs of its runs of Chinese, Japanese or Korean by the simple one. (A hub whose `ghola hub init`
     // predates the pairs holds none, and finds such a query by its other words alone.)
     let (english, pairs) = query_words(&q.text);
-    let both = "(plainto_tsquery('english', $1) && plainto_tsquery('simple', $9))";
+    let both = "(plainto_tsquery('english', $1) && to_tsquery('simple', $9))";
     for query in [
         both.to_string(),
         format!("nullif(replace({both}::text, '&', '|'), '')::tsquery"),
@@ -283,12 +283,16 @@ pub async fn facets(client: &Client) -> Result<(Vec<String>, Vec<String>), HubEr
 
 /// A query's words as the hub's word index holds a message's (`ghola.words_of` in the schema): the text with its
 /// runs of Chinese, Japanese or Korean blanked and its full-width letters and digits as ASCII, for the English
-/// configuration, and those runs' pairs of
-/// characters separated by spaces, for the simple one — the pairs ghola's own index makes of them
-/// ([`crate::index::terms::terms`]).
+/// configuration (`plainto_tsquery`), and those runs' pairs of characters as a query of the simple one
+/// (`to_tsquery`) — the pairs ghola's own index makes of them ([`crate::index::terms::terms`]), all of them
+/// asked for. As ghola's own query does, it leaves out pairs of grammar ([`crate::index::terms::is_grammar`])
+/// unless the query has no other word, and asks for a word of katakana by a piece of it rather than by any one
+/// pair ([`crate::index::terms::katakana_words`]): two of its pairs side by side (`'サー' <-> 'ービ' | 'ービ' <->
+/// 'ビス'`).
 pub fn query_words(text: &str) -> (String, String) {
-    use crate::index::terms::{is_cjk, narrow, terms};
-    let english = text
+    use crate::index::lexical::FUNCTION_WORDS;
+    use crate::index::terms::{is_cjk, is_grammar, katakana_words, narrow, terms};
+    let english: String = text
         .chars()
         .map(|c| if is_cjk(c) { ' ' } else { narrow(c) })
         .collect();
@@ -297,7 +301,33 @@ pub fn query_words(text: &str) -> (String, String) {
         .filter(|t| t.2.chars().all(is_cjk))
         .map(|t| t.2)
         .collect();
-    (english, pairs.join(" "))
+    let substance: Vec<String> = pairs.iter().filter(|p| !is_grammar(p)).cloned().collect();
+    let english_words = english
+        .split(|c: char| !c.is_alphanumeric())
+        .any(|w| !w.is_empty() && !FUNCTION_WORDS.contains(&w.to_lowercase().as_str()));
+    let mut pairs = if substance.is_empty() && !english_words {
+        pairs
+    } else {
+        substance
+    };
+    // The pairs are characters of `is_cjk` alone: nothing in them needs quoting in a tsquery.
+    let mut parts: Vec<String> = Vec::new();
+    for word in katakana_words(text) {
+        pairs.retain(|p| !word.contains(p));
+        let pieces: Vec<String> = word
+            .windows(2)
+            .map(|w| format!("'{}' <-> '{}'", w[0], w[1]))
+            .collect();
+        parts.push(format!("( {} )", pieces.join(" | ")));
+    }
+    let mut seen = Vec::new();
+    for p in pairs {
+        if !seen.contains(&p) {
+            parts.push(format!("'{p}'"));
+            seen.push(p);
+        }
+    }
+    (english, parts.join(" & "))
 }
 
 #[cfg(test)]
@@ -310,7 +340,8 @@ mod tests {
             query_words("技術スタック in CLAUDE.mdファイル"),
             (
                 "       in CLAUDE.md    ".to_string(),
-                "技術 術ス スタ タッ ック ファ ァイ イル".to_string()
+                "( 'スタ' <-> 'タッ' | 'タッ' <-> 'ック' ) & ( 'ファ' <-> 'ァイ' | 'ァイ' <-> 'イル' ) & '技術' & '術ス'"
+                    .to_string()
             )
         );
         assert_eq!(query_words("ＡＰＩ３").0, "API3");
@@ -318,5 +349,9 @@ mod tests {
             query_words("flaky upload test"),
             ("flaky upload test".to_string(), String::new())
         );
+        // Pairs of grammar are left out, unless nothing else is asked.
+        assert_eq!(query_words("移行について").1, "'移行'");
+        assert_eq!(query_words("について").1, "'につ' & 'つい' & 'いて'");
+        assert_eq!(query_words("retry について").1, "");
     }
 }

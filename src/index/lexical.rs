@@ -3,7 +3,7 @@
 //! generation it belongs to; a lexical index whose payload differs from the manifest is rebuilt from the stored
 //! text, never trusted half-written.
 
-use super::terms::CodeTokenizer;
+use super::terms::{CodeTokenizer, is_grammar, katakana_words};
 use std::path::Path;
 use std::sync::Arc;
 use tantivy::collector::{FilterCollector, TopDocs};
@@ -266,8 +266,9 @@ impl Lexical {
         })
     }
 
-    /// The query's terms as the index analysed them (deduplicated), function words left out — unless the query
-    /// has nothing else, when they are what the user is looking for.
+    /// The query's terms as the index analysed them (deduplicated), function words and pairs of grammar
+    /// ([`super::terms::is_grammar`]: した, 的原) left out — unless the query has nothing else, when they are what
+    /// the user is looking for.
     pub fn query_terms(&self, query: &str) -> Vec<String> {
         self.query_words(query)
             .into_iter()
@@ -278,11 +279,12 @@ impl Lexical {
     /// [`Self::query_terms`], each with the word of the query it came from, lowercased (a typo is looked for
     /// under both: the stemmer reads "torunament" as "toruna", far from the "tournament" it leaves whole).
     fn query_words(&self, query: &str) -> Vec<(String, String)> {
-        let collect = |mut a: TextAnalyzer| {
+        let collect = |mut a: TextAnalyzer, grammar: bool| {
             let mut stream = a.token_stream(query);
             let mut out: Vec<(String, String)> = Vec::new();
             while let Some(t) = stream.next() {
-                if !out.iter().any(|(term, _)| *term == t.text) {
+                if (grammar || !is_grammar(&t.text)) && !out.iter().any(|(term, _)| *term == t.text)
+                {
                     let word = query
                         .get(t.offset_from..t.offset_to)
                         .unwrap_or(&t.text)
@@ -292,9 +294,9 @@ impl Lexical {
             }
             out
         };
-        let content = collect(query_analyzer());
+        let content = collect(query_analyzer(), false);
         if content.is_empty() {
-            collect(analyzer())
+            collect(analyzer(), true)
         } else {
             content
         }
@@ -303,8 +305,9 @@ impl Lexical {
     /// BM25 search: up to `limit` (gid, score), best first, and the query's terms that no message contains and
     /// were read as the indexed term one typo away ([`super::spelling::nearest_term`]) — only words that
     /// `knows_word` does not know (a real word the history lacks is not a typo of its neighbour: "mother" is
-    /// not "other"); `None` corrects nothing. Any query term may match. With a `scope`, only its messages are
-    /// found ([`Scope`]); without, every message.
+    /// not "other"); `None` corrects nothing. Any query term may match, a word of katakana by two of its pairs
+    /// at least ([`super::terms::katakana_words`]). With a `scope`, only its messages are found ([`Scope`]);
+    /// without, every message.
     pub fn search(
         &self,
         reader: &IndexReader,
@@ -338,16 +341,38 @@ impl Lexical {
                 terms.push(t);
             }
         }
-        let clauses: Vec<(Occur, Box<dyn Query>)> = terms
-            .into_iter()
-            .map(|t| {
-                let q: Box<dyn Query> = Box::new(TermQuery::new(
-                    Term::from_field_text(self.text, &t),
-                    IndexRecordOption::WithFreqs,
+        let term_query = |t: &str| -> Box<dyn Query> {
+            Box::new(TermQuery::new(
+                Term::from_field_text(self.text, t),
+                IndexRecordOption::WithFreqs,
+            ))
+        };
+        // A word of katakana matches by two of its pairs at least (`terms::katakana_words`); its pairs are not
+        // also asked for alone.
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        let mut grouped: Vec<String> = Vec::new();
+        for word in katakana_words(query) {
+            let mut pairs: Vec<&String> = word.iter().filter(|p| terms.contains(p)).collect();
+            pairs.sort();
+            pairs.dedup();
+            if pairs.len() >= 2 {
+                let each = pairs
+                    .iter()
+                    .map(|p| (Occur::Should, term_query(p)))
+                    .collect();
+                clauses.push((
+                    Occur::Should,
+                    Box::new(BooleanQuery::with_minimum_required_clauses(each, 2)),
                 ));
-                (Occur::Should, q)
-            })
-            .collect();
+                grouped.extend(pairs.into_iter().cloned());
+            }
+        }
+        clauses.extend(
+            terms
+                .iter()
+                .filter(|t| !grouped.contains(t))
+                .map(|t| (Occur::Should, term_query(t))),
+        );
         if clauses.is_empty() {
             return Ok((Vec::new(), corrections));
         }
@@ -464,6 +489,35 @@ mod tests {
             .search(&r, "retry", 5, None, Some(&Scope::of([])))
             .unwrap();
         assert!(none.is_empty());
+    }
+
+    /// A question shares a word with a message only where a word of substance is shared: its pairs of grammar
+    /// (した, について) are not asked for, and a word of katakana is asked for by two of its pairs at least, so
+    /// サービス ("service") does not find サーバー ("server") by their サー.
+    #[test]
+    fn grammar_and_a_lone_pair_of_a_borrowed_word_find_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let lex = Lexical::open(dir.path()).unwrap();
+        {
+            let mut w = lex.writer(false).unwrap();
+            lex.add(&w, 1, "サーバーを再起動しました").unwrap();
+            lex.add(&w, 2, "決済サービスを追加しました").unwrap();
+            lex.add(&w, 3, "ポートについて").unwrap();
+            lex.commit(&mut w, 1).unwrap();
+        }
+        let r = lex.reader().unwrap();
+        let found = |q: &str| -> Vec<u64> {
+            let (hits, _) = lex.search(&r, q, 10, None, None).unwrap();
+            let mut gids: Vec<u64> = hits.into_iter().map(|h| h.0).collect();
+            gids.sort();
+            gids
+        };
+        assert_eq!(found("サービスはどこ？"), [2]);
+        assert_eq!(found("サーバー"), [1]);
+        assert_eq!(found("リトライについて何を決めましたか"), Vec::<u64>::new());
+        // Grammar alone is what is asked for when nothing else is.
+        assert_eq!(found("について"), [3]);
+        assert_eq!(found("しました"), [1, 2]);
     }
 
     /// A commit names the analysis that made its terms. One written before it did (the bare generation) or by

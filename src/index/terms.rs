@@ -78,6 +78,45 @@ fn emit_pairs(text: &str, run: &[(usize, char)], out: &mut Vec<(usize, usize, St
     }
 }
 
+/// Whether `c` is katakana (with ー), the script in which Japanese writes borrowed words: サーバー, データベース.
+fn is_katakana(c: char) -> bool {
+    matches!(c as u32, 0x30A1..=0x30FA | 0x30FC..=0x30FF | 0x31F0..=0x31FF | 0xFF66..=0xFF9F)
+}
+
+/// The pairs of each word of katakana of `text` three characters long or more (サービス → サー, ービ, ビス). Such a
+/// word is one borrowed word, and its pairs are loose alone: サービス ("service") shares サー with サーバー
+/// ("server"), データベース shares ース with トレース. A query asks for two of a word's pairs at least
+/// ([`super::lexical::Lexical::search`]), so that it finds a message that holds a piece of the word, not one that
+/// holds a pair any word of the script may have.
+pub fn katakana_words(text: &str) -> Vec<Vec<String>> {
+    let chars: Vec<char> = text.chars().collect();
+    chars
+        .chunk_by(|a, b| is_katakana(*a) == is_katakana(*b))
+        .filter(|run| run.len() >= 3 && is_katakana(run[0]))
+        .map(|run| run.windows(2).map(|w| w.iter().collect()).collect())
+        .collect()
+}
+
+/// Whether a term of [`terms`] made of [`is_cjk`] characters carries grammar rather than content, as English's
+/// function words do: it holds hiragana, in which Japanese writes its particles, endings and auxiliaries (した,
+/// ます, について: nearly every Japanese sentence shares such a pair with every other), or one of Chinese's
+/// commonest function characters ([`CHINESE_FUNCTION_CHARACTERS`]: the 的 of 的原, the 么 of 什么). A query
+/// leaves these out when it has other words, so that a question shares a word with a message only where a word of
+/// substance is shared; the index keeps them. Words of kanji and katakana (技術, スタック), which carry a
+/// Japanese sentence's content, are never grammar.
+pub fn is_grammar(term: &str) -> bool {
+    term.chars().all(is_cjk)
+        && term.chars().any(|c| {
+            matches!(c, '\u{3041}'..='\u{309F}') || CHINESE_FUNCTION_CHARACTERS.contains(c)
+        })
+}
+
+/// Chinese characters that, in a pair, nearly always make a function word or straddle one (simplified and
+/// traditional): particles (的 了 吗 呢 吧 啊), the pronouns, 这 and 那, 是, and the 么, 什 and 怎 of "what" and
+/// "how". Characters that also start common content words (在 of 在线 "online", 还 of 还原 "restore", 为 of 行为
+/// "behaviour") are not among them.
+pub const CHINESE_FUNCTION_CHARACTERS: &str = "的了吗呢吧啊么麼嗎们們这這那我你妳他她它是什怎";
+
 /// `c` as ASCII when it is a letter or digit of the full width (Ａ, ａ, ３), else itself: Japanese and Chinese text
 /// often writes ＡＰＩ or ３０００ in the width of its own characters, which a query typed as API or 3000 should
 /// find.
@@ -268,5 +307,42 @@ mod tests {
         for (text, terms) in cases {
             assert_eq!(words(text), terms, "{text}");
         }
+    }
+
+    /// A query's pairs of grammar are told from its pairs of substance by script: hiragana (and Chinese function
+    /// characters) make grammar, kanji and katakana content.
+    #[test]
+    fn pairs_of_grammar_are_told_from_pairs_of_substance() {
+        let kept =
+            |q: &str| -> Vec<String> { words(q).into_iter().filter(|t| !is_grammar(t)).collect() };
+        assert_eq!(
+            kept("リトライについて何を決めましたか"),
+            ["リト", "トラ", "ライ"]
+        );
+        assert_eq!(
+            kept("数据库迁移失败的原因是什么"),
+            ["数据", "据库", "库迁", "迁移", "移失", "失败", "原因"]
+        );
+        assert_eq!(
+            kept("ログイン画面"),
+            ["ログ", "グイ", "イン", "ン画", "画面"]
+        );
+        assert_eq!(
+            kept("在线 restore the API"),
+            ["在线", "restore", "the", "api"]
+        );
+        assert!(kept("した ます").is_empty());
+    }
+
+    #[test]
+    fn words_of_katakana_are_their_pairs() {
+        assert_eq!(
+            katakana_words("決済サービスとデータベースのメモ"),
+            [
+                vec!["サー", "ービ", "ビス"],
+                vec!["デー", "ータ", "タベ", "ベー", "ース"]
+            ]
+        );
+        assert!(katakana_words("メモ 技術 retry").is_empty());
     }
 }

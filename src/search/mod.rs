@@ -13,6 +13,7 @@ pub mod prior;
 pub mod reason;
 pub mod response;
 pub mod scan;
+pub mod script;
 pub mod when;
 
 pub use params::{
@@ -481,15 +482,16 @@ pub fn search(
     )
 }
 
-/// The query's vector, when the search uses one (a model, and not `Fusion::Lexical`); apart from [`search`] so
-/// that a caller can embed the query while the snapshot opens.
+/// The query's vector, when the search uses one (a model, and its meaning: [`script::uses_meaning`]); apart from
+/// [`search`] so that a caller can embed the query while the snapshot opens.
 pub fn query_vector(
     embedder: Option<&Embedder>,
     p: &SearchParams,
 ) -> Result<Option<crate::embed::Vector>, SearchError> {
-    match (embedder, p.fusion) {
-        (_, Fusion::Lexical) | (None, _) => Ok(None),
-        (Some(e), _) => Ok(Some(
+    match embedder {
+        Some(_) if !script::uses_meaning(p) => Ok(None),
+        None => Ok(None),
+        Some(e) => Ok(Some(
             e.embed(&[&p.query])
                 .map_err(|e| SearchError::Embed(e.to_string()))?[0],
         )),
@@ -507,6 +509,9 @@ pub fn search_with_vector(
 ) -> Result<SearchResponse, SearchError> {
     p.validate()?;
     let ok = eligible(snap, p);
+    // A query the model cannot read is ranked by its words alone, whoever embedded it.
+    let unread = p.fusion == Fusion::Weighted && !script::uses_meaning(p);
+    let query_vec = query_vec.filter(|_| !unread);
     let (ranked, keyword_notes) = rank(snap, p, query_vec.map(|v| &v[..]), embedder, &ok);
     let groups = merge_hits(snap, ranked, p.context);
     let total = groups.len();
@@ -606,6 +611,9 @@ pub fn search_with_vector(
     }
     if resp.nothing_in_scope {
         resp.add_note(out_of_scope(snap, p));
+    }
+    if unread && embedder.is_some() {
+        resp.add_note(script::WORDS_ALONE.to_string());
     }
     resp.bound(&raw_terms, p.response_chars, "");
     Ok(resp)

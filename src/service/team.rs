@@ -240,10 +240,13 @@ impl HistoryService {
             limit: p.offset + p.max_results,
         };
         let model = self.model.clone();
+        // A query the model cannot read goes to the hub by its words alone, as it is ranked here.
+        let meaning = crate::search::script::uses_meaning(p);
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             let mut q = q;
-            if let Some(e) = model.get()
+            if meaning
+                && let Some(e) = model.get()
                 && let Ok(v) = e.embed(&[q.text.as_str()])
             {
                 q.vector = Some(v[0].to_vec());

@@ -120,11 +120,14 @@ pub enum Rule {
     /// A message no one wrote in words: a tool's output, a compaction summary, a reply of only thinking or
     /// calls ([`UNSAID`]).
     Unsaid,
+    /// A query mostly in a script the embedding model cannot read is ranked by its words alone
+    /// ([`crate::search::script`]).
+    ScriptUnread,
 }
 
 impl Rule {
     /// Every rule, in the order of the table in docs/search.md.
-    pub const ALL: [Rule; 18] = [
+    pub const ALL: [Rule; 19] = [
         Rule::Question,
         Rule::Announcement,
         Rule::EditEcho,
@@ -143,6 +146,7 @@ impl Rule {
         Rule::SessionEvidence,
         Rule::UsersWordsAsked,
         Rule::Unsaid,
+        Rule::ScriptUnread,
     ];
 
     /// The rule's name on the command line.
@@ -166,6 +170,7 @@ impl Rule {
             Rule::SessionEvidence => "session-evidence",
             Rule::UsersWordsAsked => "users-words-asked",
             Rule::Unsaid => "unsaid",
+            Rule::ScriptUnread => "script-unread",
         }
     }
 }

@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Questions in Chinese and Japanese (docs/search.md, "A query the model cannot read").
+
+1. What the embedding model makes of these languages: the cosine of two unrelated sentences, in Chinese, Japanese
+   and English (six of each, the same six topics), by `ghola embed`.
+2. A history written for this bench, ten messages in Chinese and ten in Japanese, each on its own topic, and three
+   kinds of question asked of it globally: one per message in its own language that the message answers (it
+   shares a word of substance with the question, as a person asking about their own work would use one), and
+   five per language that nothing answers (they share no pair of characters of substance with any message). A
+   question is answered when its message is the first hit; a question nothing answers should find nothing.
+3. The same for the one real Japanese session of ../shared/corpus (`d-kimuson-claude-code-viewer`): questions it
+   answers, and questions it does not.
+
+A question is answered when its message is the first hit; a question nothing answers should find nothing; the hits
+shown to a question that has one answer are the rest of its list, the fewer the better.
+
+    python3 bench/cjk_queries.py [--ghola target/release/ghola] [--work /tmp/cjk-queries] [-- search args]
+
+The questions were written by us, beside the texts, before any ranking was run; there are no others in these
+languages to tune on, and nothing was tuned on these.
+"""
+import argparse, json, math, re, shutil, subprocess
+from pathlib import Path
+
+root = Path(__file__).resolve().parent.parent
+ap = argparse.ArgumentParser()
+ap.add_argument("--ghola", default=str(root / "target/release/ghola"))
+ap.add_argument("--model-dir", default=str(root / "models/all-MiniLM-L6-v2"))
+ap.add_argument("--work", default="/tmp/cjk-queries")
+ap.add_argument("extra", nargs="*", help="arguments for every search (after --)")
+a = ap.parse_args()
+
+# 1. Six topics, each said in Chinese, Japanese and English.
+SENTENCES = {
+    "zh": ["数据库迁移失败的原因是什么", "我们把登录页面的样式改成了深色主题", "测试在持续集成里超时了，因为端口被占用",
+           "请帮我把这个函数重构成异步的", "昨天部署到生产环境以后内存一直在涨", "用户头像上传后没有显示出来"],
+    "ja": ["データベースの移行が失敗した原因は何ですか", "ログイン画面のスタイルをダークテーマに変更しました",
+           "ポートが使われていたのでCIでテストがタイムアウトしました", "この関数を非同期にリファクタリングしてください",
+           "本番環境にデプロイしてからメモリが増え続けています", "ユーザーのアバターがアップロード後に表示されません"],
+    "en": ["why did the database migration fail", "we changed the login page style to a dark theme",
+           "the tests timed out in CI because the port was taken", "please refactor this function to be async",
+           "memory keeps growing since the deploy to production yesterday", "the user's avatar does not show after upload"],
+}
+
+# 2. The written history: (message, question it answers); then questions nothing in it answers.
+ZH = [
+    ("数据库迁移失败了，原因是外键约束和旧表冲突，我先删掉了旧的索引再重新执行。", "数据库迁移为什么失败？"),
+    ("登录页面已经改成深色主题，按钮颜色也跟着调整了。", "登录页面的主题改成什么了？"),
+    ("持续集成里的测试超时是因为端口 8080 被另一个进程占用。", "测试超时的原因是什么"),
+    ("用户头像上传以后不显示，原因是图片路径少了一个斜杠。", "头像上传后为什么看不到"),
+    ("我把日志级别从 debug 改成了 info，生产环境的磁盘占用下降了很多。", "日志级别改了吗"),
+    ("缓存的过期时间设置为五分钟，命中率大约百分之八十。", "缓存过期时间是多少"),
+    ("接口返回 500 错误，是因为配置文件里缺少数据库密码。", "接口报500错误是怎么回事"),
+    ("前端打包体积太大，我们用了代码分割和懒加载。", "怎么减小打包体积"),
+    ("定时任务每天凌晨三点运行，负责清理过期的会话。", "定时任务什么时候运行"),
+    ("权限检查放在中间件里，未登录的请求会被重定向到登录页。", "权限检查在哪里做的"),
+]
+ZH_NOISE = ["邮件是怎么发送的？", "我们用的是哪个支付服务商？", "搜索功能的分词器是怎么选的",
+            "移动端的推送证书什么时候到期", "为什么要把单体拆成微服务"]
+JA = [
+    ("本番環境にデプロイしてからメモリが増え続けているので、キャッシュの上限を設定しました。", "メモリが増えた原因は？"),
+    ("ログイン画面のスタイルをダークテーマに変更しました。", "ログイン画面のテーマは何に変えた？"),
+    ("この関数を非同期にリファクタリングして、テストも更新しました。", "非同期へのリファクタリングはどうなった"),
+    ("ビルドが失敗したのは依存パッケージのバージョンが古かったからです。", "ビルドが失敗した理由"),
+    ("環境変数の読み込み順を修正して、設定ファイルより優先するようにしました。", "環境変数の優先順位はどうなっている？"),
+    ("検索結果のページネーションを追加し、一ページ二十件にしました。", "ページネーションは一ページ何件？"),
+    ("画像のアップロードサイズ上限を五メガバイトに制限しました。", "アップロードできる画像の大きさは？"),
+    ("型エラーが出ていたので、インターフェースの定義を見直しました。", "型エラーはどう直した？"),
+    ("通知メールの送信をキューに入れて、非同期で処理するようにしました。", "通知メールはどうやって送っている？"),
+    ("ユーザー削除時に関連データも消えるようにカスケード削除を設定しました。", "ユーザーを削除したら関連データはどうなる？"),
+]
+JA_NOISE = ["リトライについて何を決めましたか", "決済サービスはどこを使っていますか", "スマホ向けの証明書の期限は？",
+            "形態素解析器はどれにした？", "マイクロサービスに移った理由"]
+
+# 3. The real session: questions it answers (its update of CLAUDE.md), each with what the first hit should hold,
+# and questions it does not answer.
+REAL = [("技術スタックの更新内容は？", "技術スタック"), ("デフォルトのポートは何番？", "ポート3000"),
+        ("開発コマンドで削除したものは？", "type-check"), ("Tailwind CSSのバージョンは？", "Tailwind CSS v4"),
+        ("CLAUDE.mdを最新の状態にして", "最新の状態にアップデート")]
+REAL_NOISE = ["リトライについて何を決めましたか", "ログイン画面のバグを直した方法", "決済サービスはどこを使っていますか",
+              "テストが遅い原因は何？", "認証トークンの有効期限をどう設定した？"]
+
+CJK = re.compile(r"[\u1100-\u11ff\u3005-\u3007\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+                 r"\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f]+")
+
+
+def substance(text):
+    """The pairs of characters of `text` that are not grammar (as `index::terms::is_grammar` reads them)."""
+    pairs = {run[k:k + 2] for run in CJK.findall(text) for k in range(len(run) - 1)}
+    return {p for p in pairs if not re.search(r"[\u3041-\u309f]", p) and not set(p) & set("的了吗呢吧啊么麼嗎们們这這那我你妳他她它是什怎")}
+
+
+# A question nothing answers shares no pair of substance with any message of the written history.
+for noise in ZH_NOISE + JA_NOISE:
+    shared = substance(noise) & set().union(*(substance(t) for t, _ in ZH + JA))
+    assert not shared, f"{noise} shares {shared}"
+
+
+def embed(texts):
+    out = subprocess.run([a.ghola, "embed", "--model-dir", a.model_dir], capture_output=True, text=True, check=True,
+                         input="".join(json.dumps({"text": t}) + "\n" for t in texts)).stdout
+    return [json.loads(l) for l in out.splitlines()]
+
+
+def cos(u, v):
+    return sum(x * y for x, y in zip(u, v)) / math.sqrt(sum(x * x for x in u) * sum(y * y for y in v))
+
+
+print("1. cosine of two unrelated sentences (min / median / max of 30 pairs)")
+for lang, texts in SENTENCES.items():
+    vs = embed(texts)
+    xs = sorted(cos(vs[i], vs[j]) for i in range(6) for j in range(6) if i != j)
+    print(f"   {lang}: {xs[0]:.2f} / {(xs[14] + xs[15]) / 2:.2f} / {xs[-1]:.2f}")
+
+
+def search(claude, index, q):
+    r = subprocess.run([a.ghola, "--claude-dir", str(claude), "--index-dir", str(index), "--model-dir", a.model_dir,
+                        "search", q, "--global", "--context", "0", "--limit", "10", "--json", "--no-update"]
+                       + a.extra, capture_output=True, text=True, check=True)
+    return [h["matched_message"]["content"] for h in json.loads(r.stdout)["results"]]
+
+
+work = Path(a.work)
+shutil.rmtree(work, ignore_errors=True)
+claude = work / "claude"
+for lang, pairs in [("zh", ZH), ("ja", JA)]:
+    d = claude / "projects" / f"-w-{lang}"
+    d.mkdir(parents=True)
+    lines = []
+    for i, (text, _) in enumerate(pairs):
+        lines.append({"type": "user", "uuid": f"{lang}-{i}", "sessionId": lang, "cwd": f"/w/{lang}",
+                      "timestamp": f"2025-05-02T09:{i:02}:00Z",
+                      "message": {"role": "user", "content": text}})
+    (d / f"{lang}.jsonl").write_text("".join(json.dumps(l, ensure_ascii=False) + "\n" for l in lines))
+subprocess.run([a.ghola, "--claude-dir", str(claude), "--index-dir", str(work / "index"), "--model-dir", a.model_dir,
+                "index"], capture_output=True, check=True)
+
+print("2. the written history (20 messages)")
+for lang, pairs, noise in [("zh", ZH, ZH_NOISE), ("ja", JA, JA_NOISE)]:
+    first = top10 = shown = 0
+    for text, q in pairs:
+        hits = search(claude, work / "index", q)
+        first += bool(hits) and hits[0] == text
+        top10 += text in hits
+        shown += len(hits)
+    quiet = sum(not search(claude, work / "index", q) for q in noise)
+    print(f"   {lang}: answered first {first}/{len(pairs)}, in the top ten {top10}/{len(pairs)}, "
+          f"{shown / len(pairs):.1f} hits shown a question (of ten at most); "
+          f"questions nothing answers that find nothing {quiet}/{len(noise)}")
+
+real = root.parent / "shared/corpus/d-kimuson-claude-code-viewer"
+if real.is_dir():
+    subprocess.run([a.ghola, "--claude-dir", str(real), "--index-dir", str(work / "real-index"), "--model-dir",
+                    a.model_dir, "index"], capture_output=True, check=True)
+    tops = [(search(real, work / "real-index", q)[:1], want) for q, want in REAL]
+    first = sum(bool(h) and want in h[0] for h, want in tops)
+    quiet = sum(not search(real, work / "real-index", q) for q in REAL_NOISE)
+    print(f"3. d-kimuson-claude-code-viewer: the first hit holds the answer for {first}/{len(REAL)}; "
+          f"questions it does not answer that find nothing {quiet}/{len(REAL_NOISE)}")
