@@ -292,10 +292,12 @@ pub async fn facets(client: &Client) -> Result<(Vec<String>, Vec<String>), HubEr
 pub fn query_words(text: &str) -> (String, String) {
     use crate::index::lexical::FUNCTION_WORDS;
     use crate::index::terms::{is_cjk, is_grammar, katakana_words, narrow, terms};
-    let english: String = text
-        .chars()
-        .map(|c| if is_cjk(c) { ' ' } else { narrow(c) })
-        .collect();
+    let english = without_foreign_function_words(
+        &text
+            .chars()
+            .map(|c| if is_cjk(c) { ' ' } else { narrow(c) })
+            .collect::<String>(),
+    );
     let pairs: Vec<String> = terms(text)
         .into_iter()
         .filter(|t| t.2.chars().all(is_cjk))
@@ -330,6 +332,32 @@ pub fn query_words(text: &str) -> (String, String) {
     (english, parts.join(" & "))
 }
 
+/// `text` with the function words of languages other than English blanked
+/// ([`crate::index::lexical::is_foreign_function_word`]: Russian's и, в, не …), as ghola's own query leaves them
+/// out: PostgreSQL's English configuration knows English's alone.
+fn without_foreign_function_words(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        if !word.is_ascii() && crate::index::lexical::is_foreign_function_word(word) {
+            out.extend(word.chars().map(|_| ' '));
+        } else {
+            out.push_str(word);
+        }
+        word.clear();
+    };
+    for c in text.chars() {
+        if c.is_alphanumeric() {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::query_words;
@@ -353,5 +381,10 @@ mod tests {
         assert_eq!(query_words("移行について").1, "'移行'");
         assert_eq!(query_words("について").1, "'につ' & 'つい' & 'いて'");
         assert_eq!(query_words("retry について").1, "");
+        // Russian's function words too, which the English configuration keeps.
+        assert_eq!(
+            query_words("почему не работает кэш").0,
+            "почему    работает кэш"
+        );
     }
 }
