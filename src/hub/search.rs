@@ -284,34 +284,24 @@ pub async fn facets(client: &Client) -> Result<(Vec<String>, Vec<String>), HubEr
 /// A query's words as the hub's word index holds a message's (`ghola.words_of` in the schema): the text with its
 /// runs of Chinese, Japanese or Korean blanked and its full-width letters and digits as ASCII, for the English
 /// configuration (`plainto_tsquery`), and those runs' pairs of characters as a query of the simple one
-/// (`to_tsquery`) — the pairs ghola's own index makes of them ([`crate::index::terms::terms`]), all of them
-/// asked for. As ghola's own query does, it leaves out pairs of grammar ([`crate::index::terms::is_grammar`])
-/// unless the query has no other word, and asks for a word of katakana by a piece of it rather than by any one
-/// pair ([`crate::index::terms::katakana_words`]): two of its pairs side by side (`'サー' <-> 'ービ' | 'ービ' <->
+/// (`to_tsquery`), all of them asked for: the pairs ghola's own query asks for
+/// ([`crate::index::lexical::query_terms`], which leaves out pairs of grammar unless the query has no other
+/// word), a word of katakana asked for by a piece of it rather than by any one pair
+/// ([`crate::index::terms::katakana_words`]): two of its pairs side by side (`'サー' <-> 'ービ' | 'ービ' <->
 /// 'ビス'`).
 pub fn query_words(text: &str) -> (String, String) {
-    use crate::index::lexical::FUNCTION_WORDS;
-    use crate::index::terms::{is_cjk, is_grammar, katakana_words, narrow, terms};
+    use crate::index::lexical::query_terms;
+    use crate::index::terms::{is_cjk, katakana_words, narrow};
     let english = without_foreign_function_words(
         &text
             .chars()
             .map(|c| if is_cjk(c) { ' ' } else { narrow(c) })
             .collect::<String>(),
     );
-    let pairs: Vec<String> = terms(text)
+    let mut pairs: Vec<String> = query_terms(text)
         .into_iter()
-        .filter(|t| t.2.chars().all(is_cjk))
-        .map(|t| t.2)
+        .filter(|t| t.chars().all(is_cjk))
         .collect();
-    let substance: Vec<String> = pairs.iter().filter(|p| !is_grammar(p)).cloned().collect();
-    let english_words = english
-        .split(|c: char| !c.is_alphanumeric())
-        .any(|w| !w.is_empty() && !FUNCTION_WORDS.contains(&w.to_lowercase().as_str()));
-    let mut pairs = if substance.is_empty() && !english_words {
-        pairs
-    } else {
-        substance
-    };
     // The pairs are characters of `is_cjk` alone: nothing in them needs quoting in a tsquery.
     let mut parts: Vec<String> = Vec::new();
     for word in katakana_words(text) {
@@ -322,13 +312,7 @@ pub fn query_words(text: &str) -> (String, String) {
             .collect();
         parts.push(format!("( {} )", pieces.join(" | ")));
     }
-    let mut seen = Vec::new();
-    for p in pairs {
-        if !seen.contains(&p) {
-            parts.push(format!("'{p}'"));
-            seen.push(p);
-        }
-    }
+    parts.extend(pairs.into_iter().map(|p| format!("'{p}'")));
     (english, parts.join(" & "))
 }
 

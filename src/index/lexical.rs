@@ -170,6 +170,38 @@ pub fn is_foreign_function_word(word: &str) -> bool {
     !word.trim().is_empty() && !stream.advance()
 }
 
+/// The query's terms as the index analysed them (deduplicated), function words and pairs of grammar
+/// ([`super::terms::is_grammar`]: した, 的原) left out — unless the query has nothing else, when they are what the
+/// user is looking for. The team hub asks for the same pairs (`hub::search::query_words`).
+pub fn query_terms(query: &str) -> Vec<String> {
+    query_words(query).into_iter().map(|(t, _)| t).collect()
+}
+
+/// [`query_terms`], each with the word of the query it came from, lowercased (a typo is looked for under both:
+/// the stemmer reads "torunament" as "toruna", far from the "tournament" it leaves whole).
+fn query_words(query: &str) -> Vec<(String, String)> {
+    let collect = |mut a: TextAnalyzer, grammar: bool| {
+        let mut stream = a.token_stream(query);
+        let mut out: Vec<(String, String)> = Vec::new();
+        while let Some(t) = stream.next() {
+            if (grammar || !is_grammar(&t.text)) && !out.iter().any(|(term, _)| *term == t.text) {
+                let word = query
+                    .get(t.offset_from..t.offset_to)
+                    .unwrap_or(&t.text)
+                    .to_lowercase();
+                out.push((t.text.clone(), word));
+            }
+        }
+        out
+    };
+    let content = collect(query_analyzer(), false);
+    if content.is_empty() {
+        collect(analyzer(), true)
+    } else {
+        content
+    }
+}
+
 impl Lexical {
     /// Opens (or creates) the lexical index under `dir`.
     pub fn open(dir: &Path) -> tantivy::Result<Self> {
@@ -287,42 +319,6 @@ impl Lexical {
         })
     }
 
-    /// The query's terms as the index analysed them (deduplicated), function words and pairs of grammar
-    /// ([`super::terms::is_grammar`]: した, 的原) left out — unless the query has nothing else, when they are what
-    /// the user is looking for.
-    pub fn query_terms(&self, query: &str) -> Vec<String> {
-        self.query_words(query)
-            .into_iter()
-            .map(|(t, _)| t)
-            .collect()
-    }
-
-    /// [`Self::query_terms`], each with the word of the query it came from, lowercased (a typo is looked for
-    /// under both: the stemmer reads "torunament" as "toruna", far from the "tournament" it leaves whole).
-    fn query_words(&self, query: &str) -> Vec<(String, String)> {
-        let collect = |mut a: TextAnalyzer, grammar: bool| {
-            let mut stream = a.token_stream(query);
-            let mut out: Vec<(String, String)> = Vec::new();
-            while let Some(t) = stream.next() {
-                if (grammar || !is_grammar(&t.text)) && !out.iter().any(|(term, _)| *term == t.text)
-                {
-                    let word = query
-                        .get(t.offset_from..t.offset_to)
-                        .unwrap_or(&t.text)
-                        .to_lowercase();
-                    out.push((t.text.clone(), word));
-                }
-            }
-            out
-        };
-        let content = collect(query_analyzer(), false);
-        if content.is_empty() {
-            collect(analyzer(), true)
-        } else {
-            content
-        }
-    }
-
     /// BM25 search: up to `limit` (gid, score), best first, and the query's terms that no message contains and
     /// were read as the indexed term one typo away ([`super::spelling::nearest_term`]) — only words that
     /// `knows_word` does not know (a real word the history lacks is not a typo of its neighbour: "mother" is
@@ -340,7 +336,7 @@ impl Lexical {
         let searcher = reader.searcher();
         let mut terms: Vec<String> = Vec::new();
         let mut corrections = Vec::new();
-        for (term, word) in self.query_words(query) {
+        for (term, word) in query_words(query) {
             let typo = knows_word.is_some_and(|knows| !knows(&word));
             let nearest = if typo {
                 super::spelling::nearest_term(&searcher, self.text, &term, &word)?
