@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Questions in languages the model does not read (docs/search.md, "A query the model cannot read").
+"""Questions in languages the model does not read, or reads loosely (docs/search.md, "A query the model cannot read"
+and "Function words of other languages").
 
 1. What the embedding model makes of other languages: the cosine of two unrelated sentences (six of each, the
    same six topics in every language), by `ghola embed`.
@@ -8,6 +9,8 @@
    (it shares a word of substance with the question, as a person asking about their own work would use one), and
    five per language that nothing answers (they share no word of substance with any message: for Chinese and
    Japanese no pair of characters, for Russian no word but function words).
+2b. A second written history, ten messages each in Spanish, French and German on the same topics, asked the same
+   way (a question nothing answers shares no word with any message but function words: de, la, die …).
 3. The same for the one real Japanese session of ../shared/corpus (`d-kimuson-claude-code-viewer`): questions it
    answers, and questions it does not.
 
@@ -107,6 +110,52 @@ RU_NOISE = ["как настроены почтовые уведомления?"
 JA_NOISE = ["リトライについて何を決めましたか", "決済サービスはどこを使っていますか", "スマホ向けの証明書の期限は？",
             "形態素解析器はどれにした？", "マイクロサービスに移った理由"]
 
+ES = [
+    ("La migración de la base de datos falló por un conflicto de claves foráneas con la tabla antigua.", "¿por qué falló la migración?"),
+    ("Cambiamos la página de inicio de sesión a un tema oscuro.", "¿qué tema tiene ahora la página de inicio de sesión?"),
+    ("Las pruebas en CI agotaban el tiempo porque el puerto 8080 estaba ocupado.", "¿por qué agotaban el tiempo las pruebas?"),
+    ("El avatar del usuario no se mostraba: a la ruta de la imagen le faltaba una barra.", "¿por qué no se mostraba el avatar?"),
+    ("Cambiamos el nivel de los registros de debug a info y el disco dejó de llenarse.", "¿qué nivel de registros usamos?"),
+    ("La caché expira a los cinco minutos.", "¿cuándo expira la caché?"),
+    ("El endpoint devolvía 500 porque faltaba la contraseña de la base en la configuración.", "¿por qué el endpoint devolvía 500?"),
+    ("Redujimos el paquete del frontend con división de código y carga diferida.", "¿cómo redujimos el paquete del frontend?"),
+    ("La tarea programada se ejecuta cada día a las tres de la mañana y borra las sesiones viejas.", "¿cuándo se ejecuta la tarea programada?"),
+    ("La comprobación de permisos está en el middleware; las peticiones sin sesión van al login.", "¿dónde está la comprobación de permisos?"),
+]
+ES_NOISE = ["¿cómo se envían los correos de notificación?", "¿qué proveedor de pagos usamos?",
+            "¿por qué no funciona la búsqueda por etiquetas?", "¿cuándo caduca el certificado para las notificaciones push?",
+            "¿para qué dividimos el monolito en microservicios?"]
+FR = [
+    ("La migration de la base de données a échoué à cause d'un conflit de clés étrangères.", "pourquoi la migration a échoué ?"),
+    ("La page de connexion est passée à un thème sombre.", "quel thème pour la page de connexion ?"),
+    ("Les tests en CI expiraient parce que le port 8080 était occupé.", "pourquoi les tests expiraient en CI ?"),
+    ("L'avatar de l'utilisateur ne s'affichait pas : il manquait une barre oblique dans le chemin de l'image.", "pourquoi l'avatar ne s'affichait pas ?"),
+    ("Le niveau des journaux est passé de debug à info, et le disque ne se remplit plus.", "quel niveau de journaux utilisons-nous ?"),
+    ("Le cache expire au bout de cinq minutes.", "au bout de combien de temps le cache expire ?"),
+    ("L'endpoint renvoyait 500 parce que le mot de passe de la base manquait dans la configuration.", "pourquoi l'endpoint renvoyait 500 ?"),
+    ("Nous avons réduit le bundle du frontend avec le découpage du code et le chargement différé.", "comment avons-nous réduit le bundle ?"),
+    ("La tâche planifiée tourne chaque jour à trois heures du matin et supprime les vieilles sessions.", "quand tourne la tâche planifiée ?"),
+    ("La vérification des droits est dans le middleware ; les requêtes non connectées vont vers le login.", "où se fait la vérification des droits ?"),
+]
+FR_NOISE = ["comment sont envoyés les courriels de notification ?", "quel prestataire de paiement utilisons-nous ?",
+            "pourquoi la recherche par étiquettes ne marche pas ?", "quand le certificat des notifications push arrive-t-il à échéance ?",
+            "pourquoi avoir séparé le monolithe en microservices ?"]
+DE = [
+    ("Die Datenbankmigration ist wegen eines Konflikts mit Fremdschlüsseln fehlgeschlagen.", "warum ist die Datenbankmigration fehlgeschlagen?"),
+    ("Die Anmeldeseite hat jetzt ein dunkles Thema.", "welches Thema hat die Anmeldeseite?"),
+    ("Die Tests in der CI liefen in ein Timeout, weil Port 8080 belegt war.", "warum liefen die Tests in ein Timeout?"),
+    ("Der Avatar des Benutzers wurde nicht angezeigt, weil im Bildpfad ein Schrägstrich fehlte.", "warum wurde der Avatar nicht angezeigt?"),
+    ("Die Protokollstufe wurde von debug auf info gesenkt, und die Platte läuft nicht mehr voll.", "welche Protokollstufe nutzen wir?"),
+    ("Der Cache läuft nach fünf Minuten ab.", "wann läuft der Cache ab?"),
+    ("Der Endpunkt lieferte 500, weil das Datenbankpasswort in der Konfiguration fehlte.", "warum lieferte der Endpunkt 500?"),
+    ("Wir haben das Frontend-Bundle mit Code-Splitting und Lazy Loading verkleinert.", "wie haben wir das Bundle verkleinert?"),
+    ("Der geplante Job läuft jeden Tag um drei Uhr nachts und löscht alte Sitzungen.", "wann läuft der geplante Job?"),
+    ("Die Rechteprüfung steckt in der Middleware; nicht angemeldete Anfragen gehen zum Login.", "wo passiert die Rechteprüfung?"),
+]
+DE_NOISE = ["wie werden die Benachrichtigungsmails verschickt?", "welchen Zahlungsanbieter verwenden wir?",
+            "warum funktioniert die Suche nach Schlagwörtern nicht?", "wann verfällt das Zertifikat für Push-Nachrichten?",
+            "wozu haben wir den Monolithen in Microservices aufgeteilt?"]
+
 # 3. The real session: questions it answers (its update of CLAUDE.md), each with what the first hit should hold,
 # and questions it does not answer.
 REAL = [("技術スタックの更新内容は？", "技術スタック"), ("デフォルトのポートは何番？", "ポート3000"),
@@ -134,6 +183,14 @@ RU_WORD = re.compile(r"[а-яё-]{3,}")
 for noise in RU_NOISE:
     shared = set(RU_WORD.findall(noise.lower())) & set().union(*(RU_WORD.findall(t.lower()) for t, _ in RU))
     assert shared <= {"почему", "как", "какой", "когда", "зачем"}, f"{noise} shares {shared}"
+# In Spanish, French and German, no word but these function words (nor with a message of the other two languages).
+LATIN_WORD = re.compile(r"\w+")
+LATIN_FUNCTION = {"de", "los", "se", "la", "no", "por", "el", "las", "en", "les", "nous", "ne", "pas", "des", "il", "le",
+                  "à", "die", "wir", "nach", "nicht", "das", "haben", "in"}
+for noise in ES_NOISE + FR_NOISE + DE_NOISE:
+    shared = set(LATIN_WORD.findall(noise.lower())) & set().union(
+        *(LATIN_WORD.findall(t.lower()) for t, _ in ES + FR + DE))
+    assert shared <= LATIN_FUNCTION, f"{noise} shares {shared}"
 
 
 def embed(texts):
@@ -162,31 +219,36 @@ def search(claude, index, q):
 
 work = Path(a.work)
 shutil.rmtree(work, ignore_errors=True)
-claude = work / "claude"
-for lang, pairs in [("zh", ZH), ("ja", JA), ("ru", RU)]:
-    d = claude / "projects" / f"-w-{lang}"
-    d.mkdir(parents=True)
-    lines = []
-    for i, (text, _) in enumerate(pairs):
-        lines.append({"type": "user", "uuid": f"{lang}-{i}", "sessionId": lang, "cwd": f"/w/{lang}",
-                      "timestamp": f"2025-05-02T09:{i:02}:00Z",
-                      "message": {"role": "user", "content": text}})
-    (d / f"{lang}.jsonl").write_text("".join(json.dumps(l, ensure_ascii=False) + "\n" for l in lines))
-subprocess.run([a.ghola, "--claude-dir", str(claude), "--index-dir", str(work / "index"), "--model-dir", a.model_dir,
-                "index"], capture_output=True, check=True)
-
-print("2. the written history (30 messages)")
-for lang, pairs, noise in [("zh", ZH, ZH_NOISE), ("ja", JA, JA_NOISE), ("ru", RU, RU_NOISE)]:
-    first = top10 = shown = 0
-    for text, q in pairs:
-        hits = search(claude, work / "index", q)
-        first += bool(hits) and hits[0] == text
-        top10 += text in hits
-        shown += len(hits)
-    quiet = sum(not search(claude, work / "index", q) for q in noise)
-    print(f"   {lang}: answered first {first}/{len(pairs)}, in the top ten {top10}/{len(pairs)}, "
-          f"{shown / len(pairs):.1f} hits shown a question (of ten at most); "
-          f"questions nothing answers that find nothing {quiet}/{len(noise)}")
+HISTORIES = [("2. a written history in Chinese, Japanese and Russian (30 messages)", "cjk-ru",
+              [("zh", ZH, ZH_NOISE), ("ja", JA, JA_NOISE), ("ru", RU, RU_NOISE)]),
+             ("2b. a written history in Spanish, French and German (30 messages)", "latin",
+              [("es", ES, ES_NOISE), ("fr", FR, FR_NOISE), ("de", DE, DE_NOISE)])]
+for title, name, languages in HISTORIES:
+    claude = work / name / "claude"
+    for lang, pairs, _ in languages:
+        d = claude / "projects" / f"-w-{lang}"
+        d.mkdir(parents=True)
+        lines = []
+        for i, (text, _) in enumerate(pairs):
+            lines.append({"type": "user", "uuid": f"{lang}-{i}", "sessionId": lang, "cwd": f"/w/{lang}",
+                          "timestamp": f"2025-05-02T09:{i:02}:00Z",
+                          "message": {"role": "user", "content": text}})
+        (d / f"{lang}.jsonl").write_text("".join(json.dumps(l, ensure_ascii=False) + "\n" for l in lines))
+    index = work / name / "index"
+    subprocess.run([a.ghola, "--claude-dir", str(claude), "--index-dir", str(index), "--model-dir", a.model_dir,
+                    "index"], capture_output=True, check=True)
+    print(title)
+    for lang, pairs, noise in languages:
+        first = top10 = shown = 0
+        for text, q in pairs:
+            hits = search(claude, index, q)
+            first += bool(hits) and hits[0] == text
+            top10 += text in hits
+            shown += len(hits)
+        quiet = sum(not search(claude, index, q) for q in noise)
+        print(f"   {lang}: answered first {first}/{len(pairs)}, in the top ten {top10}/{len(pairs)}, "
+              f"{shown / len(pairs):.1f} hits shown a question (of ten at most); "
+              f"questions nothing answers that find nothing {quiet}/{len(noise)}")
 
 real = root.parent / "shared/corpus/d-kimuson-claude-code-viewer"
 if real.is_dir():

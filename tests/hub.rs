@@ -463,7 +463,7 @@ fn a_person_finds_what_was_shared_with_them_and_never_an_unshared_project() {
 /// Japanese is written without spaces between words: a word of it is found inside the team's sentences that
 /// use it, the hub's words (`ghola.words_of`) being pairs of characters as ghola's own index's are. A hub made
 /// before the pairs, whose words were the English configuration's alone, finds no such word; `ghola hub init`
-/// run again gives it the pairs.
+/// run again gives it the pairs. A question in Spanish, too, finds only what shares a word with it.
 #[test]
 fn a_word_of_japanese_is_found_in_the_team_history_and_an_older_hub_is_given_pairs() {
     let Some(pg) = postgres() else { return };
@@ -472,6 +472,8 @@ fn a_word_of_japanese_is_found_in_the_team_history_and_an_older_hub_is_given_pai
     Transcript::new(KENJI_APP, "/work/app")
         .user("サーバーの設定を確認してください")
         .assistant("サーバー情報の更新：デフォルトポート3000に修正しました。ＡＰＩキーも")
+        .user("La migración de la base de datos falló por un conflicto de claves foráneas.")
+        .assistant("Borré el índice antiguo y la migración pasó.")
         .write(&kenji.claude);
     run_ok(kenji.ghola().args(["hub", "login", &urls[0]]));
     run_ok(kenji.ghola().args(["index"]));
@@ -520,6 +522,24 @@ fn a_word_of_japanese_is_found_in_the_team_history_and_an_older_hub_is_given_pai
             .all(|h| h["matched_message"]["origin"] != "hub"),
         "{v:#}"
     );
+    // A question in Spanish is found by its words; one the history does not answer shares only function words
+    // with it (`de`), which the English configuration would keep, and to the model it looks like any line of
+    // Spanish: nothing from the hub.
+    let from_hub = |q: &str, rule: &[&str]| -> Vec<String> {
+        let mut args = vec!["search", q, "--global", "--team", "--json"];
+        args.extend(rule);
+        let v = run_json(yuki.ghola().args(args));
+        hits(&v)
+            .iter()
+            .filter(|h| h["matched_message"]["origin"] == "hub")
+            .map(|h| h["matched_message"]["content"].to_string())
+            .collect()
+    };
+    let found = from_hub("¿por qué falló la migración?", &[]);
+    assert!(found[0].contains("falló por un conflicto"), "{found:?}");
+    let noise = "¿qué proveedor de pagos usamos?";
+    assert!(from_hub(noise, &[]).is_empty());
+    assert!(!from_hub(noise, &["--without-rule", "language-read-loosely"]).is_empty());
     as_admin(
         &pg,
         "alter table ghola.messages drop column words; alter table ghola.messages add column words tsvector \

@@ -316,14 +316,19 @@ pub fn query_words(text: &str) -> (String, String) {
     (english, parts.join(" & "))
 }
 
-/// `text` with the function words of languages other than English blanked
-/// ([`crate::index::lexical::is_foreign_function_word`]: Russian's и, в, не …), as ghola's own query leaves them
-/// out: PostgreSQL's English configuration knows English's alone.
+/// `text` with the function words of languages other than English blanked, as ghola's own query leaves them
+/// out: Russian's и, в, не … ([`crate::index::lexical::is_foreign_function_word`]), and those of the language of
+/// Latin letters the query is written in ([`crate::index::function_words`]: `de`, `la` of a question in
+/// Spanish). PostgreSQL's English configuration knows English's alone.
 fn without_foreign_function_words(text: &str) -> String {
+    use crate::index::{function_words, lexical};
+    let latin = function_words::of_the_query_language(text, lexical::FUNCTION_WORDS);
     let mut out = String::with_capacity(text.len());
     let mut word = String::new();
     let flush = |word: &mut String, out: &mut String| {
-        if !word.is_ascii() && crate::index::lexical::is_foreign_function_word(word) {
+        if (!word.is_ascii() && lexical::is_foreign_function_word(word))
+            || latin.contains(&word.to_lowercase())
+        {
             out.extend(word.chars().map(|_| ' '));
         } else {
             out.push_str(word);
@@ -369,6 +374,15 @@ mod tests {
         assert_eq!(
             query_words("почему не работает кэш").0,
             "почему    работает кэш"
+        );
+        // And those of a question in Spanish, French or German, which it keeps too.
+        assert_eq!(
+            query_words("¿por qué falló la migración?").0,
+            "¿        falló    migración?"
+        );
+        assert_eq!(
+            query_words("warum ist die Migration fehlgeschlagen").0,
+            "              Migration fehlgeschlagen"
         );
     }
 }

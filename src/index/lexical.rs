@@ -138,13 +138,16 @@ pub const FUNCTION_WORDS: &[&str] = &[
     "your", "yours",
 ];
 
-/// The query analyser: the index's, with function words dropped before stemming — English's, and Russian's
-/// ([`russian_function_words`]).
-fn query_analyzer() -> TextAnalyzer {
+/// The query analyser: the index's, with function words dropped before stemming — English's, Russian's
+/// ([`russian_function_words`]), and those of the language of Latin letters `query` is written in
+/// ([`super::function_words`]: `de`, `la` of a question in Spanish).
+fn query_analyzer(query: &str) -> TextAnalyzer {
     TextAnalyzer::builder(CodeTokenizer)
         .filter(LowerCaser)
         .filter(StopWordFilter::remove(
-            FUNCTION_WORDS.iter().map(|w| w.to_string()),
+            FUNCTION_WORDS.iter().map(|w| w.to_string()).chain(
+                super::function_words::of_the_query_language(query, FUNCTION_WORDS),
+            ),
         ))
         .filter(russian_function_words())
         .filter(Stemmer::new(Language::English))
@@ -194,7 +197,7 @@ fn query_words(query: &str) -> Vec<(String, String)> {
         }
         out
     };
-    let content = collect(query_analyzer(), false);
+    let content = collect(query_analyzer(query), false);
     if content.is_empty() {
         collect(analyzer(), true)
     } else {
@@ -535,6 +538,36 @@ mod tests {
         // Grammar alone is what is asked for when nothing else is.
         assert_eq!(found("について"), [3]);
         assert_eq!(found("しました"), [1, 2]);
+    }
+
+    /// A question in Spanish or German does not ask for its function words (`de`, `la`, `die`), which nearly
+    /// every sentence of its language holds; an English one keeps `die`, an English word too.
+    #[test]
+    fn the_function_words_of_a_question_in_another_language_find_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let lex = Lexical::open(dir.path()).unwrap();
+        {
+            let mut w = lex.writer(false).unwrap();
+            lex.add(&w, 1, "La migración de la base de datos falló.")
+                .unwrap();
+            lex.add(&w, 2, "Die Tests liefen in ein Timeout.").unwrap();
+            lex.add(&w, 3, "the worker would die on start").unwrap();
+            lex.commit(&mut w, 1).unwrap();
+        }
+        let r = lex.reader().unwrap();
+        let found = |q: &str| -> Vec<u64> {
+            let (hits, _) = lex.search(&r, q, 10, None, None).unwrap();
+            let mut gids: Vec<u64> = hits.into_iter().map(|h| h.0).collect();
+            gids.sort();
+            gids
+        };
+        assert_eq!(
+            found("¿qué proveedor de pagos usamos para la tienda?"),
+            Vec::<u64>::new()
+        );
+        assert_eq!(found("¿por qué falló la migración?"), [1]);
+        assert_eq!(found("wie werden die Mails verschickt?"), Vec::<u64>::new());
+        assert_eq!(found("why did the worker die"), [2, 3]);
     }
 
     /// A commit names the analysis that made its terms. One written before it did (the bare generation) or by

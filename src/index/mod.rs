@@ -8,6 +8,7 @@ mod embed_pass;
 pub mod file_map;
 pub mod forget;
 pub mod format;
+pub mod function_words;
 pub mod int4;
 pub mod int8;
 pub mod lexical;

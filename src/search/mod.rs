@@ -282,6 +282,17 @@ fn rank(
         // The next update takes the full path, which checks the lexical index and rebuilds it.
         crate::index::report_damage(&snap.dir, why);
     }
+    // A query in a language the model reads too loosely: every hit must share a word with it.
+    let raised;
+    let (p, timed) = if script::meaning_vouches(p) {
+        (p, timed)
+    } else {
+        raised = SearchParams {
+            threshold: f32::INFINITY,
+            ..p.clone()
+        };
+        (&raised, f32::INFINITY)
+    };
     let (sem_rank, mut best_semantic) = semantic_candidates(p, timed, scan.as_ref());
     // Every candidate `fuse` scores is a lexical match or one of these semantic ones.
     let reading = if p.fusion == Fusion::Weighted {
@@ -614,6 +625,8 @@ pub fn search_with_vector(
     }
     if unread && embedder.is_some() {
         resp.add_note(script::WORDS_ALONE.to_string());
+    } else if query_vec.is_some() && !script::meaning_vouches(p) {
+        resp.add_note(script::WORDS_REQUIRED.to_string());
     }
     resp.bound(&raw_terms, p.response_chars, "");
     Ok(resp)

@@ -236,7 +236,13 @@ impl HistoryService {
             machines: p.machines.clone(),
             after: p.after,
             before: p.before,
-            threshold: p.threshold,
+            // A query in a language the model reads too loosely takes only the hub's messages that share a
+            // word with it, as here.
+            threshold: if crate::search::script::meaning_vouches(p) {
+                p.threshold
+            } else {
+                f32::INFINITY
+            },
             limit: p.offset + p.max_results,
         };
         let model = self.model.clone();

@@ -123,11 +123,14 @@ pub enum Rule {
     /// A query mostly in a script the embedding model cannot read is ranked by its words alone
     /// ([`crate::search::script`]).
     ScriptUnread,
+    /// A query in another language of Latin letters finds only messages that share a word with it
+    /// ([`crate::search::script::meaning_vouches`]).
+    LanguageReadLoosely,
 }
 
 impl Rule {
     /// Every rule, in the order of the table in docs/search.md.
-    pub const ALL: [Rule; 19] = [
+    pub const ALL: [Rule; 20] = [
         Rule::Question,
         Rule::Announcement,
         Rule::EditEcho,
@@ -147,6 +150,7 @@ impl Rule {
         Rule::UsersWordsAsked,
         Rule::Unsaid,
         Rule::ScriptUnread,
+        Rule::LanguageReadLoosely,
     ];
 
     /// The rule's name on the command line.
@@ -171,6 +175,7 @@ impl Rule {
             Rule::UsersWordsAsked => "users-words-asked",
             Rule::Unsaid => "unsaid",
             Rule::ScriptUnread => "script-unread",
+            Rule::LanguageReadLoosely => "language-read-loosely",
         }
     }
 }
