@@ -247,7 +247,7 @@ fn print_hits(resp: &ghola::search::SearchResponse) {
     if resp.results.is_empty() {
         println!("no matches for {:?}", resp.query);
         if resp.offset == 0 && !resp.nothing_in_scope {
-            println!("{}", ghola::search::compact::NOTHING_MATCHES);
+            println!("{}", resp.nothing_matches());
         }
     }
     let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();

@@ -80,6 +80,10 @@ fn line(out: &mut String, c: &ContextMessage, header_day: &str) {
 pub const NOTHING_MATCHES: &str = "Nothing in this history matches: no message shares a word with the query, and \
      none is close enough in meaning to be an answer. Try the words that were likely used, or a wider scope.";
 
+/// [`NOTHING_MATCHES`] for a search in which no message could be a hit on meaning alone (the note says why).
+pub const NO_WORD_SHARED: &str = "Nothing in this history matches: no message shares a word with the query. Try the \
+     words that were likely used, or a wider scope.";
+
 /// The response as text for a model (see the module doc). Notes and paging come first, so that a reader who
 /// stops early still knows what is missing and how to get it.
 pub fn render(resp: &SearchResponse) -> String {
@@ -101,7 +105,7 @@ pub fn render(resp: &SearchResponse) -> String {
         let _ = writeln!(out, "note: {note}");
     }
     if resp.total_matches == 0 && resp.offset == 0 && !resp.nothing_in_scope {
-        let _ = writeln!(out, "{NOTHING_MATCHES}");
+        let _ = writeln!(out, "{}", resp.nothing_matches());
     }
     if resp.excluded_sessions > 0 {
         let _ = writeln!(
@@ -241,6 +245,7 @@ mod tests {
         SearchResponse {
             several_machines: false,
             nothing_in_scope: false,
+            by_words_alone: false,
             results: vec![hit],
             query: "queue broker".into(),
             total_matches: 4,
@@ -272,6 +277,20 @@ mod tests {
              \n\
              (more results: the same call with offset=1; more around a hit: get_session_detail with its session \
              and around=<hit>)\n"
+        );
+    }
+
+    /// An empty answer blames the query's words, and its meaning only when meaning could have found a hit.
+    #[test]
+    fn an_empty_answer_says_why_by_what_the_search_could_compare() {
+        let mut r = response();
+        (r.results, r.total_matches, r.has_more) = (Vec::new(), 0, false);
+        assert!(render(&r).contains(NOTHING_MATCHES));
+        r.by_words_alone = true;
+        let text = render(&r);
+        assert!(
+            text.contains(NO_WORD_SHARED) && !text.contains("close enough in meaning"),
+            "{text}"
         );
     }
 

@@ -253,6 +253,7 @@ mod tests {
         let resp = SearchResponse {
             several_machines: false,
             nothing_in_scope: false,
+            by_words_alone: false,
             results,
             query: "cache".into(),
             total_matches: 6,

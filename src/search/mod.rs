@@ -588,6 +588,7 @@ pub fn search_with_vector(
     let mut resp = SearchResponse {
         several_machines: false,
         nothing_in_scope: !snap.messages.is_empty() && !ok.contains(&true),
+        by_words_alone: query_vec.is_none() || !script::meaning_vouches(p),
         results,
         query: p.query.clone(),
         total_matches: total,

@@ -119,6 +119,11 @@ pub struct SearchResponse {
     /// note says which, and the text forms do not blame the query's words ([`super::compact::NOTHING_MATCHES`]).
     #[serde(skip)]
     pub nothing_in_scope: bool,
+    /// No message could be a hit on the query's meaning alone (`super::script`: a query the model cannot read,
+    /// or reads too loosely): an empty answer says only that no message shares a word
+    /// ([`SearchResponse::nothing_matches`]).
+    #[serde(skip)]
+    pub by_words_alone: bool,
 }
 
 /// Cuts `text` to about `max` characters around the first occurrence of any of `terms` (lowercase), marking
@@ -158,6 +163,17 @@ pub const MORE_FOR_A_MODEL: &str =
     "get_session_detail with a hit's session and around=<hit> shows its messages whole";
 
 impl SearchResponse {
+    /// What an empty answer says when the filters left something to search: that no message shares a word with
+    /// the query, and — unless no message could be a hit on meaning alone ([`Self::by_words_alone`]) — that none
+    /// is close enough in meaning.
+    pub fn nothing_matches(&self) -> &'static str {
+        if self.by_words_alone {
+            super::compact::NO_WORD_SHARED
+        } else {
+            super::compact::NOTHING_MATCHES
+        }
+    }
+
     /// Adds a note for the reader (notes are joined with "; ").
     pub fn add_note(&mut self, note: impl Into<String>) {
         let note = note.into();
@@ -354,6 +370,7 @@ mod bound_tests {
         let mut resp = SearchResponse {
             several_machines: false,
             nothing_in_scope: false,
+            by_words_alone: false,
             results,
             query: "word".into(),
             total_matches: 10,

@@ -32,7 +32,7 @@ fn summary_line(resp: &SearchResponse, body: &mut String) {
         let _ = write!(
             body,
             "<p>No messages match.</p><p class=meta>{}</p>",
-            escape(crate::search::compact::NOTHING_MATCHES)
+            escape(resp.nothing_matches())
         );
     }
     let _ = write!(
