@@ -317,7 +317,7 @@ pub fn query_words(text: &str) -> (String, String) {
 }
 
 /// `text` with the function words of languages other than English blanked, as ghola's own query leaves them
-/// out: Russian's и, в, не … ([`crate::index::lexical::is_foreign_function_word`]), and those of the language of
+/// out: Russian's и, в, не … ([`crate::index::function_words::is_russian`]), and those of the language of
 /// Latin letters the query is written in ([`crate::index::function_words`]: `de`, `la` of a question in
 /// Spanish). PostgreSQL's English configuration knows English's alone.
 fn without_foreign_function_words(text: &str) -> String {
@@ -326,7 +326,7 @@ fn without_foreign_function_words(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut word = String::new();
     let flush = |word: &mut String, out: &mut String| {
-        if (!word.is_ascii() && lexical::is_foreign_function_word(word))
+        if (!word.is_ascii() && function_words::is_russian(word))
             || latin.contains(&word.to_lowercase())
         {
             out.extend(word.chars().map(|_| ' '));

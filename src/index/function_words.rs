@@ -1,5 +1,5 @@
-//! The function words of a query written in another language of Latin letters. English's are left out of every
-//! query (`super::lexical::FUNCTION_WORDS`), Russian's too (Cyrillic: no English word is among them), but a
+//! The function words of a query written in another language. English's are left out of every query
+//! (`super::lexical::FUNCTION_WORDS`), Russian's too ([`russian`]: Cyrillic, no English word is among them), but a
 //! question in Spanish, French or German shares `de`, `la`, `die` or `wir` with nearly every message of its
 //! language, so a question nothing answers came back with ten hits (docs/search.md, "Function words of other
 //! languages"). Their words cannot be left out of every query: `die`, `also`, `war`, `come` and `son` are English
@@ -77,6 +77,28 @@ fn is_function_word_of(language: Language, analyzer: &TextAnalyzer, word: &str) 
     !stream.advance()
 }
 
+/// Russian's function words (Snowball's list: и, в, не, что …): a question in Russian, which the model cannot read
+/// (`search::script`), is ranked by its words, and these would make every Russian sentence share one with it.
+/// They are written in Cyrillic, so no English word is among them, and every query leaves them out.
+pub fn russian() -> StopWordFilter {
+    StopWordFilter::new(Language::Russian).unwrap_or_else(|| StopWordFilter::remove(Vec::new()))
+}
+
+/// Whether `word` is one of Russian's function words ([`russian`]); the hub's query blanks them
+/// (`hub::search::query_words`), as PostgreSQL's English configuration knows English's alone.
+pub fn is_russian(word: &str) -> bool {
+    static RUSSIAN: OnceLock<TextAnalyzer> = OnceLock::new();
+    let analyzer = RUSSIAN.get_or_init(|| {
+        TextAnalyzer::builder(RawTokenizer::default())
+            .filter(LowerCaser)
+            .filter(russian())
+            .build()
+    });
+    let mut a = analyzer.clone();
+    let mut stream = a.token_stream(word);
+    !word.trim().is_empty() && !stream.advance()
+}
+
 /// The query's words that could be function words, lowercased: its runs of letters, split at apostrophes and
 /// hyphens (`l'avatar`, `utilisons-nous`); a token holding a digit or another joiner (`de_la`, `v2`, `la.rs`)
 /// names something and is left whole, so it is none.
@@ -137,7 +159,7 @@ pub fn of_the_query_language(query: &str, english: &[&str]) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::of_the_query_language;
+    use super::{is_russian, of_the_query_language};
     use crate::index::lexical::FUNCTION_WORDS;
 
     fn of(q: &str) -> Vec<String> {
@@ -156,6 +178,9 @@ mod tests {
         );
         assert_eq!(of("wann läuft der Cache ab?"), ["der", "wann"]);
         assert_eq!(of("utilisons-nous le cache"), ["le", "nous"]);
+        // Portuguese and Italian by their own lists.
+        assert_eq!(of("por que o build falhou"), ["o", "por", "que"]);
+        assert_eq!(of("perché il build fallisce"), ["il", "perché"]);
     }
 
     #[test]
@@ -168,5 +193,11 @@ mod tests {
         // Identifiers name something: `de_la`, `la.rs` are no function words.
         assert!(of("de_la la.rs de_en").is_empty());
         assert!(of("").is_empty());
+    }
+
+    #[test]
+    fn russian_function_words_are_told_from_its_words() {
+        assert!(is_russian("не") && is_russian("По"));
+        assert!(!is_russian("кэш") && !is_russian("the") && !is_russian(" "));
     }
 }

@@ -139,38 +139,21 @@ pub const FUNCTION_WORDS: &[&str] = &[
 ];
 
 /// The query analyser: the index's, with function words dropped before stemming — English's, Russian's
-/// ([`russian_function_words`]), and those of the language of Latin letters `query` is written in
-/// ([`super::function_words`]: `de`, `la` of a question in Spanish).
+/// ([`super::function_words::russian`]), and those of the language of Latin letters `query` is written in
+/// ([`super::function_words::of_the_query_language`]: `de`, `la` of a question in Spanish).
 fn query_analyzer(query: &str) -> TextAnalyzer {
+    use super::function_words;
     TextAnalyzer::builder(CodeTokenizer)
         .filter(LowerCaser)
         .filter(StopWordFilter::remove(
-            FUNCTION_WORDS.iter().map(|w| w.to_string()).chain(
-                super::function_words::of_the_query_language(query, FUNCTION_WORDS),
-            ),
+            FUNCTION_WORDS
+                .iter()
+                .map(|w| w.to_string())
+                .chain(function_words::of_the_query_language(query, FUNCTION_WORDS)),
         ))
-        .filter(russian_function_words())
+        .filter(function_words::russian())
         .filter(Stemmer::new(Language::English))
         .build()
-}
-
-/// Russian's function words (tantivy's list, Snowball's: и, в, не, что …): a question in Russian, which the model
-/// cannot read (`search::script`), is ranked by its words, and these would make every Russian sentence share one
-/// with it. They are written in Cyrillic, so no English word is among them.
-fn russian_function_words() -> StopWordFilter {
-    StopWordFilter::new(Language::Russian).unwrap_or_else(|| StopWordFilter::remove(Vec::new()))
-}
-
-/// Whether `word` is a function word of a language other than English that a query leaves out
-/// ([`russian_function_words`]); the hub's query reads its words with it (`hub::search::query_words`), as
-/// PostgreSQL's English configuration knows English's alone.
-pub fn is_foreign_function_word(word: &str) -> bool {
-    let mut a = TextAnalyzer::builder(tantivy::tokenizer::SimpleTokenizer::default())
-        .filter(LowerCaser)
-        .filter(russian_function_words())
-        .build();
-    let mut stream = a.token_stream(word);
-    !word.trim().is_empty() && !stream.advance()
 }
 
 /// The query's terms as the index analysed them (deduplicated), function words and pairs of grammar
