@@ -393,45 +393,33 @@ fn a_word_of_japanese_is_found_inside_the_sentences_that_use_it() {
 /// line of the language back.
 #[test]
 fn a_question_in_another_script_is_read_by_its_words_and_one_nothing_answers_finds_nothing() {
-    let tmp = tempfile::tempdir().unwrap();
-    let claude = tmp.path().join("claude");
-    chat(
-        &claude,
-        "/w/zh",
-        "zh",
-        &[
-            "数据库迁移失败了，因为外键约束冲突",
-            "我们把登录页面改成了深色主题",
-            "测试在持续集成里超时，端口被占用了",
-            "用户头像上传以后没有显示出来",
-        ],
-    );
-    chat(
-        &claude,
-        "/w/ja",
-        "ja",
-        &[
-            "本番環境にデプロイしてからメモリが増え続けています",
-            "ログイン画面のスタイルをダークテーマに変更しました",
-            "この関数を非同期にリファクタリングしました",
-        ],
-    );
-    chat(
-        &claude,
-        "/w/ru",
-        "ru",
-        &[
-            "Время жизни кэша поставили пять минут.",
-            "Тесты в CI падали по таймауту, потому что порт был занят.",
-            "Аватар пользователя не отображался: в пути к картинке не хватало слеша.",
-        ],
-    );
-    let e = indexed(tmp);
-    let ask = |q: &str, extra: &[&str]| {
-        let mut args = vec![q, "--global", "--context", "0"];
-        args.extend(extra);
-        search(&e, "UTC", &args).unwrap()
-    };
+    let ask = languages(&[
+        (
+            "zh",
+            &[
+                "数据库迁移失败了，因为外键约束冲突",
+                "我们把登录页面改成了深色主题",
+                "测试在持续集成里超时，端口被占用了",
+                "用户头像上传以后没有显示出来",
+            ],
+        ),
+        (
+            "ja",
+            &[
+                "本番環境にデプロイしてからメモリが増え続けています",
+                "ログイン画面のスタイルをダークテーマに変更しました",
+                "この関数を非同期にリファクタリングしました",
+            ],
+        ),
+        (
+            "ru",
+            &[
+                "Время жизни кэша поставили пять минут.",
+                "Тесты в CI падали по таймауту, потому что порт был занят.",
+                "Аватар пользователя не отображался: в пути к картинке не хватало слеша.",
+            ],
+        ),
+    ]);
     for (q, answer) in [
         ("数据库迁移为什么失败？", "数据库迁移失败了"),
         ("持续集成里的测试怎么了", "测试在持续集成里超时"),
@@ -452,17 +440,47 @@ fn a_question_in_another_script_is_read_by_its_words_and_one_nothing_answers_fin
             "{q}: {v:#}"
         );
     }
-    for q in [
-        "リトライについて何を決めましたか",
-        "缓存的过期时间是怎么设置的？",
-        "почему не работает поиск по тегам",
-    ] {
+    // Questions it does not answer find nothing; an English one is read by the model as before.
+    nothing_unless_the_rule_is_off(
+        ask,
+        &[
+            "リトライについて何を決めましたか",
+            "缓存的过期时间是怎么设置的？",
+            "почему не работает поиск по тегам",
+        ],
+        "script-unread",
+    );
+}
+
+/// A history of one session per `(language, messages)`, written in `/w/<language>` and indexed, and a global
+/// search of it (`--context 0`, then `extra`).
+fn languages(sessions: &[(&str, &[&str])]) -> impl Fn(&str, &[&str]) -> Value {
+    let tmp = tempfile::tempdir().unwrap();
+    let claude = tmp.path().join("claude");
+    for (language, messages) in sessions {
+        chat(&claude, &format!("/w/{language}"), language, messages);
+    }
+    let e = indexed(tmp);
+    move |q: &str, extra: &[&str]| {
+        let mut args = vec![q, "--global", "--context", "0"];
+        args.extend(extra);
+        search(&e, "UTC", &args).unwrap()
+    }
+}
+
+/// Each of `noise` (questions a history does not answer) finds nothing, and finds something with `rule` off; an
+/// English question of the same history is searched as ever, without a note.
+fn nothing_unless_the_rule_is_off(
+    ask: impl Fn(&str, &[&str]) -> Value,
+    noise: &[&str],
+    rule: &str,
+) {
+    for q in noise {
         let v = ask(q, &[]);
         assert!(v["results"].as_array().unwrap().is_empty(), "{q}: {v:#}");
-        let v = ask(q, &["--without-rule", "script-unread"]);
+        let v = ask(q, &["--without-rule", rule]);
         assert!(!v["results"].as_array().unwrap().is_empty(), "{q}: {v:#}");
     }
-    // An English question of the same history is read by the model as before.
     let v = ask("why did the database migration fail", &[]);
     assert!(v["note"].is_null(), "{v:#}");
 }
@@ -472,42 +490,30 @@ fn a_question_in_another_script_is_read_by_its_words_and_one_nothing_answers_fin
 /// function words (`de`, `la`, `die`) or a likeness, and says so.
 #[test]
 fn a_question_in_spanish_french_or_german_finds_only_messages_that_share_a_word_with_it() {
-    let tmp = tempfile::tempdir().unwrap();
-    let claude = tmp.path().join("claude");
-    chat(
-        &claude,
-        "/w/es",
-        "es",
-        &[
-            "La migración de la base de datos falló por un conflicto de claves foráneas.",
-            "Cambiamos la página de inicio de sesión a un tema oscuro.",
-            "La caché expira a los cinco minutos.",
-        ],
-    );
-    chat(
-        &claude,
-        "/w/fr",
-        "fr",
-        &[
-            "Les tests en CI expiraient parce que le port 8080 était occupé.",
-            "La tâche planifiée tourne chaque jour à trois heures du matin.",
-        ],
-    );
-    chat(
-        &claude,
-        "/w/de",
-        "de",
-        &[
-            "Der Avatar des Benutzers wurde nicht angezeigt, weil im Bildpfad ein Schrägstrich fehlte.",
-            "Die Protokollstufe wurde von debug auf info gesenkt.",
-        ],
-    );
-    let e = indexed(tmp);
-    let ask = |q: &str, extra: &[&str]| {
-        let mut args = vec![q, "--global", "--context", "0"];
-        args.extend(extra);
-        search(&e, "UTC", &args).unwrap()
-    };
+    let ask = languages(&[
+        (
+            "es",
+            &[
+                "La migración de la base de datos falló por un conflicto de claves foráneas.",
+                "Cambiamos la página de inicio de sesión a un tema oscuro.",
+                "La caché expira a los cinco minutos.",
+            ],
+        ),
+        (
+            "fr",
+            &[
+                "Les tests en CI expiraient parce que le port 8080 était occupé.",
+                "La tâche planifiée tourne chaque jour à trois heures du matin.",
+            ],
+        ),
+        (
+            "de",
+            &[
+                "Der Avatar des Benutzers wurde nicht angezeigt, weil im Bildpfad ein Schrägstrich fehlte.",
+                "Die Protokollstufe wurde von debug auf info gesenkt.",
+            ],
+        ),
+    ]);
     for (q, answer) in [
         ("¿por qué falló la migración?", "La migración de la base"),
         ("¿cuándo expira la caché?", "La caché expira"),
@@ -529,19 +535,16 @@ fn a_question_in_spanish_french_or_german_finds_only_messages_that_share_a_word_
             "{q}: {v:#}"
         );
     }
-    for q in [
-        "¿qué proveedor de pagos usamos?",
-        "pourquoi la recherche par étiquettes ne marche pas ?",
-        "wie werden die Benachrichtigungsmails verschickt?",
-    ] {
-        let v = ask(q, &[]);
-        assert!(v["results"].as_array().unwrap().is_empty(), "{q}: {v:#}");
-        let v = ask(q, &["--without-rule", "language-read-loosely"]);
-        assert!(!v["results"].as_array().unwrap().is_empty(), "{q}: {v:#}");
-    }
-    // English keeps the model's hits without a shared word.
-    let v = ask("why did the database migration fail", &[]);
-    assert!(v["note"].is_null(), "{v:#}");
+    // Questions it does not answer find nothing; English keeps the model's hits without a shared word.
+    nothing_unless_the_rule_is_off(
+        ask,
+        &[
+            "¿qué proveedor de pagos usamos?",
+            "pourquoi la recherche par étiquettes ne marche pas ?",
+            "wie werden die Benachrichtigungsmails verschickt?",
+        ],
+        "language-read-loosely",
+    );
 }
 
 #[test]

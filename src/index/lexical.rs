@@ -494,27 +494,41 @@ mod tests {
         assert!(none.is_empty());
     }
 
+    /// A keyword index of `texts` (gids 1, 2, … in order) in a temporary folder, which must outlive it.
+    fn index_of(texts: &[&str]) -> (tempfile::TempDir, Lexical) {
+        let dir = tempfile::tempdir().unwrap();
+        let lex = Lexical::open(dir.path()).unwrap();
+        let mut w = lex.writer(false).unwrap();
+        for (i, t) in texts.iter().enumerate() {
+            lex.add(&w, i as u64 + 1, t).unwrap();
+        }
+        lex.commit(&mut w, 1).unwrap();
+        (dir, lex)
+    }
+
+    /// The gids `lex` finds for `q`, best first, or in gid order when `sorted`.
+    fn gids(lex: &Lexical, q: &str, sorted: bool) -> Vec<u64> {
+        let (hits, _) = lex
+            .search(&lex.reader().unwrap(), q, 10, None, None)
+            .unwrap();
+        let mut out: Vec<u64> = hits.into_iter().map(|h| h.0).collect();
+        if sorted {
+            out.sort();
+        }
+        out
+    }
+
     /// A question shares a word with a message only where a word of substance is shared: its pairs of grammar
     /// (した, について) are not asked for, and a word of katakana is asked for by two of its pairs at least, so
     /// サービス ("service") does not find サーバー ("server") by their サー.
     #[test]
     fn grammar_and_a_lone_pair_of_a_borrowed_word_find_nothing() {
-        let dir = tempfile::tempdir().unwrap();
-        let lex = Lexical::open(dir.path()).unwrap();
-        {
-            let mut w = lex.writer(false).unwrap();
-            lex.add(&w, 1, "サーバーを再起動しました").unwrap();
-            lex.add(&w, 2, "決済サービスを追加しました").unwrap();
-            lex.add(&w, 3, "ポートについて").unwrap();
-            lex.commit(&mut w, 1).unwrap();
-        }
-        let r = lex.reader().unwrap();
-        let found = |q: &str| -> Vec<u64> {
-            let (hits, _) = lex.search(&r, q, 10, None, None).unwrap();
-            let mut gids: Vec<u64> = hits.into_iter().map(|h| h.0).collect();
-            gids.sort();
-            gids
-        };
+        let (_dir, lex) = index_of(&[
+            "サーバーを再起動しました",
+            "決済サービスを追加しました",
+            "ポートについて",
+        ]);
+        let found = |q: &str| gids(&lex, q, true);
         assert_eq!(found("サービスはどこ？"), [2]);
         assert_eq!(found("サーバー"), [1]);
         assert_eq!(found("リトライについて何を決めましたか"), Vec::<u64>::new());
@@ -527,23 +541,12 @@ mod tests {
     /// every sentence of its language holds; an English one keeps `die`, an English word too.
     #[test]
     fn the_function_words_of_a_question_in_another_language_find_nothing() {
-        let dir = tempfile::tempdir().unwrap();
-        let lex = Lexical::open(dir.path()).unwrap();
-        {
-            let mut w = lex.writer(false).unwrap();
-            lex.add(&w, 1, "La migración de la base de datos falló.")
-                .unwrap();
-            lex.add(&w, 2, "Die Tests liefen in ein Timeout.").unwrap();
-            lex.add(&w, 3, "the worker would die on start").unwrap();
-            lex.commit(&mut w, 1).unwrap();
-        }
-        let r = lex.reader().unwrap();
-        let found = |q: &str| -> Vec<u64> {
-            let (hits, _) = lex.search(&r, q, 10, None, None).unwrap();
-            let mut gids: Vec<u64> = hits.into_iter().map(|h| h.0).collect();
-            gids.sort();
-            gids
-        };
+        let (_dir, lex) = index_of(&[
+            "La migración de la base de datos falló.",
+            "Die Tests liefen in ein Timeout.",
+            "the worker would die on start",
+        ]);
+        let found = |q: &str| gids(&lex, q, true);
         assert_eq!(
             found("¿qué proveedor de pagos usamos para la tienda?"),
             Vec::<u64>::new()
@@ -585,20 +588,12 @@ mod tests {
     /// A word of Japanese is found inside the sentences that use it, the message using it whole first.
     #[test]
     fn a_word_of_japanese_is_found_inside_a_sentence() {
-        let dir = tempfile::tempdir().unwrap();
-        let lex = Lexical::open(dir.path()).unwrap();
-        let mut w = lex.writer(false).unwrap();
-        lex.add(&w, 1, "主な更新内容：技術スタック更新、Next.js 15")
-            .unwrap();
-        lex.add(&w, 2, "サーバー情報の更新：デフォルトポート3000に修正")
-            .unwrap();
-        lex.add(&w, 3, "スタックトレースを確認しました").unwrap();
-        lex.commit(&mut w, 1).unwrap();
-        let r = lex.reader().unwrap();
-        let found = |q: &str| {
-            let (hits, _) = lex.search(&r, q, 10, None, None).unwrap();
-            hits.into_iter().map(|h| h.0).collect::<Vec<_>>()
-        };
+        let (_dir, lex) = index_of(&[
+            "主な更新内容：技術スタック更新、Next.js 15",
+            "サーバー情報の更新：デフォルトポート3000に修正",
+            "スタックトレースを確認しました",
+        ]);
+        let found = |q: &str| gids(&lex, q, false);
         assert_eq!(found("技術スタック").first(), Some(&1));
         assert_eq!(found("ポート"), vec![2]);
         assert_eq!(found("next.js"), vec![1]);
