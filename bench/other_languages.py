@@ -11,6 +11,8 @@ and "Function words of other languages").
    Japanese no pair of characters, for Russian no word but function words).
 2b. A second written history, ten messages each in Spanish, French and German on the same topics, asked the same
    way (a question nothing answers shares no word with any message but function words: de, la, die …).
+2c. The same topics written in English, a history asked with the Spanish, French and German questions (a
+   question in one language about work recorded in another).
 3. The same for the one real Japanese session of ../shared/corpus (`d-kimuson-claude-code-viewer`): questions it
    answers, and questions it does not.
 
@@ -156,6 +158,21 @@ DE_NOISE = ["wie werden die Benachrichtigungsmails verschickt?", "welchen Zahlun
             "warum funktioniert die Suche nach Schlagwörtern nicht?", "wann verfällt das Zertifikat für Push-Nachrichten?",
             "wozu haben wir den Monolithen in Microservices aufgeteilt?"]
 
+# 2c. The same ten topics said in English: a history asked in Spanish, French and German (its i-th message answers
+# each language's i-th question above).
+EN = [
+    "The database migration failed because of a foreign key conflict with the old table.",
+    "We switched the sign-in page to a dark theme.",
+    "The CI tests timed out because port 8080 was taken.",
+    "The user's avatar did not show: the image path was missing a slash.",
+    "We lowered the log level from debug to info and the disk stopped filling up.",
+    "The cache expires after five minutes.",
+    "The endpoint returned 500 because the database password was missing from the config.",
+    "We shrank the frontend bundle with code splitting and lazy loading.",
+    "The scheduled job runs every day at three in the morning and deletes old sessions.",
+    "The permission check lives in the middleware; requests without a session go to the login page.",
+]
+
 # 3. The real session: questions it answers (its update of CLAUDE.md), each with what the first hit should hold,
 # and questions it does not answer.
 REAL = [("技術スタックの更新内容は？", "技術スタック"), ("デフォルトのポートは何番？", "ポート3000"),
@@ -191,6 +208,8 @@ for noise in ES_NOISE + FR_NOISE + DE_NOISE:
     shared = set(LATIN_WORD.findall(noise.lower())) & set().union(
         *(LATIN_WORD.findall(t.lower()) for t, _ in ES + FR + DE))
     assert shared <= LATIN_FUNCTION, f"{noise} shares {shared}"
+    shared = set(LATIN_WORD.findall(noise.lower())) & set().union(*(LATIN_WORD.findall(t.lower()) for t in EN))
+    assert shared <= {"in"}, f"{noise} shares {shared} with the English history"
 
 
 def embed(texts):
@@ -249,6 +268,28 @@ for title, name, languages in HISTORIES:
         print(f"   {lang}: answered first {first}/{len(pairs)}, in the top ten {top10}/{len(pairs)}, "
               f"{shown / len(pairs):.1f} hits shown a question (of ten at most); "
               f"questions nothing answers that find nothing {quiet}/{len(noise)}")
+
+claude = work / "english" / "claude"
+d = claude / "projects" / "-w-en"
+d.mkdir(parents=True)
+d.joinpath("en.jsonl").write_text("".join(json.dumps(
+    {"type": "user", "uuid": f"en-{i}", "sessionId": "en", "cwd": "/w/en", "timestamp": f"2025-05-02T09:{i:02}:00Z",
+     "message": {"role": "user", "content": text}}) + "\n" for i, text in enumerate(EN)))
+index = work / "english" / "index"
+subprocess.run([a.ghola, "--claude-dir", str(claude), "--index-dir", str(index), "--model-dir", a.model_dir, "index"],
+               capture_output=True, check=True)
+print("2c. the same topics written in English (10 messages), asked in Spanish, French and German")
+for lang, pairs, noise in [("es", ES, ES_NOISE), ("fr", FR, FR_NOISE), ("de", DE, DE_NOISE)]:
+    first = top10 = shown = 0
+    for text, (_, q) in zip(EN, pairs):
+        hits = search(claude, index, q)
+        first += bool(hits) and hits[0] == text
+        top10 += text in hits
+        shown += len(hits)
+    quiet = sum(not search(claude, index, q) for q in noise)
+    print(f"   {lang}: answered first {first}/{len(pairs)}, in the top ten {top10}/{len(pairs)}, "
+          f"{shown / len(pairs):.1f} hits shown a question; questions nothing answers that find nothing "
+          f"{quiet}/{len(noise)}")
 
 real = root.parent / "shared/corpus/d-kimuson-claude-code-viewer"
 if real.is_dir():
