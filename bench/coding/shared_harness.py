@@ -28,7 +28,7 @@ sys.path.insert(0, str(here.parent))
 from plain_fusion import bm25, embedded, fused_order, words  # noqa: E402
 
 ap = argparse.ArgumentParser()
-ap.add_argument("--questions", action="append", help="question sets (default: all four)")
+ap.add_argument("--questions", action="append", help="question sets (default: all five)")
 ap.add_argument("--scope", choices=["project", "global"], default="project")
 ap.add_argument("--work", default="/tmp/coding-shared")
 ap.add_argument("--ghola", default=str(root / "target/release/ghola"))
@@ -38,7 +38,7 @@ ap.add_argument("--json", help="write {set: {id: metrics}} here")
 ap.add_argument("extra", nargs=argparse.REMAINDER)
 a = ap.parse_args()
 extra = [x for x in a.extra if x != "--"]
-sets = a.questions or [str(here / f"{s}.json") for s in ("questions", "holdout", "holdout2", "inputs")]
+sets = a.questions or [str(here / f"{s}.json") for s in ("questions", "holdout", "holdout2", "inputs", "holdout3")]
 
 
 def entries_of(folder):
