@@ -297,3 +297,86 @@ fn a_model_recalls_in_few_characters_and_reads_more_by_id() {
         assert!(err && text.contains(needle), "{tool} {args}: {text}");
     }
 }
+
+/// A call's line in a session read as text names only its file or its first words; under it comes what the call
+/// wrote or asked (a plan, a file's content), cut at `CALL_INPUT_SHOWN` characters and without credentials.
+#[test]
+fn a_session_read_shows_what_a_call_wrote_cut_and_without_credentials() {
+    const PLAN: &str = "dddd4444-0000-4000-8000-000000000004";
+    let tmp = tempfile::tempdir().unwrap();
+    let claude = tmp.path().join("claude");
+    let token = format!("ghp_{}", "Q7".repeat(18));
+    let at = |n: i64| {
+        (chrono::Utc::now() - chrono::Duration::days(1) + chrono::Duration::seconds(n)).to_rfc3339()
+    };
+    let call = |n: usize, name: &str, input: Value| {
+        json!({"type":"assistant","uuid":format!("{n:02}{}", &PLAN[2..]),"sessionId":PLAN,"cwd":"/w/app",
+               "timestamp":at(n as i64),"message":{"id":format!("m{n}"),"role":"assistant","content":[
+                   {"type":"text","text":"Here is the plan."},
+                   {"type":"tool_use","id":format!("toolu_{n}"),"name":name,"input":input}]}})
+    };
+    let plan = format!(
+        "# Plan: WOMBAT rollout\n1. Ship behind the wombat_enabled flag\n2. {}\n3. PAST-THE-CUT step",
+        "Watch the error budget for a day. ".repeat(40)
+    );
+    write(
+        &claude,
+        PLAN,
+        &[
+            line(
+                PLAN,
+                0,
+                "user",
+                1,
+                "Plan the WOMBAT rollout, then write the env file.",
+            ),
+            call(1, "ExitPlanMode", json!({"plan": plan})),
+            json!({"type":"user","uuid":format!("02{}", &PLAN[2..]),"sessionId":PLAN,"cwd":"/w/app",
+                   "timestamp":at(2),"message":{"role":"user","content":[{"type":"tool_result",
+                   "tool_use_id":"toolu_1","content":"User has approved your plan."}]}}),
+            call(
+                3,
+                "Write",
+                json!({"file_path": "/w/app/.env", "content": format!("GITHUB_TOKEN={token}\nREGION=eu-west-3")}),
+            ),
+        ],
+    );
+    let mut c = Client::start(
+        &claude,
+        &tmp.path().join("idx"),
+        &[("CLAUDE_PROJECT_DIR", "/w/app")],
+    );
+    let (err, read) = c.call(
+        2,
+        "get_session_detail",
+        json!({"session_id": PLAN, "around": format!("01{}", &PLAN[2..8]), "before": 1, "after": 2}),
+    );
+    assert!(!err, "{read}");
+    // The summary line, then what the call wrote under it.
+    assert!(
+        read.contains("[tool] ExitPlanMode: # Plan: WOMBAT rollout"),
+        "{read}"
+    );
+    assert!(read.contains("(ExitPlanMode wrote:)"), "{read}");
+    assert!(
+        read.contains("Ship behind the wombat_enabled flag"),
+        "{read}"
+    );
+    // Cut: the plan's end is not shown, and the cut says so.
+    assert!(!read.contains("PAST-THE-CUT"), "{read}");
+    let after = read.split("(ExitPlanMode wrote:) ").nth(1).unwrap();
+    let end = after.find("\n  02").unwrap_or(after.len());
+    let shown = after[..end].replace("\n      ", "\n");
+    assert!(shown.ends_with('…'), "{shown}");
+    assert!(
+        shown.starts_with("# Plan: WOMBAT rollout\n1. Ship"),
+        "{shown}"
+    );
+    assert_eq!(shown.chars().count(), 1_000 + 1, "{shown}");
+    // A file's content, its credential replaced.
+    assert!(read.contains("(Write wrote:)"), "{read}");
+    assert!(read.contains("REGION=eu-west-3"), "{read}");
+    assert!(!read.contains(&token), "{read}");
+    // A message without calls gets no such line.
+    assert_eq!(read.matches(" wrote:)").count(), 2, "{read}");
+}

@@ -5,7 +5,8 @@ size; then one expansion of the best hit (`get_session_detail` with `around`, --
 bench/mcp_recall.py does for LoCoMo. Each corpus folder gets its own index (under --work, as eval.py makes them)
 and its own `ghola serve`.
 
-    python3 bench/coding/mcp_recall.py [--work /tmp/ghola-coding] [--arg format=json --arg max_chars=40000]
+    python3 bench/coding/mcp_recall.py [--questions bench/coding/SET.json ...] [--work /tmp/ghola-coding]
+        [--arg format=json --arg max_chars=40000]
 """
 import argparse, json, os, re, statistics, subprocess, sys
 from pathlib import Path
@@ -20,9 +21,10 @@ ap.add_argument("--corpus", default=str(here.parent.parent.parent / "shared/corp
 ap.add_argument("--work", default="/tmp/ghola-coding")
 ap.add_argument("--arg", action="append", default=[], help="search argument NAME=VALUE")
 ap.add_argument("--around", type=int, default=5, help="messages before and after the expanded hit")
+ap.add_argument("--questions", action="append", help="question sets, pooled (default: questions.json, the 150)")
 a = ap.parse_args()
 extra = search_args(a.arg)
-questions = json.load(open(here / "questions.json"))["questions"]
+questions = [q for path in a.questions or [here / "questions.json"] for q in json.load(open(path))["questions"]]
 env = dict(os.environ)
 for k in ["CLAUDE_CONFIG_DIR", "CLAUDE_PROJECT_DIR", "CLAUDE_CODE_SESSION_ID", "GHOLA_HOME"]:
     env.pop(k, None)
@@ -40,17 +42,19 @@ for folder in sorted({q["corpus"] for q in questions}):
         unescape = lambda t: norm(t.replace("\\n", " ").replace('\\"', '"'))
         found = not err and norm(q["evidence"]) in unescape(text)
         expanded = found
+        more = ""
         m = header.search(text)
         if m and not err:
             e_err, more = server.call("get_session_detail", {"session_id": m.group(1), "around": m.group(2),
                                                              "before": a.around, "after": a.around})
             expanded = found or (not e_err and norm(q["evidence"]) in unescape(more))
-        rows.append({"id": q["id"], "found": found, "expanded": expanded, "chars": len(text)})
+        rows.append({"id": q["id"], "found": found, "expanded": expanded, "chars": len(text),
+                     "expansion_chars": len(more)})
     server.close()
 chars = sorted(r["chars"] for r in rows)
 print(f"search_project_history {json.dumps(extra)}: {len(rows)} questions, evidence in the answer "
       f"{sum(r['found'] for r in rows) / len(rows):.3f} at median {int(statistics.median(chars))} chars "
       f"(p90 {chars[int(0.9 * (len(chars) - 1))]}); with one expansion "
-      f"{sum(r['expanded'] for r in rows) / len(rows):.3f}")
+      f"{sum(r['expanded'] for r in rows) / len(rows):.3f} (the expansion's median {int(statistics.median(r['expansion_chars'] for r in rows))} chars)")
 print("missed:", " ".join(r["id"] for r in rows if not r["found"]) or "none",
       "| after the expansion:", " ".join(r["id"] for r in rows if not r["expanded"]) or "none")

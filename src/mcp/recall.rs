@@ -283,8 +283,36 @@ fn render_messages(
             search::compact::short(&m.uuid),
             content.trim().replace('\n', "\n    ")
         );
+        for (name, input) in m.parts.iter().filter_map(|p| match p {
+            transcript::Part::ToolUse { name, input, .. } if !input.trim().is_empty() => {
+                Some((name, input))
+            }
+            _ => None,
+        }) {
+            let _ = writeln!(
+                out,
+                "    ({name} wrote:) {}",
+                shown_input(input).replace('\n', "\n      ")
+            );
+        }
     }
     out
+}
+
+/// Characters of what one call wrote or asked (an edit's new text, a plan, a to-do list, a question put to the
+/// user) that a session read as text shows under the call's line: its summary names only the file or the first
+/// words, and what was written is what "what was on the plan?" asks for. Enough for a plan or a screen of an
+/// edit; eleven messages around a hit stay a few thousand characters (docs/search.md, "What a call wrote, read").
+pub const CALL_INPUT_SHOWN: usize = 1_000;
+
+/// The first [`CALL_INPUT_SHOWN`] characters of a call's input words (already free of credentials: the reader
+/// redacts every part), trimmed, with `…` where it was cut.
+fn shown_input(input: &str) -> String {
+    let input = input.trim();
+    match input.char_indices().nth(CALL_INPUT_SHOWN) {
+        Some((at, _)) => format!("{}…", input[..at].trim_end()),
+        None => input.to_string(),
+    }
 }
 
 /// A page of a team hub session, as `get_session_detail` answers for a local one: JSON of its messages (from
