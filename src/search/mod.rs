@@ -9,6 +9,7 @@ mod fusion;
 pub mod grouped;
 mod meaning;
 pub mod params;
+pub mod passage;
 pub mod prior;
 pub mod reason;
 pub mod response;

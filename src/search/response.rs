@@ -1,5 +1,5 @@
 //! The response of a search, identical for `ghola search --json` and the `search_*_history` tools, and its
-//! size bound (bodies cut around the match; the whole kept under 40,000 characters).
+//! size bound (bodies cut around the stretch that matches best; the whole kept under 40,000 characters).
 
 use serde::Serialize;
 
@@ -126,26 +126,14 @@ pub struct SearchResponse {
     pub by_words_alone: bool,
 }
 
-/// Cuts `text` to about `max` characters around the first occurrence of any of `terms` (lowercase), marking
-/// cuts with `…`.
+/// Cuts `text` to about `max` characters around the stretch that holds the most of the query's telling words
+/// (`terms`, lowercase; [`super::passage::start_of_cut`]), marking cuts with `…`.
 pub fn cut_around(text: &str, terms: &[String], max: usize) -> String {
     let n = text.chars().count();
     if n <= max {
         return text.to_string();
     }
-    let lower = text.to_lowercase();
-    let hit_byte = terms
-        .iter()
-        .filter(|t| t.len() > 1)
-        .filter_map(|t| lower.find(t.as_str()))
-        .min()
-        .unwrap_or(0);
-    // Positions in chars (lowercasing can change byte lengths; map through char counts of the prefix).
-    let hit_char = lower
-        .get(..hit_byte)
-        .map_or(0, |p| p.chars().count())
-        .min(n);
-    let start = hit_char.saturating_sub(max / 3).min(n - max);
+    let start = super::passage::start_of_cut(text, terms, max);
     let body: String = text.chars().skip(start).take(max).collect();
     let mut out = String::new();
     if start > 0 {
