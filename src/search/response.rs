@@ -178,7 +178,9 @@ impl SearchResponse {
     /// Shrinks the response under [`RESPONSE_CHARS`], giving up what helps least first: plain context bodies
     /// (cut down to 120 characters), then plain context messages farthest from the hits of their result, then
     /// hit bodies (down to 200 characters), and last whole results from the end of the page (`has_more` then
-    /// says so). The fields that identify a hit are never dropped.
+    /// says so). Each cut goes from the last result up and stops once the answer fits: the first results are
+    /// read first, and keep their bodies longest (docs/search.md, "The last results cut first"). The fields that
+    /// identify a hit are never dropped.
     /// `target_chars` lowers the bound (an experiment knob; never above [`RESPONSE_CHARS`]).
     pub fn bound(&mut self, terms: &[String], target_chars: usize, more: &str) {
         self.bound_by(terms, target_chars, &|r: &SearchResponse| r.size(), more);
@@ -237,8 +239,11 @@ impl SearchResponse {
             if size(self) <= limit_chars {
                 return;
             }
-            for h in &mut self.results {
-                for c in &mut h.context {
+            for k in (0..self.results.len()).rev() {
+                if size(self) <= limit_chars {
+                    return;
+                }
+                for c in &mut self.results[k].context {
                     if !c.is_match {
                         c.content = cut_around(&c.content, terms, limit);
                     }
@@ -271,7 +276,12 @@ impl SearchResponse {
             if size(self) <= limit_chars {
                 return;
             }
-            for h in &mut self.results {
+            // The last results first, and no further than needed: the first are read first.
+            for k in (0..self.results.len()).rev() {
+                if size(self) <= limit_chars {
+                    return;
+                }
+                let h = &mut self.results[k];
                 h.matched_message.content = cut_around(&h.matched_message.content, terms, limit);
                 for c in &mut h.context {
                     if c.is_match {
@@ -324,44 +334,42 @@ mod bound_tests {
         }
     }
 
-    #[test]
-    fn wide_merged_results_stay_under_the_bound_and_keep_every_hit() {
-        let results: Vec<SearchHit> = (0..10)
-            .map(|r| SearchHit {
-                matched_message: MatchedMessage {
-                    machine: String::new(),
-                    person: String::new(),
-                    origin: String::new(),
-                    uuid: format!("hit-{r}"),
-                    session_id: "s".into(),
-                    project: "/p".into(),
-                    git_branch: None,
-                    role: "assistant".into(),
-                    kind: "text".into(),
-                    timestamp: None,
-                    window: 0,
-                    is_subagent: false,
-                    agent_id: None,
-                    content: "word ".repeat(400),
-                },
-                score: 1.0,
-                scores: Scores {
-                    semantic: 0.5,
-                    lexical: 1.0,
-                },
-                matches: 3,
-                context: (0..30)
-                    .map(|i| message(r * 100 + i, i % 10 == 5, 1000))
-                    .collect(),
-            })
-            .collect();
-        let mut resp = SearchResponse {
+    fn hit(r: usize, body: usize, context: Vec<ContextMessage>) -> SearchHit {
+        SearchHit {
+            matched_message: MatchedMessage {
+                machine: String::new(),
+                person: String::new(),
+                origin: String::new(),
+                uuid: format!("hit-{r}"),
+                session_id: "s".into(),
+                project: "/p".into(),
+                git_branch: None,
+                role: "assistant".into(),
+                kind: "text".into(),
+                timestamp: None,
+                window: 0,
+                is_subagent: false,
+                agent_id: None,
+                content: "word ".repeat(body / 5),
+            },
+            score: 1.0,
+            scores: Scores {
+                semantic: 0.5,
+                lexical: 1.0,
+            },
+            matches: 3,
+            context,
+        }
+    }
+
+    fn response(results: Vec<SearchHit>) -> SearchResponse {
+        SearchResponse {
             several_machines: false,
             nothing_in_scope: false,
             by_words_alone: false,
+            total_matches: results.len(),
             results,
             query: "word".into(),
-            total_matches: 10,
             offset: 0,
             has_more: false,
             excluded_sessions: 0,
@@ -372,12 +380,43 @@ mod bound_tests {
                 updated_at: None,
             },
             note: None,
-        };
+        }
+    }
+
+    #[test]
+    fn wide_merged_results_stay_under_the_bound_and_keep_every_hit() {
+        let results: Vec<SearchHit> = (0..10)
+            .map(|r| {
+                let context = (0..30)
+                    .map(|i| message(r * 100 + i, i % 10 == 5, 1000))
+                    .collect();
+                hit(r, 2000, context)
+            })
+            .collect();
+        let mut resp = response(results);
         assert!(resp.size() > RESPONSE_CHARS);
         resp.bound(&["word".to_string()], RESPONSE_CHARS, "");
         assert!(resp.size() <= RESPONSE_CHARS, "{}", resp.size());
         for h in &resp.results {
             assert_eq!(h.context.iter().filter(|c| c.is_match).count(), 3);
         }
+    }
+
+    #[test]
+    fn the_last_results_are_cut_first_and_no_further_than_the_bound_needs() {
+        let results: Vec<SearchHit> = (0..10).map(|r| hit(r, 2000, Vec::new())).collect();
+        let mut resp = response(results);
+        let whole = resp.size();
+        // Room for all but 2,500 characters (and the note's): the last three bodies give them up, the first keep
+        // theirs.
+        let limit = whole - 2_500;
+        resp.bound(&["word".to_string()], limit, "");
+        assert!(resp.size() <= limit, "{}", resp.size());
+        let len = |k: usize| resp.results[k].matched_message.content.chars().count();
+        assert_eq!(len(0), 2000);
+        assert_eq!(len(6), 2000);
+        assert!(len(7) < 2000 && len(9) < 2000, "{} {}", len(7), len(9));
+        assert!((0..9).all(|k| len(k) >= len(k + 1)));
+        assert_eq!(resp.results.len(), 10);
     }
 }
