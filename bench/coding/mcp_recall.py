@@ -18,6 +18,8 @@ from mcp_client import Server, search_args  # noqa: E402
 ap = argparse.ArgumentParser()
 ap.add_argument("--ghola", default=str(here.parent.parent / "target/release/ghola"))
 ap.add_argument("--corpus", default=str(here.parent.parent.parent / "shared/corpus"))
+ap.add_argument("--model-dir", default=str(here.parent.parent / "models/all-MiniLM-L6-v2"),
+                help="the embedding model's folder (a --ghola outside a checkout finds none of its own)")
 ap.add_argument("--work", default="/tmp/ghola-coding")
 ap.add_argument("--arg", action="append", default=[], help="search argument NAME=VALUE")
 ap.add_argument("--around", type=int, default=5, help="messages before and after the expanded hit")
@@ -32,7 +34,8 @@ norm = lambda s: re.sub(r"\s+", " ", s).strip()
 header = re.compile(r"^\[1\] .*? · session (\S+) window \d+ .*? · hit (\S+)", re.M)
 rows = []
 for folder in sorted({q["corpus"] for q in questions}):
-    base = [a.ghola, "--claude-dir", f"{a.corpus}/{folder}", "--index-dir", f"{a.work}/{folder}"]
+    base = [a.ghola, "--model-dir", a.model_dir, "--claude-dir", f"{a.corpus}/{folder}", "--index-dir",
+            f"{a.work}/{folder}"]
     subprocess.run(base + ["index"], capture_output=True, check=True)
     server = Server(base + ["serve"], env)
     mine = [q for q in questions if q["corpus"] == folder]
