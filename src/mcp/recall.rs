@@ -292,7 +292,8 @@ fn render_messages(
             let _ = writeln!(
                 out,
                 "    ({name} wrote:) {}",
-                shown_input(input).replace('\n', "\n      ")
+                search::response::cut_around(input.trim(), &[], CALL_INPUT_SHOWN)
+                    .replace('\n', "\n      ")
             );
         }
     }
@@ -303,17 +304,8 @@ fn render_messages(
 /// user) that a session read as text shows under the call's line: its summary names only the file or the first
 /// words, and what was written is what "what was on the plan?" asks for. Enough for a plan or a screen of an
 /// edit; eleven messages around a hit stay a few thousand characters (docs/search.md, "What a call wrote, read").
+/// The input words are already free of credentials: the reader redacts every part.
 pub const CALL_INPUT_SHOWN: usize = 1_000;
-
-/// The first [`CALL_INPUT_SHOWN`] characters of a call's input words (already free of credentials: the reader
-/// redacts every part), trimmed, with `…` where it was cut.
-fn shown_input(input: &str) -> String {
-    let input = input.trim();
-    match input.char_indices().nth(CALL_INPUT_SHOWN) {
-        Some((at, _)) => format!("{}…", input[..at].trim_end()),
-        None => input.to_string(),
-    }
-}
 
 /// A page of a team hub session, as `get_session_detail` answers for a local one: JSON of its messages (from
 /// `offset`, `limit` of them), or with `around` the messages about that one as text, it marked with ">".

@@ -18,7 +18,7 @@ pub fn start_of_cut(text: &str, terms: &[String], max: usize) -> usize {
     if n <= max {
         return 0;
     }
-    let (lower, origin) = lowered(text);
+    let lower = text.to_lowercase();
     let first = |keep: &dyn Fn(&str) -> bool| {
         terms
             .iter()
@@ -29,25 +29,23 @@ pub fn start_of_cut(text: &str, terms: &[String], max: usize) -> usize {
     let Some(byte) = first(&telling).or_else(|| first(&|t: &str| t.len() > 1)) else {
         return 0;
     };
-    let at = origin[lower[..byte].chars().count()];
-    at.saturating_sub(max / 3).min(n - max)
+    char_of_lowercase_byte(text, byte)
+        .saturating_sub(max / 3)
+        .min(n - max)
 }
 
-/// `text` lowercased, and for each of its characters (and one past the end) the index of the character of
-/// `text` it came from: a character may lowercase to two ("İ" to "i̇"), and a cut is counted in `text`'s.
-fn lowered(text: &str) -> (String, Vec<usize>) {
-    let mut lower = String::with_capacity(text.len());
-    let mut origin = Vec::with_capacity(text.len() + 1);
-    let mut n = 0;
+/// The index among `text`'s characters of the one that byte `byte` of `text.to_lowercase()` came from: a
+/// character may lowercase to more bytes ("İ" to "i̇"), and a cut is counted in `text`'s characters. (The final
+/// sigma `str::to_lowercase` reads by context is two bytes either way.)
+fn char_of_lowercase_byte(text: &str, byte: usize) -> usize {
+    let mut end = 0;
     for (i, c) in text.chars().enumerate() {
-        for l in c.to_lowercase() {
-            lower.push(l);
-            origin.push(i);
+        end += c.to_lowercase().map(char::len_utf8).sum::<usize>();
+        if end > byte {
+            return i;
         }
-        n = i + 1;
     }
-    origin.push(n);
-    (lower, origin)
+    text.chars().count()
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! The response of a search, identical for `ghola search --json` and the `search_*_history` tools, and its
-//! size bound (bodies cut around the stretch that matches best; the whole kept under 40,000 characters).
+//! size bound (bodies cut around the query's first telling word; the whole kept under 40,000 characters).
 
 use serde::Serialize;
 
@@ -126,8 +126,8 @@ pub struct SearchResponse {
     pub by_words_alone: bool,
 }
 
-/// Cuts `text` to about `max` characters around the stretch that holds the most of the query's telling words
-/// (`terms`, lowercase; [`super::passage::start_of_cut`]), marking cuts with `…`.
+/// Cuts `text` to about `max` characters around the first of the query's telling words (`terms`, lowercase;
+/// [`super::passage::start_of_cut`]), marking cuts with `…`; with no terms, its first `max` characters.
 pub fn cut_around(text: &str, terms: &[String], max: usize) -> String {
     let n = text.chars().count();
     if n <= max {
@@ -236,9 +236,6 @@ impl SearchResponse {
         size: &dyn Fn(&SearchResponse) -> usize,
     ) {
         for limit in [600, 300, 120] {
-            if size(self) <= limit_chars {
-                return;
-            }
             for k in (0..self.results.len()).rev() {
                 if size(self) <= limit_chars {
                     return;
@@ -273,9 +270,6 @@ impl SearchResponse {
             }
         }
         for limit in [1000, 500, 200] {
-            if size(self) <= limit_chars {
-                return;
-            }
             // The last results first, and no further than needed: the first are read first.
             for k in (0..self.results.len()).rev() {
                 if size(self) <= limit_chars {
