@@ -84,11 +84,28 @@ def search(base, question, scope, flags, search_env):
     r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **search_env})
     if r.returncode != 0:
         sys.exit(f"search failed: {' '.join(cmd)}\n{r.stderr}")
-    return [h["matched_message"]["uuid"] for h in json.loads(r.stdout).get("results", [])]
+    return [(h["matched_message"]["session_id"], h["matched_message"]["uuid"])
+            for h in json.loads(r.stdout).get("results", [])]
+
+
+entries_of = {}
+
+
+def entries(base, corpus, session, uuid):
+    """Every transcript entry a coding hit stands for, as bench/coding/eval.py counts it: its own uuid and the
+    pieces of a reply merged into it (`merged_uuids` of `ghola show --json`). A reply is named by its first piece
+    with text (docs/search.md, "A line with text names a hit"), and a question's gold may name another piece."""
+    key = (corpus, session)
+    if key not in entries_of:
+        r = subprocess.run(base + ["show", session, "--json", "--subagents"], capture_output=True, text=True)
+        entries_of[key] = ({m["uuid"]: {m["uuid"], *m.get("merged_uuids", [])} for m in json.loads(r.stdout)["messages"]}
+                           if r.returncode == 0 else {})
+    return entries_of[key].get(uuid, {uuid})
 
 
 def rr(ranked, gold):
-    return next((1 / (i + 1) for i, u in enumerate(ranked[:10]) if u in gold), 0.0)
+    """Reciprocal rank of the first hit (a set of the entries it stands for) that holds a gold entry."""
+    return next((1 / (i + 1) for i, us in enumerate(ranked[:10]) if us & gold), 0.0)
 
 
 # Each set: questions as (id, fold, gold set, how to search it) and the floor's reciprocal rank of each.
@@ -107,7 +124,7 @@ if a.set in ("locomo", "both"):
     floor = {r["qid"]: r["floor"] for r in json.load(open(work / "locomo.json"))}
     sets["locomo"] = {
         "questions": [(q["qid"], q["conversation"], set(q["gold_uuids"]), q) for q in gold],
-        "floor": {q["qid"]: rr(floor[q["qid"]], set(q["gold_uuids"])) for q in gold},
+        "floor": {q["qid"]: rr([{u} for u in floor[q["qid"]]], set(q["gold_uuids"])) for q in gold},
     }
 
 
@@ -129,7 +146,7 @@ def ensure_index(kind, env):
 
 
 def ranks_of(kind, name, flags, env, search_env):
-    path = work / "ranks" / kind / f"{slug(name)}-{build_key(a.ghola, flags, {**env, **search_env})}.json"
+    path = work / "ranks" / kind / f"{slug(name)}-v2-{build_key(a.ghola, flags, {**env, **search_env})}.json"
     if path.exists():
         return json.load(open(path))
     ensure_index(kind, env)
@@ -145,7 +162,14 @@ def ranks_of(kind, name, flags, env, search_env):
             scope = ["--project=" + q["cwd"]]
         jobs.append(lambda base=base, q=q, scope=scope: search(base, q["question"], scope, flags, search_env))
     ranked = run_all(jobs)
-    out = {qid: rr(r, gold) for (qid, _, gold, _), r in zip(sets[kind]["questions"], ranked)}
+    out = {}
+    for (qid, _, gold, q), hits in zip(sets[kind]["questions"], ranked):
+        if kind == "coding":
+            base = [a.ghola, "--claude-dir", f"{a.corpus}/{q['corpus']}", "--index-dir",
+                    str(index_dir(kind, env, q["corpus"])), "--model-dir", a.model_dir]
+            out[qid] = rr([entries(base, q["corpus"], sess, u) for sess, u in hits], gold)
+        else:
+            out[qid] = rr([{u} for _, u in hits], gold)
     path.parent.mkdir(parents=True, exist_ok=True)
     json.dump(out, open(path, "w"))
     return out

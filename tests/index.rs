@@ -624,7 +624,7 @@ fn an_index_of_the_previous_format_is_upgraded_and_keeps_its_archive() {
     write_framed_version(&meta_path, b"GHOLASGM", 1, &encode(&meta)).unwrap();
     let manifest = v1::Manifest {
         generation: 3,
-        model_id: format!("{}+nvec300<600+call0.5", ghola::embed::MODEL_ID),
+        model_id: format!("{}+nvec300<600+call0.5+in300", ghola::embed::MODEL_ID),
         weights_sha256: ChunkEmbedder::weights_sha256(embedder(), &idx).unwrap(),
         segments: vec![SegmentInfo {
             id: 7,

@@ -119,6 +119,7 @@ impl Knobs {
                 .and_then(|v| v.trim().parse::<f32>().ok())
                 .filter(|w| w.is_finite() && *w >= 0.0)
                 .unwrap_or(defaults.call_weight),
+            call_words: number("GHOLA_CALL_WORDS").map_or(defaults.call_words, |n| n as usize),
         };
         let update = UpdateOptions {
             publish_every: number("GHOLA_PUBLISH_EVERY")

@@ -53,8 +53,9 @@ fn set_aside(dir: &Path) -> std::io::Result<String> {
     Ok(dest.display().to_string())
 }
 
-/// The model id recorded in the manifest: the neighbour context and a tool output's call change what a vector
-/// means (and the call, what an output's text holds), so a different setting re-embeds like a different model.
+/// The model id recorded in the manifest: the neighbour context, a tool output's call and what a call wrote
+/// change what a vector means (and the call, what an output's text holds), so a different setting re-embeds like
+/// a different model.
 fn indexed_model_id(model_id: String, neighbour: Neighbour) -> String {
     let mut id = model_id;
     if neighbour.chars > 0 {
@@ -70,6 +71,10 @@ fn indexed_model_id(model_id: String, neighbour: Neighbour) -> String {
     }
     if neighbour.call_weight > 0.0 {
         id.push_str(&format!("+call{}", neighbour.call_weight));
+    }
+    if neighbour.call_words > 0 {
+        // What a call wrote joins its line's vector: "in", and how many characters of it.
+        id.push_str(&format!("+in{}", neighbour.call_words));
     }
     id
 }

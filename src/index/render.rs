@@ -59,6 +59,11 @@ pub struct Neighbour {
     /// How much of the vector of the call that produced a tool's output joins the output's vector (0: the
     /// output is indexed alone, without its call's words either; see [`Calls`]).
     pub call_weight: f32,
+    /// Characters of what a call wrote (`Part::ToolUse::input`: a plan, a to-do list, an edit's new text, a
+    /// message to a teammate) that join the call's line in its vector (0: the line alone). The stored text and
+    /// the keyword document keep the line alone: there these words cost ranking (docs/search.md, "What a call
+    /// wrote, in its vector").
+    pub call_words: usize,
 }
 
 impl Default for Neighbour {
@@ -68,6 +73,7 @@ impl Default for Neighbour {
             weight: DEFAULT_NEIGHBOUR_WEIGHT,
             below: DEFAULT_NEIGHBOUR_BELOW,
             call_weight: DEFAULT_CALL_WEIGHT,
+            call_words: DEFAULT_CALL_WORDS,
         }
     }
 }
@@ -85,6 +91,12 @@ pub const DEFAULT_NEIGHBOUR_BELOW: usize = 600;
 /// The weight of a tool output's call, chosen with one corpus folder of the coding set held out at a time
 /// (docs/search.md: 0.5 and 1.0 measured, 0.5 chosen on five of six folds).
 pub const DEFAULT_CALL_WEIGHT: f32 = 0.5;
+
+/// How much of what a call wrote its vector sees: "what was on the plan?" or "what were the teammates asked to
+/// add?" is answered by a call whose line says only `ExitPlanMode: # Plan: …` or `SendMessage: bob`. Chosen with
+/// one corpus folder of the coding set held out at a time among 0, 150, 300, 600 and 1,000 (300 on five folds
+/// of six; docs/search.md, "What a call wrote, in its vector").
+pub const DEFAULT_CALL_WORDS: usize = 300;
 
 /// The line a tool output's stored text ends with, naming the call that produced it (`[call] Bash: ruff format —
 /// Format the code`): "33 files left unchanged" alone says nothing a question asks about, and the reader of a hit
@@ -225,6 +237,11 @@ pub fn without_line_numbers(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// The first `n` characters of `s`.
+pub fn head_chars(s: &str, n: usize) -> &str {
+    s.char_indices().nth(n).map_or(s, |(end, _)| &s[..end])
+}
+
 /// The last `n` characters of `s`.
 pub fn tail_chars(s: &str, n: usize) -> String {
     let count = s.chars().count();
@@ -234,8 +251,14 @@ pub fn tail_chars(s: &str, n: usize) -> String {
 /// The readable text of a message, what it mostly is ("text", "summary", "tool_use", "tool_result",
 /// "thinking"), and the texts to embed, by kind. `calls` are the calls behind the message's tool outputs
 /// ([`Calls::behind`]; empty: none): their lines end the text, and the output's chunk carries them as its
-/// neighbour ([`NEIGHBOUR_SEP`]), joined by vector with [`Neighbour::call_weight`].
-pub fn render(m: &Message, calls: &[String]) -> (String, &'static str, Vec<(ChunkKind, String)>) {
+/// neighbour ([`NEIGHBOUR_SEP`]), joined by vector with [`Neighbour::call_weight`]. A call's text to embed is its
+/// line and the first `call_words` characters of what it wrote ([`Neighbour::call_words`]); its readable text,
+/// the line alone.
+pub fn render(
+    m: &Message,
+    calls: &[String],
+    call_words: usize,
+) -> (String, &'static str, Vec<(ChunkKind, String)>) {
     let mut content = String::new();
     let mut by_kind: Vec<(ChunkKind, String)> = Vec::new();
     let mut add = |kind: ChunkKind, text: &str| {
@@ -256,9 +279,19 @@ pub fn render(m: &Message, calls: &[String]) -> (String, &'static str, Vec<(Chun
                 add(ChunkKind::Thinking, text);
                 format!("{THINKING_MARK}{text}\n{THINKING_END}")
             }
-            Part::ToolUse { name, summary, .. } => {
+            Part::ToolUse {
+                name,
+                summary,
+                input,
+                ..
+            } => {
                 let l = format!("{name}: {summary}");
-                add(ChunkKind::ToolUse, &l);
+                let wrote = head_chars(input, call_words);
+                if wrote.is_empty() {
+                    add(ChunkKind::ToolUse, &l);
+                } else {
+                    add(ChunkKind::ToolUse, &format!("{l}\n{wrote}"));
+                }
                 format!("{TOOL_MARK}{l}")
             }
             Part::ToolResult { text, is_error, .. } => {
@@ -343,6 +376,45 @@ mod tests {
     }
 
     #[test]
+    fn what_a_call_wrote_joins_its_vector_and_not_its_text() {
+        let plan = "# Plan: Read URL params on load, then the share button — ünïcode at the cut";
+        let m = message(
+            Role::Assistant,
+            vec![Part::ToolUse {
+                id: "t1".into(),
+                name: "ExitPlanMode".into(),
+                summary: "# Plan".into(),
+                input: plan.into(),
+                touches: Vec::new(),
+            }],
+        );
+        let line = "ExitPlanMode: # Plan";
+        let (content, kind, chunks) = render(&m, &[], 60);
+        assert_eq!(
+            (content.as_str(), kind),
+            (&*format!("{TOOL_MARK}{line}"), "tool_use")
+        );
+        let head: String = plan.chars().take(60).collect();
+        assert_eq!(chunks, [(ChunkKind::ToolUse, format!("{line}\n{head}"))]);
+        assert!(
+            head.ends_with("ünï"),
+            "cut among letters of two bytes: {head}"
+        );
+        // Shorter than the room: all of it; no room: the line alone.
+        let (_, _, chunks) = render(&m, &[], 1_000);
+        assert_eq!(chunks, [(ChunkKind::ToolUse, format!("{line}\n{plan}"))]);
+        let (_, _, chunks) = render(&m, &[], 0);
+        assert_eq!(chunks, [(ChunkKind::ToolUse, line.to_string())]);
+        // A call whose summary says it all wrote nothing more.
+        let bare = message(Role::Assistant, vec![call("t2", "Bash", "cargo test")]);
+        let (_, _, chunks) = render(&bare, &[], 300);
+        assert_eq!(
+            chunks,
+            [(ChunkKind::ToolUse, "Bash: cargo test".to_string())]
+        );
+    }
+
+    #[test]
     fn a_tool_output_is_rendered_with_the_call_that_produced_it() {
         let mut calls = Calls::default();
         let asked = message(
@@ -356,14 +428,14 @@ mod tests {
             calls.behind(&asked).is_empty(),
             "a call is not behind itself"
         );
-        let (content, _, chunks) = render(&asked, &calls.behind(&asked));
+        let (content, _, chunks) = render(&asked, &calls.behind(&asked), 0);
         assert!(!content.contains(CALL_MARK), "{content}");
         assert!(chunks.iter().all(|(_, t)| !t.contains(NEIGHBOUR_SEP)));
 
         let answered = message(Role::User, vec![output("t2", "All checks passed!")]);
         let behind = calls.behind(&answered);
         assert_eq!(behind, ["Bash: ruff check --fix — Lint"]);
-        let (content, kind, chunks) = render(&answered, &behind);
+        let (content, kind, chunks) = render(&answered, &behind, 0);
         assert_eq!(kind, "tool_result");
         assert_eq!(
             content,
@@ -381,7 +453,7 @@ mod tests {
             b"[tool result] All checks passed!"
         );
         // An output whose call was never seen (a resumed read) is indexed alone.
-        let (content, _, chunks) = render(&message(Role::User, vec![output("t9", "ok")]), &[]);
+        let (content, _, chunks) = render(&message(Role::User, vec![output("t9", "ok")]), &[], 0);
         assert_eq!(content, "[tool result] ok");
         assert_eq!(chunks, [(ChunkKind::ToolResult, "ok".to_string())]);
     }
@@ -468,7 +540,7 @@ mod tests {
         ));
         let huge = "x".repeat(3 * MAX_CONTENT_BYTES);
         let m = message(Role::User, vec![output("t1", &huge)]);
-        let (content, _, _) = render(&m, &calls.behind(&m));
+        let (content, _, _) = render(&m, &calls.behind(&m), 0);
         assert!(content.len() <= MAX_CONTENT_BYTES);
         assert!(
             content.ends_with("\n[call] Read: /var/log/huge.log"),

@@ -413,7 +413,7 @@ impl<'a> Writer<'a> {
             } else {
                 &[]
             };
-            let (content, kind, mut chunks) = render(m, behind);
+            let (content, kind, mut chunks) = render(m, behind, self.neighbour.call_words);
             let own_text = chunks
                 .iter()
                 .find(|(k, _)| *k == ChunkKind::Text)

@@ -266,7 +266,7 @@ fn render_messages(
     }
     out.push('\n');
     for m in msgs.iter().take(end).skip(start) {
-        let (content, kind, _) = crate::index::render::render(m, &[]);
+        let (content, kind, _) = crate::index::render::render(m, &[], 0);
         let mark = if hit == Some(m.uuid.as_str()) {
             '>'
         } else {
