@@ -238,7 +238,7 @@ pub fn without_line_numbers(text: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// The first `n` characters of `s`.
-pub fn head_chars(s: &str, n: usize) -> &str {
+fn head_chars(s: &str, n: usize) -> &str {
     s.char_indices().nth(n).map_or(s, |(end, _)| &s[..end])
 }
 
