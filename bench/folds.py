@@ -27,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from cache_key import build_key
+from entries import Entries
 
 here = Path(__file__).resolve().parent
 root = here.parent
@@ -88,19 +89,7 @@ def search(base, question, scope, flags, search_env):
             for h in json.loads(r.stdout).get("results", [])]
 
 
-entries_of = {}
-
-
-def entries(base, corpus, session, uuid):
-    """Every transcript entry a coding hit stands for, as bench/coding/eval.py counts it: its own uuid and the
-    pieces of a reply merged into it (`merged_uuids` of `ghola show --json`). A reply is named by its first piece
-    with text (docs/search.md, "A line with text names a hit"), and a question's gold may name another piece."""
-    key = (corpus, session)
-    if key not in entries_of:
-        r = subprocess.run(base + ["show", session, "--json", "--subagents"], capture_output=True, text=True)
-        entries_of[key] = ({m["uuid"]: {m["uuid"], *m.get("merged_uuids", [])} for m in json.loads(r.stdout)["messages"]}
-                           if r.returncode == 0 else {})
-    return entries_of[key].get(uuid, {uuid})
+entries = Entries()
 
 
 def rr(ranked, gold):
@@ -150,7 +139,7 @@ def ranks_of(kind, name, flags, env, search_env):
     if path.exists():
         return json.load(open(path))
     ensure_index(kind, env)
-    jobs = []
+    asked = []
     for qid, _, gold, q in sets[kind]["questions"]:
         if kind == "coding":
             base = [a.ghola, "--claude-dir", f"{a.corpus}/{q['corpus']}", "--index-dir",
@@ -160,16 +149,15 @@ def ranks_of(kind, name, flags, env, search_env):
             base = [a.ghola, "--claude-dir", f"{a.locomo}/.claude", "--index-dir", str(index_dir(kind, env)),
                     "--model-dir", a.model_dir]
             scope = ["--project=" + q["cwd"]]
-        jobs.append(lambda base=base, q=q, scope=scope: search(base, q["question"], scope, flags, search_env))
-    ranked = run_all(jobs)
+        asked.append((qid, gold, q, base, scope))
+    ranked = run_all([lambda base=base, q=q, scope=scope: search(base, q["question"], scope, flags, search_env)
+                      for _, _, q, base, scope in asked])
     out = {}
-    for (qid, _, gold, q), hits in zip(sets[kind]["questions"], ranked):
-        if kind == "coding":
-            base = [a.ghola, "--claude-dir", f"{a.corpus}/{q['corpus']}", "--index-dir",
-                    str(index_dir(kind, env, q["corpus"])), "--model-dir", a.model_dir]
-            out[qid] = rr([entries(base, q["corpus"], sess, u) for sess, u in hits], gold)
-        else:
-            out[qid] = rr([{u} for _, u in hits], gold)
+    for (qid, gold, q, base, _), hits in zip(asked, ranked):
+        # A coding hit counts by every entry of its message, as bench/coding/eval.py counts it.
+        found = [entries.of(base, q["corpus"], sess, u) for sess, u in hits] if kind == "coding" \
+            else [{u} for _, u in hits]
+        out[qid] = rr(found, gold)
     path.parent.mkdir(parents=True, exist_ok=True)
     json.dump(out, open(path, "w"))
     return out

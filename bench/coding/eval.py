@@ -15,6 +15,9 @@ import argparse, json, shutil, statistics, subprocess, sys, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from entries import Entries  # noqa: E402
+
 here = Path(__file__).resolve().parent
 ap = argparse.ArgumentParser()
 ap.add_argument("--ghola", default=str(here.parent.parent / "target/release/ghola"))
@@ -83,21 +86,12 @@ def gold_entry(q, uuid):
     text = " ".join(p.get("text") or p.get("summary") or "" for p in m["parts"])
     return {"role": m["role"], "kinds": [p["kind"] for p in m["parts"]], "chars": len(text), "head": text[:200]}
 
-entries_of = {}
+entries_of = Entries()
 
 
 def entries(q, session, uuid):
-    """Every transcript entry a hit stands for: its own uuid and, for a reply Claude Code wrote in pieces (thinking,
-    text, each call, one line each), the uuids of the pieces merged into it (`merged_uuids` of `ghola show
-    --json`). A hit counts when any of them is gold, so a question whose gold names the line that holds the evidence
-    — a later piece of a split reply — is scored as one naming the reply's first line (docs/search.md, "Which
-    entry names a reply")."""
-    key = (q["corpus"], session)
-    if key not in entries_of:
-        r = subprocess.run(base(q["corpus"]) + ["show", session, "--json", "--subagents"], capture_output=True, text=True)
-        entries_of[key] = ({m["uuid"]: {m["uuid"], *m.get("merged_uuids", [])} for m in json.loads(r.stdout)["messages"]}
-                           if r.returncode == 0 else {})
-    return entries_of[key].get(uuid, {uuid})
+    """Every transcript entry a hit stands for (bench/entries.py)."""
+    return entries_of.of(base(q["corpus"]), q["corpus"], session, uuid)
 
 
 rows, missed = [], []
