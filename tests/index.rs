@@ -214,6 +214,55 @@ fn identical_text_is_embedded_once_and_model_change_reembeds() {
     );
 }
 
+/// An index from before a stored text showed what calls wrote (its model id ends before `+shown`) reads its
+/// transcripts again to store their texts anew, and embeds nothing again: its vectors still mean the same.
+#[test]
+fn an_index_from_before_call_words_were_shown_is_read_again_not_embedded_again() {
+    use ghola::index::format::{encode, write_framed};
+    let (_tmp, claude, idx) = scratch();
+    let p = session_path(&claude, "w1");
+    fs::create_dir_all(p.parent().unwrap()).unwrap();
+    let edit = json!({"type": "tool_use", "id": "toolu_1", "name": "Edit", "input": {
+        "file_path": "/work/proj/limits.py", "old_string": "X = 1", "new_string": "ZANZIBAR_LIMIT = 7"}});
+    let body = [
+        line("w1", 0, "raise the limit"),
+        piece("w1", "w1-m1", "msg-w1-1", edit),
+        line("w1", 2, "thanks"),
+    ]
+    .concat();
+    fs::write(&p, body).unwrap();
+    update(&idx, &claude);
+    let snap = Snapshot::open(&idx).unwrap();
+    let i = (0..snap.messages.len())
+        .find(|&i| snap.uuid(i) == "w1-m1")
+        .unwrap();
+    // Stored after the call's line, out of the keyword text.
+    assert!(
+        snap.content(i).contains("(Edit wrote:) ZANZIBAR_LIMIT = 7"),
+        "{}",
+        snap.content(i)
+    );
+    assert_eq!(snap.keyword_text(i), "[tool] Edit: /work/proj/limits.py");
+    let mut m = snap.manifest.clone();
+    drop(snap);
+    let before = m.model_id.split("+shown").next().unwrap().to_string();
+    assert_ne!(before, m.model_id);
+    m.model_id = before;
+    write_framed(&idx.join("manifest.bin"), b"GHOLAMAN", &encode(&m)).unwrap();
+    let s = update(&idx, &claude);
+    assert!(s.full_update && s.files_read == 1, "{s:?}");
+    assert_eq!(s.chunks_embedded, 0, "{s:?}");
+    assert!(
+        Snapshot::open(&idx)
+            .unwrap()
+            .manifest
+            .model_id
+            .ends_with(&format!("+shown{}", ghola::index::shown::SHOWN_CALL_WORDS))
+    );
+    assert_eq!(live(&idx).len(), 3);
+    assert_eq!(update(&idx, &claude).files_read, 0, "read once");
+}
+
 fn ghola(claude: &Path, idx: &Path) -> Command {
     common::ghola_at(claude, idx)
 }
@@ -624,7 +673,10 @@ fn an_index_of_the_previous_format_is_upgraded_and_keeps_its_archive() {
     write_framed_version(&meta_path, b"GHOLASGM", 1, &encode(&meta)).unwrap();
     let manifest = v1::Manifest {
         generation: 3,
-        model_id: format!("{}+nvec300<600+call0.5+in300", ghola::embed::MODEL_ID),
+        model_id: format!(
+            "{}+nvec300<600+call0.5+in300+shown300",
+            ghola::embed::MODEL_ID
+        ),
         weights_sha256: ChunkEmbedder::weights_sha256(embedder(), &idx).unwrap(),
         segments: vec![SegmentInfo {
             id: 7,

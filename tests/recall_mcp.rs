@@ -367,7 +367,7 @@ fn a_session_read_shows_what_a_call_wrote_cut_and_without_credentials() {
     let after = read.split("(ExitPlanMode wrote:) ").nth(1).unwrap();
     let end = after.find("\n  02").unwrap_or(after.len());
     let shown = after[..end].replace("\n      ", "\n");
-    assert!(shown.ends_with('…'), "{shown}");
+    assert!(shown.ends_with('…'), "{read}");
     assert!(
         shown.starts_with("# Plan: WOMBAT rollout\n1. Ship"),
         "{shown}"
@@ -379,4 +379,37 @@ fn a_session_read_shows_what_a_call_wrote_cut_and_without_credentials() {
     assert!(!read.contains(&token), "{read}");
     // A message without calls gets no such line.
     assert_eq!(read.matches(" wrote:)").count(), 2, "{read}");
+
+    // A search answer shows the same words after the call's line, fewer of them (`index::shown`)…
+    let (err, found) = c.call(
+        3,
+        "search_project_history",
+        json!({"query": "the WOMBAT rollout plan"}),
+    );
+    assert!(!err, "{found}");
+    assert!(
+        found.contains("(ExitPlanMode wrote:) # Plan: WOMBAT rollout"),
+        "{found}"
+    );
+    assert!(
+        found.contains("Ship behind the wombat_enabled flag"),
+        "{found}"
+    );
+    assert!(!found.contains("PAST-THE-CUT"), "{found}");
+    assert!(!found.contains(&token), "{found}");
+    assert!(
+        !found.contains('\u{1e}'),
+        "the mark that keeps them apart: {found}"
+    );
+    // …but does not search them by their words: only the file a call wrote says "eu-west-3".
+    let (err, json_answer) = c.call(
+        4,
+        "search_project_history",
+        json!({"query": "eu-west-3", "format": "json", "relative_floor": 0}),
+    );
+    assert!(!err, "{json_answer}");
+    let v: Value = serde_json::from_str(&json_answer).unwrap();
+    for r in v["results"].as_array().unwrap() {
+        assert_eq!(r["scores"]["lexical"].as_f64(), Some(0.0), "{v:#}");
+    }
 }

@@ -141,7 +141,7 @@ fn embed_segment(
                     TodoChunk {
                         message: mi as u32,
                         kind: stored_kind(&m.kind),
-                        text: m.content,
+                        text: super::shown::keyword_text(&m.content).to_string(),
                     }
                 })
                 .collect()

@@ -22,6 +22,7 @@ mod resume;
 pub mod rows;
 pub mod scrub;
 pub mod segment;
+pub mod shown;
 pub mod snapshot;
 pub mod spelling;
 pub mod standin;

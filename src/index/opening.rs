@@ -76,7 +76,19 @@ fn indexed_model_id(model_id: String, neighbour: Neighbour) -> String {
         // What a call wrote joins its line's vector: "in", and how many characters of it.
         id.push_str(&format!("+in{}", neighbour.call_words));
     }
+    // Last, and not part of what a vector means (see `vector_identity`): what a stored text shows.
+    id.push_str(&format!("{SHOWN_TAG}{}", super::shown::SHOWN_CALL_WORDS));
     id
+}
+
+/// Ends a model id with what a message's stored text shows of its calls' words (`index::shown`): a release that
+/// changes it re-reads every transcript to store their texts anew, and reuses every vector.
+const SHOWN_TAG: &str = "+shown";
+
+/// The part of a recorded model id that says what a vector means: all but [`SHOWN_TAG`] and after. An index
+/// whose id differs from the current one only after it keeps its vectors.
+fn vector_identity(id: &str) -> &str {
+    id.find(SHOWN_TAG).map_or(id, |i| &id[..i])
 }
 
 /// The (model id, weights sha256) an update records in the manifest. Without a model (the keyword-first pass
@@ -199,7 +211,21 @@ pub(super) fn full_writer<'a>(
     let recorded = (!snapshot.manifest.segments.is_empty()).then_some(&snapshot.manifest);
     let (model_id, weights) = indexed_identity(embedder, opts.neighbour, dir, recorded)?;
     let mut archived = Vec::new();
+    let same_vectors = snapshot.manifest.weights_sha256 == weights
+        && vector_identity(&snapshot.manifest.model_id) == vector_identity(&model_id);
     if !snapshot.manifest.segments.is_empty()
+        && snapshot.manifest.model_id != model_id
+        && same_vectors
+    {
+        tracing::warn!("what a stored text shows changed; re-reading every transcript");
+        // Every transcript on disk is read again whole (its fingerprint no longer matches), and its messages'
+        // texts are stored anew; their chunks are the same texts, so every vector is reused. A message whose
+        // transcript is gone keeps the text it has.
+        for f in snapshot.manifest.files.iter_mut().filter(|f| !f.deleted) {
+            f.mtime_ns = i128::MIN;
+            f.resume = None;
+        }
+    } else if !snapshot.manifest.segments.is_empty()
         && (snapshot.manifest.model_id != model_id || snapshot.manifest.weights_sha256 != weights)
     {
         tracing::warn!("the embedding model changed; re-embedding everything");
@@ -250,7 +276,11 @@ pub(super) fn full_writer<'a>(
         // made: rebuild it from the stored text.
         lexical.clear(&mut lex_writer)?;
         for i in 0..snapshot.messages.len() {
-            lexical.add(&lex_writer, snapshot.messages[i].gid, &snapshot.content(i))?;
+            lexical.add(
+                &lex_writer,
+                snapshot.messages[i].gid,
+                &snapshot.keyword_text(i),
+            )?;
         }
         lexical.commit(&mut lex_writer, manifest.generation)?;
         summary.lexical_rebuilt = !snapshot.messages.is_empty() || manifest.generation > 0;

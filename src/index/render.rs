@@ -2,6 +2,7 @@
 //! kind, the texts to embed, each kind capped.
 
 use super::records::ChunkKind;
+use super::shown::SHOWN_MARK;
 use crate::transcript::{Message, Part, tool_output_mark};
 pub use crate::transcript::{THINKING_MARK, TOOL_ERROR_MARK, TOOL_MARK, TOOL_RESULT_MARK};
 use std::collections::HashMap;
@@ -305,6 +306,12 @@ pub fn render(
         content.push_str(&line);
     }
     by_kind.retain(|(_, t)| !t.trim().is_empty());
+    // What the calls wrote follows the text, shown but not searched (`super::shown`); a mark in the text itself
+    // would end its keyword text early, so the text loses it.
+    if content.contains(SHOWN_MARK) {
+        content = content.replace(SHOWN_MARK, "");
+    }
+    let shown = super::shown::call_words(m);
     if !calls.is_empty() && by_kind.iter().any(|(k, _)| *k == ChunkKind::ToolResult) {
         for (k, t) in by_kind.iter_mut() {
             if *k == ChunkKind::ToolResult {
@@ -313,10 +320,14 @@ pub fn render(
         }
         let lines: String = calls.iter().map(|c| format!("\n{CALL_MARK}{c}")).collect();
         // The call lines stay whole at the end, however long the output.
-        cut_to(&mut content, MAX_CONTENT_BYTES.saturating_sub(lines.len()));
+        cut_to(
+            &mut content,
+            MAX_CONTENT_BYTES.saturating_sub(lines.len() + shown.len()),
+        );
         content.push_str(&lines);
     }
-    cut_content(&mut content);
+    cut_to(&mut content, MAX_CONTENT_BYTES.saturating_sub(shown.len()));
+    content.push_str(&shown);
     let kind = if m.is_compact_summary {
         "summary"
     } else if by_kind.iter().any(|(k, _)| *k == ChunkKind::Text) {
@@ -391,8 +402,13 @@ mod tests {
         let line = "ExitPlanMode: # Plan";
         let (content, kind, chunks) = render(&m, &[], 60);
         assert_eq!(
-            (content.as_str(), kind),
+            (super::super::shown::keyword_text(&content), kind),
             (&*format!("{TOOL_MARK}{line}"), "tool_use")
+        );
+        // The stored text shows it after the line, where ranking does not read (`super::shown`).
+        assert_eq!(
+            super::super::shown::shown(&content),
+            format!("{TOOL_MARK}{line}\n(ExitPlanMode wrote:) {plan}")
         );
         let head: String = plan.chars().take(60).collect();
         assert_eq!(chunks, [(ChunkKind::ToolUse, format!("{line}\n{head}"))]);

@@ -276,7 +276,8 @@ impl<'a> Writer<'a> {
     /// Queues a stored message to be embedded again from its stored text (its transcript is gone, the model
     /// changed): one chunk source of the kind it mostly is.
     pub fn requeue(&mut self, msg: StoredMessage) {
-        let chunks = vec![(stored_kind(&msg.kind), msg.content.clone())];
+        let text = super::shown::keyword_text(&msg.content).to_string();
+        let chunks = vec![(stored_kind(&msg.kind), text)];
         self.pending.push(Pending { msg, chunks });
     }
 
@@ -624,8 +625,9 @@ impl<'a> Writer<'a> {
             self.lexical.delete(&self.lex_writer, *gid);
         }
         for p in &pending {
-            self.lexical
-                .add(&self.lex_writer, p.msg.gid, &p.msg.content)?;
+            // What calls wrote is shown, not searched (`super::shown`).
+            let words = super::shown::keyword_text(&p.msg.content);
+            self.lexical.add(&self.lex_writer, p.msg.gid, words)?;
             if let Some(live) = &mut self.live {
                 live.by_source
                     .entry(p.msg.source.clone())

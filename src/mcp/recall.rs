@@ -281,7 +281,10 @@ fn render_messages(
             out,
             "{mark} {} {who} [{when}]: {}",
             search::compact::short(&m.uuid),
-            content.trim().replace('\n', "\n    ")
+            // What the calls wrote follows, longer than a stored text shows it (`index::shown`).
+            crate::index::shown::keyword_text(&content)
+                .trim()
+                .replace('\n', "\n    ")
         );
         for (name, input) in m.parts.iter().filter_map(|p| match p {
             transcript::Part::ToolUse { name, input, .. } if !input.trim().is_empty() => {

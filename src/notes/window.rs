@@ -224,7 +224,7 @@ pub fn shape(
             &stored.role,
             &stored.kind,
             stored.timestamp_ms,
-            &stored.content,
+            &crate::index::shown::shown(&stored.content),
         );
         let mut hidden = crate::secrets::Tally::default();
         let text = crate::secrets::redact_counting(&text, &mut hidden).into_owned();

@@ -230,7 +230,7 @@ pub(super) fn collapse_copies(snap: &Snapshot, ranked: Vec<Scored>) -> Vec<Score
             out.push(s);
             continue;
         }
-        let bytes = crate::index::render::without_calls(snap.text_bytes(s.message as usize));
+        let bytes = crate::index::render::without_calls(snap.keyword_bytes(s.message as usize));
         let body = bytes
             .strip_prefix(crate::index::render::TOOL_RESULT_MARK.as_bytes())
             .unwrap_or(bytes)

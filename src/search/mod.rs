@@ -25,6 +25,7 @@ pub use prior::{ASK_PRIOR, QUESTION_PRIOR, QueryIntent, Rule};
 pub use response::{SearchHit, SearchResponse};
 
 use crate::embed::Embedder;
+use crate::index::shown::shown;
 use crate::index::{ChunkEmbedder, MessageRow, Snapshot};
 use filters::{eligible, machine_of, out_of_scope};
 use fusion::{Evidence, collapse_copies};
@@ -93,7 +94,9 @@ fn written_as(snap: &Snapshot, lex_sorted: &[(u32, f32)], term: &str) -> Option<
     lex_sorted
         .iter()
         .take(WRITTEN_AS_MATCHES)
-        .find_map(|(i, _)| crate::index::lexical::surface_word(&snap.content(*i as usize), term))
+        .find_map(|(i, _)| {
+            crate::index::lexical::surface_word(&snap.keyword_text(*i as usize), term)
+        })
 }
 
 /// How many of the best keyword matches [`written_as`] reads for the word a stem was written as: any one that
@@ -546,7 +549,7 @@ pub fn search_with_vector(
                         kind: c.kind.clone(),
                         timestamp: iso(c.timestamp_ms),
                         content: cut_around(
-                            &c.content,
+                            &shown(&c.content),
                             &raw_terms,
                             if hit.is_some() { BODY_CHARS } else { 1000 },
                         ),
@@ -574,7 +577,7 @@ pub fn search_with_vector(
                     window: m.window,
                     is_subagent: m.agent_id.is_some(),
                     agent_id: m.agent_id.clone(),
-                    content: cut_around(&m.content, &raw_terms, BODY_CHARS),
+                    content: cut_around(&shown(&m.content), &raw_terms, BODY_CHARS),
                 },
                 score: s.score,
                 scores: Scores {

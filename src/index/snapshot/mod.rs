@@ -582,10 +582,20 @@ impl Snapshot {
         self.segments[self.messages[i].segment as usize].id
     }
 
-    /// Live message `i`'s text bytes, as stored.
+    /// Live message `i`'s text bytes, as stored: its shown-only lines too (`index::shown`).
     pub fn text_bytes(&self, i: usize) -> &[u8] {
         let r = &self.messages[i];
         self.segments[r.segment as usize].text_bytes(r.index as usize)
+    }
+
+    /// Live message `i`'s keyword text: what ranking and its rules read (`index::shown::keyword_part`).
+    pub fn keyword_bytes(&self, i: usize) -> &[u8] {
+        super::shown::keyword_part(self.text_bytes(i))
+    }
+
+    /// [`Snapshot::keyword_bytes`] as text (lossy if the text file was damaged behind our back).
+    pub fn keyword_text(&self, i: usize) -> Cow<'_, str> {
+        String::from_utf8_lossy(self.keyword_bytes(i))
     }
 
     /// Live message `i` with every field, for display.

@@ -134,7 +134,7 @@ impl QueryIntent {
         let mut seen = rustc_hash::FxHashSet::default();
         self.addressing.clear();
         for m in candidates.filter(|m| seen.insert(*m)) {
-            let text = snap.text_bytes(m as usize);
+            let text = snap.keyword_bytes(m as usize);
             // People address each other in what they write, not in a tool's call or output (a module list, a
             // package table: "{Message, Project, Session}", "TypeScript, Tailwind, and ESLint").
             if is_tool_output(text) || is_bare_tool_call(text) {

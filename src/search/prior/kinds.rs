@@ -127,7 +127,7 @@ pub(super) fn is_request(snap: &Snapshot, i: usize, text: &[u8]) -> bool {
         .take(REQUEST_REPLY_MESSAGES)
         .take_while(|&n| crate::search::same_window(m, &snap.messages[n]))
         .any(|n| {
-            let t = snap.text_bytes(n);
+            let t = snap.keyword_bytes(n);
             // A line that opens with the mark, found by memmem (a tool's output may run to 50 KB).
             memchr::memmem::find_iter(t, TOOL_MARK.as_bytes())
                 .any(|at| at == 0 || t[at - 1] == b'\n')

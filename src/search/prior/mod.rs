@@ -205,7 +205,7 @@ impl std::str::FromStr for Rule {
 /// and tool outputs under a why-question — gained nothing on held-back questions and were removed
 /// (docs/search.md).
 pub fn prior(snap: &Snapshot, i: usize, intent: &QueryIntent, off: &[Rule]) -> f32 {
-    let text = snap.text_bytes(i);
+    let text = snap.keyword_bytes(i);
     let on = |r: Rule| !off.contains(&r);
     let mut f = 1.0;
     let asked_for = on(Rule::UsersWordsAsked)
