@@ -343,11 +343,12 @@ pub fn render(
 }
 
 #[cfg(test)]
-mod tests {
+pub(in crate::index) mod tests {
     use super::*;
     use crate::transcript::Role;
 
-    fn message(role: Role, parts: Vec<Part>) -> Message {
+    /// A message of `parts` with nothing else set (`index::shown`'s tests too).
+    pub(in crate::index) fn message(role: Role, parts: Vec<Part>) -> Message {
         Message {
             uuid: "u".into(),
             merged_uuids: Vec::new(),
@@ -428,6 +429,31 @@ mod tests {
             chunks,
             [(ChunkKind::ToolUse, "Bash: cargo test".to_string())]
         );
+    }
+
+    #[test]
+    fn a_mark_in_the_text_itself_does_not_end_its_keyword_text() {
+        let m = message(
+            Role::Assistant,
+            vec![
+                Part::Text {
+                    text: format!("before{SHOWN_MARK} after"),
+                },
+                Part::ToolUse {
+                    id: "t1".into(),
+                    name: "Write".into(),
+                    summary: "/w/a.txt".into(),
+                    input: "hello".into(),
+                    touches: Vec::new(),
+                },
+            ],
+        );
+        let (content, _, _) = render(&m, &[], 0);
+        assert_eq!(
+            super::super::shown::keyword_text(&content),
+            format!("before after\n{TOOL_MARK}Write: /w/a.txt")
+        );
+        assert!(content.ends_with("(Write wrote:) hello"), "{content:?}");
     }
 
     #[test]

@@ -87,24 +87,7 @@ mod tests {
     use crate::transcript::Role;
 
     fn reply(parts: Vec<Part>) -> Message {
-        Message {
-            uuid: "u".into(),
-            merged_uuids: Vec::new(),
-            first_entry: None,
-            parent_uuid: None,
-            session_id: "s".into(),
-            agent_id: None,
-            project: "/p".into(),
-            cwd: None,
-            git_branch: None,
-            timestamp: None,
-            role: Role::Assistant,
-            model: None,
-            parts,
-            window: 0,
-            is_compact_summary: false,
-            offset: 0,
-        }
+        crate::index::render::tests::message(Role::Assistant, parts)
     }
 
     fn call(name: &str, summary: &str, input: &str) -> Part {
