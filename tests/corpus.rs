@@ -96,6 +96,18 @@ fn marot_spotter_long_sessions_have_two_windows_and_nested_subagents() {
                 .any(|a| a.agent_id.starts_with("acompact-")),
             "{id}"
         );
+        // The compaction subagent's prompt and the summary it wrote are the compaction summary, no one's words;
+        // every other subagent speaks for itself.
+        for a in &s.subagents {
+            let compaction = a.agent_id.starts_with("acompact-");
+            assert!(
+                a.messages
+                    .iter()
+                    .all(|m| m.is_compact_summary == compaction),
+                "{id}: {}",
+                a.agent_id
+            );
+        }
         assert_eq!(s.skipped_lines(), 0);
         // The project is the first cwd: these sessions were started in worktrees.
         assert!(

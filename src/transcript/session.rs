@@ -379,6 +379,9 @@ struct Builder {
     by_message_id: HashMap<String, usize>,
 }
 
+/// How the id of the subagent that compacts a conversation begins (`agent-acompact-946d2b.jsonl`).
+pub const COMPACTION_AGENT: &str = "acompact";
+
 impl Builder {
     fn push(
         &mut self,
@@ -393,7 +396,10 @@ impl Builder {
             "assistant" => Role::Assistant,
             _ => Role::User,
         };
-        let is_summary = entry.is_compact_summary == Some(true);
+        // Claude Code 2.1 runs compaction as a subagent (`agent-acompact-*`): its prompt and the summary it writes
+        // are the compaction summary the session then continues from, not anyone's words.
+        let is_summary = entry.is_compact_summary == Some(true)
+            || agent_id.is_some_and(|a| a.starts_with(COMPACTION_AGENT));
         let Some(mut parts) = parts_of(entry, report) else {
             return;
         };
