@@ -179,6 +179,17 @@ fn requests_and_the_main_thread_for_agents_rank_below_answers() {
         "{output_on} {output_off}"
     );
     assert!(request_on > output_on, "{request_on} {output_on}");
+    // A subagent's prompt is in the user's place but another agent wrote it: asked what the user said, it keeps
+    // its ask factor.
+    let prompt = |extra: &[&str]| {
+        let v = words_only(&e, "what did I ask about the QUASAR modules", "/w/z", extra);
+        score_of(&v, "sz-a0")
+    };
+    let (on, off) = (
+        prompt(&[]),
+        prompt(&["--without-rule", "users-words-asked"]),
+    );
+    assert!(on > 0.0 && (on - off).abs() < 1e-6, "{on} {off}");
 }
 
 /// A question keeps the gentler factor (in a dialogue it is where a topic is raised); what passes the work on, an

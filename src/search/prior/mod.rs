@@ -115,7 +115,7 @@ pub enum Rule {
     /// A hit's share of the best other hit of its session ([`super::SESSION_SHARE`]).
     SessionEvidence,
     /// The user's own words are not weighed as asking when the query asks what the user said
-    /// ([`QueryIntent::asks_for_the_users_words`]).
+    /// ([`QueryIntent::asks_for_the_users_words`]); a subagent's prompt, in the user's place, is another agent's.
     UsersWordsAsked,
     /// A message no one wrote in words: a tool's output, a compaction summary, a reply of only thinking or
     /// calls ([`UNSAID`]).
@@ -210,7 +210,9 @@ pub fn prior(snap: &Snapshot, i: usize, intent: &QueryIntent, off: &[Rule]) -> f
     let mut f = 1.0;
     let asked_for = on(Rule::UsersWordsAsked)
         && intent.asks_for_the_users_words
-        && is_users_own_words(snap, i, text);
+        && is_users_own_words(snap, i, text)
+        // A subagent's prompt is in the user's place, but another agent wrote it.
+        && snap.messages[i].agent == NO_AGENT;
     if !asked_for && on(Rule::Question) && is_question(text) {
         f *= QUESTION_PRIOR;
     } else if !asked_for && is_ask(snap, i, text, &on) {
