@@ -211,12 +211,11 @@ pub(super) fn full_writer<'a>(
     let recorded = (!snapshot.manifest.segments.is_empty()).then_some(&snapshot.manifest);
     let (model_id, weights) = indexed_identity(embedder, opts.neighbour, dir, recorded)?;
     let mut archived = Vec::new();
+    let changed = !snapshot.manifest.segments.is_empty()
+        && (snapshot.manifest.model_id != model_id || snapshot.manifest.weights_sha256 != weights);
     let same_vectors = snapshot.manifest.weights_sha256 == weights
         && vector_identity(&snapshot.manifest.model_id) == vector_identity(&model_id);
-    if !snapshot.manifest.segments.is_empty()
-        && snapshot.manifest.model_id != model_id
-        && same_vectors
-    {
+    if changed && same_vectors {
         tracing::warn!("what a stored text shows changed; re-reading every transcript");
         // Every transcript on disk is read again whole (its fingerprint no longer matches), and its messages'
         // texts are stored anew; their chunks are the same texts, so every vector is reused. A message whose
@@ -225,9 +224,7 @@ pub(super) fn full_writer<'a>(
             f.mtime_ns = i128::MIN;
             f.resume = None;
         }
-    } else if !snapshot.manifest.segments.is_empty()
-        && (snapshot.manifest.model_id != model_id || snapshot.manifest.weights_sha256 != weights)
-    {
+    } else if changed {
         tracing::warn!("the embedding model changed; re-embedding everything");
         // Messages whose transcript is gone exist only here: they are re-embedded from their stored text.
         let mut on_disk: HashMap<&str, bool> = HashMap::new();

@@ -239,7 +239,7 @@ pub fn without_line_numbers(text: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// The first `n` characters of `s`.
-fn head_chars(s: &str, n: usize) -> &str {
+pub(super) fn head_chars(s: &str, n: usize) -> &str {
     s.char_indices().nth(n).map_or(s, |(end, _)| &s[..end])
 }
 

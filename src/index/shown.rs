@@ -13,9 +13,9 @@ use std::borrow::Cow;
 /// carries, so the keyword text ends exactly where the first one is, and a display removes it.
 pub const SHOWN_MARK: char = '\u{1e}';
 
-/// Characters of what each call wrote that its message's stored text shows: as many as the call's vector sees
-/// ([`super::render::DEFAULT_CALL_WORDS`]), so an answer shows what found it.
-pub const SHOWN_CALL_WORDS: usize = 300;
+/// Characters of what each call wrote that its message's stored text shows: as many as the call's vector sees,
+/// so an answer shows what found it.
+pub const SHOWN_CALL_WORDS: usize = super::render::DEFAULT_CALL_WORDS;
 
 /// At most this many bytes of shown words per message: a reply that made forty edits shows the first few.
 const SHOWN_BYTES: usize = 4 * 1024;
@@ -34,12 +34,12 @@ pub fn call_words(m: &Message) -> String {
             continue;
         }
         let mut line = format!("\n{SHOWN_MARK}({name} wrote:) ");
-        match words.char_indices().nth(SHOWN_CALL_WORDS) {
-            Some((end, _)) => {
-                line.push_str(words[..end].trim_end());
-                line.push('…');
-            }
-            None => line.push_str(words),
+        let head = super::render::head_chars(words, SHOWN_CALL_WORDS);
+        if head.len() < words.len() {
+            line.push_str(head.trim_end());
+            line.push('…');
+        } else {
+            line.push_str(words);
         }
         if out.len() + line.len() > SHOWN_BYTES {
             break;
