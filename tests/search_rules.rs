@@ -462,6 +462,25 @@ fn a_question_about_how_many_prefers_the_message_that_says_a_number() {
     );
 }
 
+/// A question about which commit (issue #47) prefers the message that names one by its id: "pushed 5c1b231"
+/// answers "which commit did we push for the parser fix?", and "all 14 files pushed", which says a number but
+/// no commit, does not — it would answer "how many files …". The plain how-many question is untouched.
+#[test]
+fn a_question_about_which_commit_prefers_the_message_that_names_one() {
+    an_answer_type_rule_moves_down_what_does_not_say_it(
+        "/w/commit",
+        "wc",
+        &[
+            "pushed all 14 files of the parser fix to main",
+            "pushed 6eea407..5c1b231 of the parser fix to main",
+            "unrelated: the kettle is broken",
+        ],
+        "which commit did we push for the parser fix?",
+        "did we push the parser fix to main?",
+        "uncounted-for-how-many",
+    );
+}
+
 /// A question about why something went wrong (issue #47) prefers the message that gives a reason: "it was
 /// rejected because the code is not formatted" answers "why was the commit rejected?", a message with the same
 /// words and no reason does not; the factor applies only to such a question, and `--without-rule

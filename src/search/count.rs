@@ -8,7 +8,7 @@
 
 /// Whether a query asks for a quantity that one message can state: "how many files changed", "how much code
 /// was there", "how often does the sweep run", "how big is the package", "what version got installed", "which
-/// port does it fall back to", "what percentage …", "what commit hash did we push" (a hash has digits). Not
+/// port does it fall back to", "what percentage …", "which commit added it" (a commit's id, [`asks_for_a_commit`]). Not
 /// "how many times …" — a count of events, which each event's own message does not state — nor "how many weeks
 /// passed …", which asks when ([`super::when::asks_when`]).
 pub fn asks_how_many(query: &str) -> bool {
@@ -32,6 +32,42 @@ pub fn asks_how_many(query: &str) -> bool {
             ) => true,
             _ => false,
         })
+        || asks_for_a_commit(&q)
+}
+
+/// Whether a query asks which commit: "which commit added tar support?", "what commit hash did we push?", "the
+/// commit id of the release". Its answer names the commit by its id ([`names_a_commit`]), which a message that
+/// merely says a number ("All 14 files committed and pushed") does not. Not "what commit message did we use".
+pub fn asks_for_a_commit(query: &str) -> bool {
+    let q = query.to_lowercase();
+    let words: Vec<&str> = q
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    words
+        .windows(2)
+        .enumerate()
+        .any(|(k, w)| match (w[0], w[1]) {
+            ("what" | "which", "commit") => !words
+                .get(k + 2)
+                .is_some_and(|n| matches!(*n, "message" | "messages")),
+            ("what" | "which", "hash" | "sha") | ("commit", "hash" | "sha" | "id" | "ids") => true,
+            _ => false,
+        })
+}
+
+/// Whether a message's text names a commit: a word of 7 to 40 hexadecimal digits with both a digit and a letter
+/// in it (`5c1b231`, `a23908c`), as git prints a commit, in its first 4 KB. A word of digits alone is a number
+/// far more often than a commit, and one of letters alone a word ("defaced").
+pub fn names_a_commit(text: &[u8]) -> bool {
+    let head = &text[..text.len().min(4 * 1024)];
+    head.split(|b| !b.is_ascii_alphanumeric()).any(|w| {
+        (7..=40).contains(&w.len())
+            && w.iter()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
+            && w.iter().any(u8::is_ascii_digit)
+            && w.iter().any(u8::is_ascii_alphabetic)
+    })
 }
 
 /// Number words that state a quantity, as a message writes it ("two files changed", "a dozen warnings", "no
@@ -124,6 +160,41 @@ mod tests {
             "how to make it faster",
         ] {
             assert!(!asks_how_many(q), "{q}");
+        }
+    }
+
+    #[test]
+    fn questions_that_ask_which_commit_and_messages_that_name_one() {
+        for q in [
+            "which commit added tar archive support to deep-manifest?",
+            "what commit hash did we push?",
+            "the commit id of the 1.0.0 release",
+            "What SHA is main at?",
+        ] {
+            assert!(asks_for_a_commit(q) && asks_how_many(q), "{q}");
+        }
+        for q in [
+            "what commit message did we use for the fix?",
+            "why was the commit for the tail adapter rejected?",
+            "how many files went into the commit we pushed?",
+            "what did we commit to doing next?",
+            "what id did the code quality epic get?",
+        ] {
+            assert!(!asks_for_a_commit(q), "{q}");
+        }
+        for t in [
+            "To github.com:me/app.git    6eea407..5c1b231  main -> main",
+            "[spotter-4te a23908c] feat: enable opentelemetry_ash",
+            "1. **`70f2781`** - Tar archive support",
+        ] {
+            assert!(names_a_commit(t.as_bytes()), "{t}");
+        }
+        for t in [
+            "Successfully pushed to GitHub! All 14 files have been committed.",
+            "The timestamp 1730000000 and the word defaced",
+            "Release 1.0.0 is out",
+        ] {
+            assert!(!names_a_commit(t.as_bytes()), "{t}");
         }
     }
 

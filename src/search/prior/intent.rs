@@ -26,6 +26,9 @@ pub struct QueryIntent {
     /// It asks how many (how much, which version, which port): the answer most likely says a number
     /// ([`crate::search::count`]).
     pub asks_how_many: bool,
+    /// It asks which commit: the answer most likely names one by its id ([`crate::search::count::names_a_commit`]),
+    /// not only a number.
+    pub asks_for_a_commit: bool,
     /// It asks why something went wrong: the answer most likely gives a reason or says what failed
     /// ([`crate::search::reason`]).
     pub asks_why_it_failed: bool,
@@ -95,6 +98,7 @@ impl QueryIntent {
             period_readings,
             asks_when: asks_when(query),
             asks_how_many: crate::search::count::asks_how_many(query),
+            asks_for_a_commit: crate::search::count::asks_for_a_commit(query),
             asks_why_it_failed: crate::search::reason::asks_why_it_failed(query),
             asks_how_or_why: crate::search::explain::asks_how_or_why(query),
             asks_for_the_users_words: asks_for_the_users_words(&words),

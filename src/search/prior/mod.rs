@@ -13,7 +13,7 @@ mod kinds;
 pub use intent::{QueryIntent, Side};
 pub use kinds::{announces_action, echoes_an_edit, is_bare_tool_call, is_question, is_tool_output};
 
-use super::count::says_a_number;
+use super::count::{names_a_commit, says_a_number};
 use super::explain::is_file_listing;
 use super::reason::gives_a_reason;
 use super::when::says_when;
@@ -233,7 +233,7 @@ pub fn prior(snap: &Snapshot, i: usize, intent: &QueryIntent, off: &[Rule]) -> f
     if on(Rule::UncountedForHowMany)
         && intent.asks_how_many
         && intent.parties.is_empty()
-        && !says_a_number(text)
+        && !says_the_quantity(text, intent)
     {
         f *= UNCOUNTED_FOR_HOW_MANY;
     }
@@ -253,6 +253,16 @@ pub fn prior(snap: &Snapshot, i: usize, intent: &QueryIntent, off: &[Rule]) -> f
         f *= SAID_BY_THE_OTHER;
     }
     f
+}
+
+/// Whether a message says what a query asking how many wants: a commit's id when it asks which commit, else
+/// any number.
+fn says_the_quantity(text: &[u8], intent: &QueryIntent) -> bool {
+    if intent.asks_for_a_commit {
+        names_a_commit(text)
+    } else {
+        says_a_number(text)
+    }
 }
 
 /// Factor on the score of a message from the other side of a dialogue than the person the query names (see
