@@ -44,17 +44,37 @@ pub fn asks_for_a_commit(query: &str) -> bool {
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .collect();
-    words
-        .windows(2)
-        .enumerate()
-        .any(|(k, w)| match (w[0], w[1]) {
-            ("what" | "which", "commit") => !words
-                .get(k + 2)
-                .is_some_and(|n| matches!(*n, "message" | "messages")),
-            ("what" | "which", "hash" | "sha") | ("commit", "hash" | "sha" | "id" | "ids") => true,
-            _ => false,
-        })
+    // "which commit …", "what was the commit that …" — not "… commit message".
+    let the_commit = |k: usize| {
+        !words
+            .get(k + 1)
+            .is_some_and(|n| matches!(*n, "message" | "messages"))
+    };
+    let asked = |k: usize| k > 0 && matches!(words[k - 1], "what" | "which");
+    let hash = words.iter().any(|w| matches!(*w, "hash" | "sha"));
+    words.iter().enumerate().any(|(k, w)| match *w {
+        "commit" => {
+            ((asked(k)
+                || (k >= 3
+                    && words[k - 1] == "the"
+                    && matches!(words[k - 2], "was" | "is" | "s")
+                    && asked(k - 2)))
+                && the_commit(k))
+                || hash
+                || words.get(k + 1).is_some_and(|n| matches!(*n, "id" | "ids"))
+        }
+        // "which SHA is main at", "what hash did we push" — not "which hash function …".
+        "sha" => asked(k),
+        "hash" => asked(k) && words.iter().any(|w| GIT_WORDS.contains(w)),
+        _ => false,
+    })
 }
+
+/// Words that make "what hash" a commit's: a hash of something else ("which hash function") is not.
+const GIT_WORDS: &[&str] = &[
+    "push", "pushed", "git", "merge", "merged", "release", "tag", "tagged", "branch", "main",
+    "master",
+];
 
 /// Whether a message's text names a commit: a word of 7 to 40 hexadecimal digits with both a digit and a letter
 /// in it (`5c1b231`, `a23908c`), as git prints a commit, in its first 4 KB. A word of digits alone is a number
@@ -170,6 +190,8 @@ mod tests {
             "what commit hash did we push?",
             "the commit id of the 1.0.0 release",
             "What SHA is main at?",
+            "what was the commit that added the tar support?",
+            "what's the hash of the commit that fixed the cache?",
         ] {
             assert!(asks_for_a_commit(q) && asks_how_many(q), "{q}");
         }
@@ -179,6 +201,8 @@ mod tests {
             "how many files went into the commit we pushed?",
             "what did we commit to doing next?",
             "what id did the code quality epic get?",
+            "what was the commit message of the fix?",
+            "which hash function does the cache use?",
         ] {
             assert!(!asks_for_a_commit(q), "{q}");
         }
