@@ -8,9 +8,9 @@
 
 /// Whether a query asks for a quantity that one message can state: "how many files changed", "how much code
 /// was there", "how often does the sweep run", "how big is the package", "what version got installed", "which
-/// port does it fall back to", "what percentage …", "which commit added it" (a commit's id, [`asks_for_a_commit`]). Not
-/// "how many times …" — a count of events, which each event's own message does not state — nor "how many weeks
-/// passed …", which asks when ([`super::when::asks_when`]).
+/// port does it fall back to", "what percentage …", "which commit added it" (a commit's id,
+/// [`asks_for_a_commit`]). Not "how many times …" — a count of events, which each event's own message does not
+/// state — nor "how many weeks passed …", which asks when ([`super::when::asks_when`]).
 pub fn asks_how_many(query: &str) -> bool {
     let q = query.to_lowercase();
     let words: Vec<&str> = q
