@@ -13,10 +13,7 @@
 /// state — nor "how many weeks passed …", which asks when ([`super::when::asks_when`]).
 pub fn asks_how_many(query: &str) -> bool {
     let q = query.to_lowercase();
-    let words: Vec<&str> = q
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .collect();
+    let words = words_of(&q);
     words
         .windows(2)
         .enumerate()
@@ -32,20 +29,28 @@ pub fn asks_how_many(query: &str) -> bool {
             ) => true,
             _ => false,
         })
-        || asks_for_a_commit(&q)
+        || asks_for_a_commit_in(&words)
+}
+
+/// The words of a lowercased query, split at every character that is not a letter or a digit.
+fn words_of(lowercased: &str) -> Vec<&str> {
+    lowercased
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect()
 }
 
 /// Whether a query asks which commit: "which commit added tar support?", "what commit hash did we push?", "the
 /// commit id of the release". Its answer names the commit by its id ([`names_a_commit`]), which a message that
 /// merely says a number ("All 14 files committed and pushed") does not. Not "what commit message did we use".
 pub fn asks_for_a_commit(query: &str) -> bool {
-    let q = query.to_lowercase();
-    let words: Vec<&str> = q
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .collect();
+    asks_for_a_commit_in(&words_of(&query.to_lowercase()))
+}
+
+/// [`asks_for_a_commit`] over the query's lowercased words ([`words_of`]).
+fn asks_for_a_commit_in(words: &[&str]) -> bool {
     // "which commit …", "what was the commit that …" — not "… commit message".
-    let the_commit = |k: usize| {
+    let not_its_message = |k: usize| {
         !words
             .get(k + 1)
             .is_some_and(|n| matches!(*n, "message" | "messages"))
@@ -59,7 +64,7 @@ pub fn asks_for_a_commit(query: &str) -> bool {
                     && words[k - 1] == "the"
                     && matches!(words[k - 2], "was" | "is" | "s")
                     && asked(k - 2)))
-                && the_commit(k))
+                && not_its_message(k))
                 || hash
                 || words.get(k + 1).is_some_and(|n| matches!(*n, "id" | "ids"))
         }
