@@ -1,7 +1,7 @@
 //! Each ranking rule through the real CLI and model, over a small history written by the test: the message a
 //! rule is about moves below (or above) the one that answers, and what the rule is not about stays where it was —
 //! requests and announcements, times named or asked about, answer types (when, how many, why, how), the parties
-//! of a dialogue, the session's other evidence, a typo, and which line names a reply.
+//! of a dialogue, the session's other evidence, a typo, which line names a reply, and what an IDE added to a request.
 
 use crate::common;
 use crate::search::{
@@ -864,4 +864,67 @@ fn a_reply_is_the_hit_before_the_output_it_read_and_is_named_by_its_text() {
         with_rule < 0.7 * without,
         "the output is moved down: {with_rule} vs {without}"
     );
+}
+
+/// What an IDE adds to every request ("The user opened the file … in the IDE. This may or may not be related to
+/// the current task.") is neither searched nor shown: a query in those words finds the message that says them,
+/// not every request made from an editor, and a request is shown as the user wrote it.
+#[test]
+fn what_an_ide_added_to_a_request_is_not_searched() {
+    let (cwd, s) = ("/w/ide", "ie");
+    let at = |i: usize| format!("2025-05-04T09:{i:02}:00Z");
+    let note = |file: &str| {
+        format!(
+            "<ide_opened_file>The user opened the file /w/ide/{file} in the IDE. This may or may not be related \
+             to the current task.</ide_opened_file>"
+        )
+    };
+    let request = |i: usize, file: &str, text: &str| {
+        json!({"type": "user", "uuid": format!("{s}-{i}"), "sessionId": s, "cwd": cwd, "timestamp": at(i),
+            "message": {"role": "user", "content": [{"type": "text", "text": note(file)},
+                {"type": "text", "text": text}]}})
+    };
+    let lines = vec![
+        request(
+            0,
+            "settings.css",
+            "add a dark mode toggle to the settings page",
+        ),
+        entry(s, cwd, 1, &at(1), "Added the toggle to the settings page."),
+        request(2, "notes.md", "now write the release notes"),
+        entry(
+            s,
+            cwd,
+            3,
+            &at(3),
+            "The flaky upload test may not be related to the current task: it failed before the change.",
+        ),
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    write(&tmp.path().join("claude"), cwd, s, &lines);
+    let e = indexed(tmp);
+    let v = search(
+        &e,
+        "UTC",
+        &[
+            "--project",
+            cwd,
+            "--context",
+            "0",
+            "which file is related to the current task?",
+        ],
+    )
+    .unwrap();
+    assert_eq!(uuids(&v), ["ie-3"], "{v:#}");
+    let v = search(
+        &e,
+        "UTC",
+        &["--project", cwd, "--context", "0", "dark mode toggle"],
+    )
+    .unwrap();
+    let shown = hit_of(&v, "ie-0").unwrap_or_else(|| panic!("the request is found: {v:#}"))["matched_message"]
+        ["content"]
+        .as_str()
+        .unwrap();
+    assert_eq!(shown, "add a dark mode toggle to the settings page");
 }

@@ -3,7 +3,7 @@
 
 use super::records::ChunkKind;
 use super::shown::SHOWN_MARK;
-use crate::transcript::{Message, Part, tool_output_mark};
+use crate::transcript::{Message, Part, Role, clean, tool_output_mark};
 pub use crate::transcript::{THINKING_MARK, TOOL_ERROR_MARK, TOOL_MARK, TOOL_RESULT_MARK};
 use std::collections::HashMap;
 
@@ -249,6 +249,23 @@ pub fn tail_chars(s: &str, n: usize) -> String {
     s.chars().skip(count.saturating_sub(n)).collect()
 }
 
+/// Whether a message's text is stored and searched without what an IDE added to it (`<ide_opened_file>`,
+/// `<ide_selection>`, `<ide_diagnostics>`; [`clean::without_ide_notes`]). An editor's extension adds "The user
+/// opened the file … in the IDE. This may or may not be related to the current task." to every request, so its
+/// words ("file", "opened", "related", "task") would match queries in every request and pull a short request's
+/// vector towards the boilerplate. Only a user's message is read so (an assistant may write the tag's name in
+/// prose), and only when something the user wrote is left: a request that is all IDE notes keeps them.
+fn without_ide_notes(m: &Message) -> bool {
+    m.role == Role::User
+        && m.parts
+            .iter()
+            .any(|p| matches!(p, Part::Text { text } if text.contains("<ide_")))
+        && m.parts.iter().any(|p| match p {
+            Part::Text { text } => !clean::without_ide_notes(text).is_empty(),
+            _ => true,
+        })
+}
+
 /// The readable text of a message, what it mostly is ("text", "summary", "tool_use", "tool_result",
 /// "thinking"), and the texts to embed, by kind. `calls` are the calls behind the message's tool outputs
 /// ([`Calls::behind`]; empty: none): their lines end the text, and the output's chunk carries them as its
@@ -270,11 +287,20 @@ pub fn render(
             by_kind.push((kind, text.to_string()));
         }
     };
+    let ide_free = without_ide_notes(m);
     for p in &m.parts {
         let line = match p {
             Part::Text { text } => {
-                add(ChunkKind::Text, text);
-                text.clone()
+                let text = if ide_free {
+                    clean::without_ide_notes(text)
+                } else {
+                    text.clone()
+                };
+                if text.is_empty() {
+                    continue;
+                }
+                add(ChunkKind::Text, &text);
+                text
             }
             Part::Thinking { text } => {
                 add(ChunkKind::Thinking, text);
@@ -628,5 +654,35 @@ pub(in crate::index) mod tests {
         ] {
             assert_eq!(without_line_numbers(other), other);
         }
+    }
+
+    #[test]
+    fn a_request_is_stored_and_searched_without_what_an_ide_added() {
+        let note = "<ide_opened_file>The user opened the file /w/index.html in the IDE. This may or may not be \
+                    related to the current task.</ide_opened_file>";
+        let text = |t: &str| Part::Text { text: t.into() };
+        let asked = message(
+            Role::User,
+            vec![text(note), text("why does the recorder fail on file://?")],
+        );
+        let (content, kind, chunks) = render(&asked, &[], 0);
+        assert_eq!(
+            (content.as_str(), kind),
+            ("why does the recorder fail on file://?", "text")
+        );
+        assert_eq!(chunks, [(ChunkKind::Text, content.clone())]);
+        // In one block with the request, as older extensions wrote it.
+        let one = message(
+            Role::User,
+            vec![text(&format!("{note}\nwhy does it fail?"))],
+        );
+        assert_eq!(render(&one, &[], 0).0, "why does it fail?");
+        // A request that is only what the IDE added keeps it: nothing else would find it.
+        let only = message(Role::User, vec![text(note)]);
+        assert_eq!(render(&only, &[], 0).0, note);
+        // An answer that writes the tag's name is read as written.
+        let prose = "Claude Code wraps the open file in <ide_opened_file> and the rest follows.";
+        let told = message(Role::Assistant, vec![text(prose)]);
+        assert_eq!(render(&told, &[], 0).0, prose);
     }
 }

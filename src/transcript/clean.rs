@@ -14,11 +14,12 @@ const DROP_ELEMENTS: &[&str] = &[
 ];
 
 /// What an IDE adds to a request: the file open in the editor, the selection, its diagnostics. The model reads
-/// them (they stay in the message), but they are not what the user asked.
+/// them (they stay in the message), but they are not what the user asked, so a request is titled, indexed and
+/// shown in search answers without them (`crate::index::render`).
 const IDE_ELEMENTS: &[&str] = &["ide_opened_file", "ide_selection", "ide_diagnostics"];
 
 /// The text without what an IDE added to it (see `IDE_ELEMENTS`), trimmed; empty when nothing else is left. What
-/// a request is named by: a session's title, the request behind a change of a file.
+/// a request is named by (a session's title, the request behind a change of a file) and what of it is searched.
 pub fn without_ide_notes(text: &str) -> String {
     if !text.contains("<ide_") {
         return text.trim().to_string();
