@@ -3,10 +3,11 @@
 five sets (`eval.py`, a tool output can be gold) and the shared harness in project and global scope
 (`shared_harness.py`, lines with text only), then which questions moved. Each build is given the same indexes, so
 the figures differ only by what the builds rank differently (an index is read, never rebuilt, when its build's
-model id matches).
+model id matches). A change in what an index stores (a message's text, its vectors) needs `--own-indexes`: each
+build then indexes for itself, under the work folders' names with `-before` / `-after` added.
 
     python3 bench/coding/compare.py --before BIN --after BIN [--work /tmp/ghola-coding] [--harness-work
-        /tmp/coding-shared] [--out /tmp/compare] [-- EXTRA SEARCH ARGS]
+        /tmp/coding-shared] [--out /tmp/compare] [--own-indexes] [-- EXTRA SEARCH ARGS]
 
 A build copied out of `target/` finds no model beside it: the script sets GHOLA_MODEL_DIR to models/ of this
 checkout unless it is set. Needs numpy for the harness (`/tmp/benchvenv/bin/python`); our scorer runs with the
@@ -25,6 +26,8 @@ ap.add_argument("--after", required=True)
 ap.add_argument("--work", default="/tmp/ghola-coding", help="indexes for our scorer (eval.py --work)")
 ap.add_argument("--harness-work", default="/tmp/coding-shared", help="indexes for the harness (shared_harness.py --work)")
 ap.add_argument("--out", default="/tmp/compare")
+ap.add_argument("--own-indexes", action="store_true",
+                help="each build indexes for itself (WORK-before, WORK-after): a change in what is stored")
 ap.add_argument("extra", nargs=argparse.REMAINDER)
 a = ap.parse_args()
 extra = [x for x in a.extra if x != "--"]
@@ -43,9 +46,10 @@ def run(cmd):
 def measure(tag, ghola):
     """Per-question results of build `ghola`: {(measure, set, id): reciprocal rank}, and the pooled figures."""
     rr, figures = {}, {}
+    work, harness_work = (f"{a.work}-{tag}", f"{a.harness_work}-{tag}") if a.own_indexes else (a.work, a.harness_work)
     for s in SETS:
         path = out / f"{tag}-{s}.json"
-        run([sys.executable, str(here / "eval.py"), "--ghola", ghola, "--work", a.work, "--questions",
+        run([sys.executable, str(here / "eval.py"), "--ghola", ghola, "--work", work, "--questions",
              str(here / f"{s}.json"), "--json", str(path), "--", "--context", "0", *extra])
         rows = json.load(open(path))
         for r in rows:
@@ -53,7 +57,7 @@ def measure(tag, ghola):
         figures[("ours", s)] = sum(1 / r["rank"] if r["rank"] else 0.0 for r in rows) / len(rows)
     for scope in ("project", "global"):
         path = out / f"{tag}-harness-{scope}.json"
-        run([sys.executable, str(here / "shared_harness.py"), "--ghola", ghola, "--work", a.harness_work,
+        run([sys.executable, str(here / "shared_harness.py"), "--ghola", ghola, "--work", harness_work,
              "--scope", scope, "--json", str(path), "--", *extra])
         per = json.load(open(path))
         held = []
