@@ -37,9 +37,10 @@ pub const ASK_PRIOR: f32 = 0.6;
 
 /// Factor on the score of a message written outside the time the query names (see [`super::when`]): a
 /// preference, not a filter, since a date in a query can also be what is searched for. Chosen on the LoCoMo dev
-/// tuning part (0.9, 0.75, 0.6, 0.5, 0.35), then checked once on the held-back part; asked again with every
-/// conversation held out in turn under today's ranking, 0.6 → 0.5 (docs/search.md, "A time the query names").
-pub const OUTSIDE_NAMED_TIME: f32 = 0.5;
+/// tuning part (0.9, 0.75, 0.6, 0.5, 0.35), then checked once on the held-back part. Asked again on 2026-12-07:
+/// 0.5 ranks better, but makes the int8 scan answer unlike the f32 scan where a message of the named time sits at
+/// its threshold (docs/search.md, "The factor asked again"), so it stays until that is mended.
+pub const OUTSIDE_NAMED_TIME: f32 = 0.6;
 
 /// Factor on the score of a message that does not say when anything happened, for a query that asks when
 /// ([`super::when::asks_when`], [`super::when::says_when`]): the turn that answers "When did Ana repaint the
