@@ -255,7 +255,7 @@ pub fn tail_chars(s: &str, n: usize) -> String {
 /// words ("file", "opened", "related", "task") would match queries in every request and pull a short request's
 /// vector towards the boilerplate. Only a user's message is read so (an assistant may write the tag's name in
 /// prose), and only when something the user wrote is left: a request that is all IDE notes keeps them.
-fn without_ide_notes(m: &Message) -> bool {
+fn leaves_out_ide_notes(m: &Message) -> bool {
     m.role == Role::User
         && m.parts
             .iter()
@@ -287,7 +287,7 @@ pub fn render(
             by_kind.push((kind, text.to_string()));
         }
     };
-    let ide_free = without_ide_notes(m);
+    let ide_free = leaves_out_ide_notes(m);
     for p in &m.parts {
         let line = match p {
             Part::Text { text } => {
