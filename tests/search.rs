@@ -163,7 +163,7 @@ pub(crate) fn search(e: &Env, tz: &str, args: &[&str]) -> Result<Value, String> 
 }
 
 /// The text of the hit on message `uuid` in search response `v` (panics when it is not a hit).
-fn hit_content<'v>(v: &'v Value, uuid: &str) -> &'v str {
+pub(crate) fn hit_content<'v>(v: &'v Value, uuid: &str) -> &'v str {
     hit_of(v, uuid).unwrap_or_else(|| panic!("{uuid} is not a hit: {v:#}"))["matched_message"]["content"]
         .as_str()
         .unwrap()

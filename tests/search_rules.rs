@@ -5,8 +5,8 @@
 
 use crate::common;
 use crate::search::{
-    Env, chat, entry, hit_of, indexed, indexed_chat, indexed_from, score_of, search, talk,
-    talk_ratio, uuids, words_only, write,
+    Env, chat, entry, hit_content, hit_of, indexed, indexed_chat, indexed_from, score_of, search,
+    talk, talk_ratio, uuids, words_only, write,
 };
 
 use serde_json::{Value, json};
@@ -922,9 +922,8 @@ fn what_an_ide_added_to_a_request_is_not_searched() {
         &["--project", cwd, "--context", "0", "dark mode toggle"],
     )
     .unwrap();
-    let shown = hit_of(&v, "ie-0").unwrap_or_else(|| panic!("the request is found: {v:#}"))["matched_message"]
-        ["content"]
-        .as_str()
-        .unwrap();
-    assert_eq!(shown, "add a dark mode toggle to the settings page");
+    assert_eq!(
+        hit_content(&v, "ie-0"),
+        "add a dark mode toggle to the settings page"
+    );
 }

@@ -54,7 +54,7 @@ def measure(tag, ghola):
         rows = json.load(open(path))
         for r in rows:
             rr[("ours", s, r["id"])] = 1 / r["rank"] if r["rank"] else 0.0
-        figures[("ours", s)] = sum(1 / r["rank"] if r["rank"] else 0.0 for r in rows) / len(rows)
+        figures[("ours", s)] = sum(rr[("ours", s, r["id"])] for r in rows) / len(rows)
     for scope in ("project", "global"):
         path = out / f"{tag}-harness-{scope}.json"
         run([sys.executable, str(here / "shared_harness.py"), "--ghola", ghola, "--work", harness_work,
