@@ -27,9 +27,11 @@ pub(super) struct Evidence {
     /// The side of a dialogue that speaks to the person the query names, if one was found
     /// ([`super::prior::QueryIntent::read_the_candidates`]).
     pub(super) other_side: Option<super::prior::Side>,
-    /// Semantic candidates under the threshold that stay candidates all the same: written in the time the query
-    /// names, which is evidence the query's words cannot show (see [`super::TIMED_MARGIN`]).
+    /// Semantic candidates written in the time the query names, which is evidence the query's words cannot show:
+    /// they stay candidates down to `timed` (see [`super::TIMED_MARGIN`]).
     pub(super) in_named_time: rustc_hash::FxHashSet<u32>,
+    /// The semantic threshold of a message in `in_named_time` (`super::timed_threshold`).
+    pub(super) timed: f32,
 }
 
 impl Evidence {
@@ -79,8 +81,12 @@ impl Evidence {
         // Candidates: every lexical match, plus the best semantic ones above the threshold.
         let mut candidates: Vec<u32> = self.lex_sorted.iter().map(|(m, _)| *m).collect();
         candidates.extend(self.sem_top.iter().copied().filter(|m| {
-            (sem(*m).is_some_and(|s| s >= p.threshold) || self.in_named_time.contains(m))
-                && !self.lexical.contains_key(m)
+            let floor = if self.in_named_time.contains(m) {
+                self.timed.min(p.threshold)
+            } else {
+                p.threshold
+            };
+            sem(*m).is_some_and(|s| s >= floor) && !self.lexical.contains_key(m)
         }));
         let w = p
             .lexical_weight

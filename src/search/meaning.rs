@@ -16,7 +16,8 @@ pub(super) struct Reading {
     pub(super) priors: FxHashMap<u32, f32>,
     /// The side of a dialogue that speaks to the person the query names, if one was found.
     pub(super) other_side: Option<Side>,
-    /// Semantic candidates under the threshold, written in the time the query names (`super::TIMED_MARGIN`).
+    /// Semantic candidates written in the time the query names: candidates down to `timed`, not the threshold
+    /// (`super::TIMED_MARGIN`).
     pub(super) in_named_time: FxHashSet<u32>,
     /// The vector the query was scanned with again (without its parties or its time), if it was.
     pub(super) meaning_vec: Option<crate::embed::Vector>,
@@ -45,7 +46,7 @@ pub(super) fn read(
             .map(|(m, _)| *m)
             .chain(semantic.iter().copied().filter(|m| {
                 best.get(*m as usize)
-                    .is_some_and(|s| *s >= p.threshold - 0.02)
+                    .is_some_and(|s| *s >= p.threshold - scan::INT8_ERROR)
             }));
         intent.date_from_the_candidates(snap, candidates.clone());
         intent.read_the_candidates(snap, candidates)
@@ -97,17 +98,17 @@ pub(super) fn read(
         .chain(best_semantic.iter().copied())
         .map(|m| (m, prior::prior(snap, m as usize, &intent, &p.without_rules)))
         .collect();
-    let in_named_time = match (intent.period, scan.as_ref()) {
-        (Some(period), Some(sc)) if timed < p.threshold => best_semantic
+    // Every semantic candidate written in the named time, whatever its score: `fuse` decides by the score it reads
+    // then (`timed` or above), which for those near `timed` is the exact one (`rescore_the_named_time`), so that
+    // the int8 and f32 scans keep the same candidates.
+    let in_named_time = match (intent.period, timed < p.threshold) {
+        (Some(period), true) => best_semantic
             .iter()
             .copied()
             .filter(|m| {
-                let s = sc.best[*m as usize];
-                s < p.threshold
-                    && s >= timed
-                    && snap.messages[*m as usize]
-                        .timestamp_ms
-                        .is_some_and(|t| period.holds(t))
+                snap.messages[*m as usize]
+                    .timestamp_ms
+                    .is_some_and(|t| period.holds(t))
             })
             .collect(),
         _ => FxHashSet::default(),

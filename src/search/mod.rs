@@ -227,7 +227,7 @@ fn candidate_floor(p: &SearchParams, timed: f32) -> f32 {
     if p.fusion == Fusion::Rrf {
         f32::NEG_INFINITY
     } else {
-        timed - 0.02
+        timed - scan::INT8_ERROR
     }
 }
 
@@ -328,6 +328,13 @@ fn rank(
             .map(|m| m + 1)
             .filter(|n| (*n as usize) < snap.messages.len());
         sc.refine(snap, q, lex.chain(next));
+        // A message of the named time is a candidate from `timed` on: where the int8 score may fall on either side
+        // of it, the exact one decides, as the f32 scan would.
+        for &m in &reading.in_named_time {
+            if (sc.best[m as usize] - timed).abs() < scan::INT8_ERROR {
+                sc.rescore(snap, q, m);
+            }
+        }
     }
     let lex_rank = rrf_ranks(p, &lex_sorted);
     let ev = Evidence {
@@ -339,6 +346,7 @@ fn rank(
         priors: reading.priors,
         other_side: reading.other_side,
         in_named_time: reading.in_named_time,
+        timed,
     };
     let mut out = ev.fuse(snap, p, ok, scan.as_ref().map_or(&[], |sc| &sc.best));
     // The best hits, and the messages whose score they inherit a share of, are re-scored from the exact vectors

@@ -29,6 +29,11 @@ pub const PREFILTER_MIN_CHUNKS: usize = 250_000;
 /// seven deviations.
 pub const INT4_ERROR: f32 = 0.05;
 
+/// How far an int8 score may be from the exact one, with room to spare (the worst error measured is 0.003, standard
+/// deviation 0.0005, `bench/quant_error.py`): the margin under a threshold within which a message stays a semantic
+/// candidate, and within which the exact score decides whether a message of the named time is one.
+pub const INT8_ERROR: f32 = 0.02;
+
 /// Which copy of the vectors a scan reads.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Precision {
