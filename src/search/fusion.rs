@@ -78,7 +78,8 @@ impl Evidence {
         } else {
             0.0
         };
-        // Candidates: every lexical match, plus the best semantic ones above the threshold.
+        // Candidates: every lexical match, plus the best semantic ones above the threshold (above `timed` for one
+        // written in the named time).
         let mut candidates: Vec<u32> = self.lex_sorted.iter().map(|(m, _)| *m).collect();
         candidates.extend(self.sem_top.iter().copied().filter(|m| {
             let floor = if self.in_named_time.contains(m) {

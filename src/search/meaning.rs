@@ -99,8 +99,8 @@ pub(super) fn read(
         .map(|m| (m, prior::prior(snap, m as usize, &intent, &p.without_rules)))
         .collect();
     // Every semantic candidate written in the named time, whatever its score: `fuse` decides by the score it reads
-    // then (`timed` or above), which for those near `timed` is the exact one (`rescore_the_named_time`), so that
-    // the int8 and f32 scans keep the same candidates.
+    // then (`timed` or above), which for those near `timed` is the exact one (`super::rank` re-scores them first),
+    // so that the int8 and f32 scans keep the same candidates.
     let in_named_time = match (intent.period, timed < p.threshold) {
         (Some(period), true) => best_semantic
             .iter()
