@@ -30,7 +30,8 @@ pub(super) struct Evidence {
     /// Semantic candidates written in the time the query names, which is evidence the query's words cannot show:
     /// they stay candidates down to `timed` (see [`super::TIMED_MARGIN`]).
     pub(super) in_named_time: rustc_hash::FxHashSet<u32>,
-    /// The semantic threshold of a message in `in_named_time` (`super::timed_threshold`).
+    /// The semantic threshold of a message in `in_named_time` (`super::timed_threshold`), under `p.threshold`
+    /// whenever that set has a message.
     pub(super) timed: f32,
 }
 
@@ -83,7 +84,7 @@ impl Evidence {
         let mut candidates: Vec<u32> = self.lex_sorted.iter().map(|(m, _)| *m).collect();
         candidates.extend(self.sem_top.iter().copied().filter(|m| {
             let floor = if self.in_named_time.contains(m) {
-                self.timed.min(p.threshold)
+                self.timed
             } else {
                 p.threshold
             };

@@ -101,8 +101,8 @@ pub(super) fn read(
     // Every semantic candidate written in the named time, whatever its score: `fuse` decides by the score it reads
     // then (`timed` or above), which for those near `timed` is the exact one (`super::rank` re-scores them first),
     // so that the int8 and f32 scans keep the same candidates.
-    let in_named_time = match (intent.period, timed < p.threshold) {
-        (Some(period), true) => best_semantic
+    let in_named_time = match intent.period {
+        Some(period) if timed < p.threshold => best_semantic
             .iter()
             .copied()
             .filter(|m| {
